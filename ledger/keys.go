@@ -1,0 +1,231 @@
+package ledger
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// The nine scopes a key may hold (contract: Authentication).
+const (
+	ScopeSitesRead     = "sites:read"
+	ScopeSitesWrite    = "sites:write"
+	ScopeLayersRead    = "layers:read"
+	ScopeQueriesRun    = "queries:run"
+	ScopeReportsRead   = "reports:read"
+	ScopeReportsCreate = "reports:create"
+	ScopeArtifactsRead = "artifacts:read"
+	ScopeAccessAcquire = "access:acquire"
+	ScopeUsageRead     = "usage:read"
+)
+
+// Scopes lists every scope in contract order.
+var Scopes = []string{ScopeSitesRead, ScopeSitesWrite, ScopeLayersRead, ScopeQueriesRun, ScopeReportsRead,
+	ScopeReportsCreate, ScopeArtifactsRead, ScopeAccessAcquire, ScopeUsageRead}
+
+// KeyPrefix starts every API key, so leaked keys are recognisable to secret scanners.
+const KeyPrefix = "sek_"
+
+// keyRandomBytes is 256 bits of randomness per key.
+const keyRandomBytes = 32
+
+// DefaultSpendLimit is the integration spending cap when none is given.
+const DefaultSpendLimit = 100_000
+
+// HashKey is the stored form of an API key: its SHA-256.
+func HashKey(key string) []byte {
+	h := sha256.Sum256([]byte(key))
+	return h[:]
+}
+
+// KeyParams describe a new key. Zero values take the documented defaults.
+type KeyParams struct {
+	Account uuid.UUID
+	Scopes  []string
+	// Datasets nil permits all account datasets; empty permits none.
+	Datasets []string
+	// SpendLimit caps a new integration (default DefaultSpendLimit); it must
+	// be nil when Integration is set, since the cap belongs to the integration.
+	SpendLimit *int64
+	// Principal is "machine" (default) or "human".
+	Principal string
+	// Integration attaches the key to an existing integration of the account.
+	Integration *uuid.UUID
+}
+
+// NewKey is a created key; Secret is shown once and never stored.
+type NewKey struct {
+	Secret        string
+	KeyID         uuid.UUID
+	IntegrationID uuid.UUID
+}
+
+// CreateKey creates an API key (and its integration unless one is given).
+func (l *Ledger) CreateKey(ctx context.Context, p KeyParams) (NewKey, error) {
+	if p.Principal == "" {
+		p.Principal = "machine"
+	}
+	if p.Principal != "machine" && p.Principal != "human" {
+		return NewKey{}, fmt.Errorf("%w: principal must be machine or human", ErrInvalid)
+	}
+	if len(p.Scopes) == 0 {
+		return NewKey{}, fmt.Errorf("%w: a key needs at least one scope", ErrInvalid)
+	}
+	for _, s := range p.Scopes {
+		if !slices.Contains(Scopes, s) {
+			return NewKey{}, fmt.Errorf("%w: unknown scope %q (known: %s)", ErrInvalid, s, strings.Join(Scopes, ","))
+		}
+	}
+	if p.Integration != nil && p.SpendLimit != nil {
+		return NewKey{}, fmt.Errorf("%w: --spend-limit belongs to a new integration; the existing integration keeps its cap", ErrInvalid)
+	}
+	limit := int64(DefaultSpendLimit)
+	if p.SpendLimit != nil {
+		limit = *p.SpendLimit
+	}
+	if limit < 0 {
+		return NewKey{}, fmt.Errorf("%w: spend limit must be >= 0", ErrInvalid)
+	}
+	buf := make([]byte, keyRandomBytes)
+	if _, err := rand.Read(buf); err != nil {
+		return NewKey{}, err
+	}
+	secret := KeyPrefix + base64.RawURLEncoding.EncodeToString(buf)
+	nk := NewKey{Secret: secret, KeyID: newID()}
+	datasets := p.Datasets
+	if datasets != nil {
+		datasets = slices.Clone(datasets)
+		slices.Sort(datasets)
+		datasets = slices.Compact(datasets)
+	}
+	scopes := slices.Clone(p.Scopes)
+	slices.Sort(scopes)
+	scopes = slices.Compact(scopes)
+	now := l.now()
+	err := l.tx(ctx, func(tx pgx.Tx) error {
+		if err := lockAccount(ctx, tx, p.Account); err != nil {
+			return err
+		}
+		if p.Integration != nil {
+			var owner uuid.UUID
+			err := tx.QueryRow(ctx, `SELECT account_id FROM integrations WHERE integration_id = $1`, *p.Integration).Scan(&owner)
+			if err != nil || owner != p.Account {
+				return fmt.Errorf("integration %s: %w", p.Integration, ErrNotFound)
+			}
+			nk.IntegrationID = *p.Integration
+		} else {
+			nk.IntegrationID = newID()
+			if _, err := tx.Exec(ctx, `INSERT INTO integrations (integration_id, account_id, spend_limit, created_at) VALUES ($1, $2, $3, $4)`,
+				nk.IntegrationID, p.Account, limit, now); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO api_keys (key_id, account_id, integration_id, prefix, key_hash, scopes, dataset_ids, principal_kind, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			nk.KeyID, p.Account, nk.IntegrationID, secret[:len(KeyPrefix)+6], HashKey(secret), scopes, datasets, p.Principal, now)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return NewKey{}, err
+		}
+		return NewKey{}, translate(err)
+	}
+	return nk, nil
+}
+
+// RevokeKey revokes a key; it fails on the very next request. Revoking twice is a no-op.
+func (l *Ledger) RevokeKey(ctx context.Context, keyID uuid.UUID) error {
+	tag, err := l.pool.Exec(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $2) WHERE key_id = $1`, keyID, l.now())
+	if err != nil {
+		return translate(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// Principal is the live authority behind a request's key.
+type Principal struct {
+	KeyID         uuid.UUID
+	AccountID     uuid.UUID
+	IntegrationID uuid.UUID
+	AccountName   *string
+	Kind          string
+	Scopes        []string
+	// KeyDatasets nil = all account datasets; empty = none.
+	KeyDatasets []string
+	// AccountDatasets nil = every catalogue dataset.
+	AccountDatasets []string
+	Revoked         bool
+}
+
+// HasScope reports whether the key holds scope s.
+func (p Principal) HasScope(s string) bool { return slices.Contains(p.Scopes, s) }
+
+// DatasetIDs is the effective dataset restriction: the key's list narrowed by
+// the account's. nil means all catalogue datasets.
+func (p Principal) DatasetIDs() []string {
+	switch {
+	case p.KeyDatasets == nil && p.AccountDatasets == nil:
+		return nil
+	case p.KeyDatasets == nil:
+		return p.AccountDatasets
+	case p.AccountDatasets == nil:
+		return p.KeyDatasets
+	}
+	out := []string{}
+	for _, d := range p.KeyDatasets {
+		if slices.Contains(p.AccountDatasets, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// PermitsDataset reports whether the key may use layer id.
+func (p Principal) PermitsDataset(id string) bool {
+	ds := p.DatasetIDs()
+	return ds == nil || slices.Contains(ds, id)
+}
+
+// Authenticate looks a presented key up by its hash. Unknown keys give
+// ErrNotFound; revoked keys give the principal and ErrKeyRevoked (for the audit).
+func (l *Ledger) Authenticate(ctx context.Context, key string) (Principal, error) {
+	var p Principal
+	err := l.pool.QueryRow(ctx, `SELECT k.key_id, k.account_id, k.integration_id, a.name, k.principal_kind, k.scopes, k.dataset_ids,
+			a.dataset_ids, k.revoked_at IS NOT NULL
+		FROM api_keys k JOIN accounts a USING (account_id) WHERE k.key_hash = $1`, HashKey(key)).
+		Scan(&p.KeyID, &p.AccountID, &p.IntegrationID, &p.AccountName, &p.Kind, &p.Scopes, &p.KeyDatasets, &p.AccountDatasets, &p.Revoked)
+	if err != nil {
+		return Principal{}, translate(err)
+	}
+	if p.Revoked {
+		return p, ErrKeyRevoked
+	}
+	return p, nil
+}
+
+// Integration is one API access and its shared spending cap.
+type Integration struct {
+	ID          uuid.UUID
+	SpendLimit  int64
+	CreditsUsed int64
+}
+
+// Integration reads an integration's cap and spend.
+func (l *Ledger) Integration(ctx context.Context, id uuid.UUID) (Integration, error) {
+	var in Integration
+	err := l.pool.QueryRow(ctx, `SELECT integration_id, spend_limit, credits_used FROM integrations WHERE integration_id = $1`, id).
+		Scan(&in.ID, &in.SpendLimit, &in.CreditsUsed)
+	return in, translate(err)
+}

@@ -1,0 +1,316 @@
+package pgembed
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testRoot returns a fresh directory whose parents the postgres user can
+// traverse (os.MkdirTemp and t.TempDir make 0700 directories).
+func testRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pgembed-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// psql runs sql through the real psql client against c.DSN(db), as the
+// server's OS user (postgres when we are root).
+func psql(t *testing.T, c *Cluster, db, sql string) (string, error) {
+	t.Helper()
+	cmd := c.user.command(testCtx(t), c.tool("psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", c.DSN(db), "-c", sql)
+	return run(cmd)
+}
+
+func mustPsql(t *testing.T, c *Cluster, db, sql string) string {
+	t.Helper()
+	out, err := psql(t, c, db, sql)
+	if err != nil {
+		t.Fatalf("psql %q: %v: %s", sql, err, out)
+	}
+	return out
+}
+
+func mustStart(t *testing.T, dir string, opt Options) *Cluster {
+	t.Helper()
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
+	}
+	c, err := Start(testCtx(t), dir, opt)
+	if err != nil {
+		t.Fatalf("Start(%s): %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(context.Background()); err != nil {
+			t.Errorf("cleanup Stop: %v", err)
+		}
+	})
+	return c
+}
+
+func TestLifecycle(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(testRoot(t), "var", "pg")
+	const db = "appdb"
+
+	c := mustStart(t, dir, Options{Database: db, Ephemeral: true})
+	if !c.Owned() {
+		t.Fatal("first Start on a fresh dir should own the server")
+	}
+	if want := filepath.Join(c.dir, "run"); c.socketDir != want {
+		t.Errorf("socket dir = %q, want %q", c.socketDir, want)
+	}
+	if !strings.Contains(c.DSN(db), "host="+c.socketDir+" port=5432 user=") ||
+		!strings.HasSuffix(c.DSN(db), " dbname="+db+" sslmode=disable") {
+		t.Errorf("unexpected DSN %q", c.DSN(db))
+	}
+	if os.Geteuid() == 0 && c.superuser != "postgres" {
+		t.Errorf("superuser = %q, want postgres when running as root", c.superuser)
+	}
+
+	if got := mustPsql(t, c, db, "SELECT 1"); got != "1" {
+		t.Fatalf("SELECT 1 = %q", got)
+	}
+	mustPsql(t, c, db, "CREATE EXTENSION pg_trgm")
+	if got := mustPsql(t, c, db, "SELECT similarity('siteenv', 'siteenv') = 1"); got != "t" {
+		t.Fatalf("pg_trgm similarity: %q", got)
+	}
+	for setting, want := range map[string]string{
+		"listen_addresses": "", "max_connections": "200", "fsync": "off",
+		"server_encoding": "UTF8", "lc_collate": "C",
+	} {
+		if got := mustPsql(t, c, db, "SHOW "+setting); got != want {
+			t.Errorf("SHOW %s = %q, want %q", setting, got, want)
+		}
+	}
+	mustPsql(t, c, db, "CREATE TABLE kept (v int); INSERT INTO kept VALUES (42)")
+	if fi, err := os.Stat(filepath.Join(c.dir, "log", "postgres.log")); err != nil || fi.Size() == 0 {
+		t.Errorf("server log missing or empty: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(c.dir, "socketdir")); err != nil || strings.TrimSpace(string(b)) != c.socketDir {
+		t.Errorf("socketdir record = %q, %v", b, err)
+	}
+
+	// A second Start on the same dir attaches.
+	c2 := mustStart(t, dir, Options{}) // default database "siteenv"
+	if c2.Owned() {
+		t.Fatal("second Start should attach, not own")
+	}
+	if c2.DSN(db) != c.DSN(db) {
+		t.Errorf("attached DSN %q != %q", c2.DSN(db), c.DSN(db))
+	}
+	if got := mustPsql(t, c2, db, "SELECT v FROM kept"); got != "42" {
+		t.Fatalf("attached cluster sees %q", got)
+	}
+	// Attaching with another database name creates it.
+	mustPsql(t, c2, "siteenv", "SELECT 1")
+	if err := c2.Stop(testCtx(t)); err != nil {
+		t.Fatalf("Stop on attached cluster: %v", err)
+	}
+	mustPsql(t, c, db, "SELECT 1") // still running
+
+	// Stop really stops; Stop twice is fine.
+	if err := c.Stop(testCtx(t)); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if c.Owned() {
+		t.Error("Owned after Stop")
+	}
+	if out, err := psql(t, c, db, "SELECT 1"); err == nil {
+		t.Fatalf("server still answers after Stop: %s", out)
+	}
+	if err := c.Stop(testCtx(t)); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+
+	// A start failure reports the tail of the server log.
+	auto := filepath.Join(c.dataDir, "postgresql.auto.conf")
+	orig, err := os.ReadFile(auto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(auto, append(append([]byte{}, orig...), "max_connections = 'banana'\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Start(testCtx(t), dir, Options{Database: db, Ephemeral: true})
+	if err == nil {
+		t.Fatal("Start with a broken config succeeded")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "last lines of") || !strings.Contains(msg, "banana") {
+		t.Fatalf("start error lacks the log tail: %v", err)
+	}
+	t.Log(err)
+	if err := os.WriteFile(auto, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// Restart (durable this time): data intact, fsync back on.
+	c3 := mustStart(t, dir, Options{Database: db})
+	if !c3.Owned() {
+		t.Fatal("Start after Stop should own the server")
+	}
+	if got := mustPsql(t, c3, db, "SELECT v FROM kept"); got != "42" {
+		t.Fatalf("after restart kept = %q", got)
+	}
+	if got := mustPsql(t, c3, db, "SHOW fsync"); got != "on" {
+		t.Errorf("non-ephemeral fsync = %q", got)
+	}
+	if got := mustPsql(t, c3, db, "SELECT count(*) FROM pg_extension WHERE extname = 'pg_trgm'"); got != "1" {
+		t.Errorf("pg_trgm lost after restart: %q", got)
+	}
+}
+
+// A cluster dir too deep for sun_path still works (socket under TempDir), and
+// concurrent Starts on one fresh dir initialise and start it exactly once.
+func TestDeepDirConcurrentStart(t *testing.T) {
+	t.Parallel()
+	dir := testRoot(t)
+	for len(filepath.Join(dir, "pg", "run", ".s.PGSQL.5432")) <= 110 {
+		dir = filepath.Join(dir, "a-rather-long-directory-name")
+	}
+	dir = filepath.Join(dir, "pg")
+
+	const n = 3
+	var wg sync.WaitGroup
+	clusters := make([]*Cluster, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			clusters[i], errs[i] = Start(testCtx(t), dir, Options{Ephemeral: true, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+		})
+	}
+	wg.Wait()
+	owned := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("Start %d: %v", i, errs[i])
+		}
+		t.Cleanup(func() { clusters[i].Stop(context.Background()) })
+		if clusters[i].Owned() {
+			owned++
+		}
+	}
+	if owned != 1 {
+		t.Fatalf("%d of %d concurrent Starts own the server, want 1", owned, n)
+	}
+	c := clusters[0]
+	if !strings.HasPrefix(c.socketDir, os.TempDir()) && !strings.HasPrefix(c.socketDir, "/tmp/") {
+		t.Errorf("deep dir socket dir %q not under temp dir", c.socketDir)
+	}
+	if l := len(filepath.Join(c.socketDir, ".s.PGSQL.5432")); l > maxSocketPath {
+		t.Errorf("socket path length %d", l)
+	}
+	if fi, err := os.Stat(c.socketDir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("socket dir mode: %v %v", fi.Mode(), err)
+	}
+	if b, err := os.ReadFile(filepath.Join(c.dir, "socketdir")); err != nil || strings.TrimSpace(string(b)) != c.socketDir {
+		t.Errorf("socketdir record = %q, %v", b, err)
+	}
+	for _, cl := range clusters {
+		if cl.DSN("siteenv") != c.DSN("siteenv") {
+			t.Errorf("DSNs differ: %q vs %q", cl.DSN("siteenv"), c.DSN("siteenv"))
+		}
+	}
+	if got := mustPsql(t, c, "siteenv", "SELECT 1"); got != "1" {
+		t.Fatalf("SELECT 1 = %q", got)
+	}
+	for _, cl := range clusters {
+		if err := cl.Stop(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(c.socketDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("temp socket dir %s left behind after Stop: %v", c.socketDir, err)
+	}
+}
+
+func TestUnreachableDataDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only relevant when running as root")
+	}
+	private := filepath.Join(testRoot(t), "private")
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Start(testCtx(t), filepath.Join(private, "pg"), Options{})
+	if err == nil || !strings.Contains(err.Error(), "is not reachable by user postgres") ||
+		!strings.Contains(err.Error(), "--data-dir") {
+		t.Fatalf("want an actionable reachability error, got %v", err)
+	}
+	t.Log(err)
+}
+
+func TestFindBinaries(t *testing.T) {
+	empty := t.TempDir()
+	for _, v := range []string{empty, filepath.Join(empty, "missing")} {
+		t.Setenv("SITEENV_PG_BIN", v)
+		_, err := FindBinaries()
+		if !errors.Is(err, ErrNoBinaries) {
+			t.Fatalf("SITEENV_PG_BIN=%s: err = %v, want ErrNoBinaries", v, err)
+		}
+		if !strings.Contains(err.Error(), "apt-get install postgresql") || !strings.Contains(err.Error(), "SITEENV_PG_BIN") {
+			t.Errorf("error not actionable: %v", err)
+		}
+		t.Log(err)
+	}
+	if _, err := Start(testCtx(t), filepath.Join(empty, "pg"), Options{}); !errors.Is(err, ErrNoBinaries) {
+		t.Fatalf("Start with bad SITEENV_PG_BIN: %v", err)
+	}
+
+	os.Unsetenv("SITEENV_PG_BIN")
+	found, err := FindBinaries()
+	if err != nil {
+		t.Fatalf("FindBinaries: %v", err)
+	}
+	for _, name := range serverBinaries {
+		if !isExecutable(filepath.Join(found, name)) {
+			t.Errorf("%s has no %s", found, name)
+		}
+	}
+	t.Setenv("SITEENV_PG_BIN", found)
+	if got, err := FindBinaries(); err != nil || got != found {
+		t.Errorf("SITEENV_PG_BIN=%s: got %q, %v", found, got, err)
+	}
+}
+
+func TestDebianBinDirsOrder(t *testing.T) {
+	root := t.TempDir()
+	for _, v := range []string{"9.6", "10", "15", "16", "common"} {
+		os.MkdirAll(filepath.Join(root, v, "bin"), 0o755)
+	}
+	var got []string
+	for _, d := range debianBinDirs(root) {
+		got = append(got, filepath.Base(filepath.Dir(d)))
+	}
+	if want := []string{"16", "15", "10", "9.6"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("order = %v, want %v", got, want)
+	}
+}
+
+func TestDSNQuote(t *testing.T) {
+	c := &Cluster{socketDir: "/tmp/my dir/o'k", port: 5432, superuser: "postgres"}
+	want := `host='/tmp/my dir/o\'k' port=5432 user=postgres dbname=siteenv sslmode=disable`
+	if got := c.DSN("siteenv"); got != want {
+		t.Errorf("DSN = %s, want %s", got, want)
+	}
+}
