@@ -1,0 +1,103 @@
+package api
+
+import (
+	"regexp"
+	"time"
+
+	"github.com/google/uuid"
+
+	"siteenv/ledger"
+)
+
+var operationRE = regexp.MustCompile(`^[a-z][a-z0-9_.:-]{0,79}$`)
+
+type activityItem struct {
+	ActivityID   string    `json:"activity_id"`
+	Operation    string    `json:"operation"`
+	Outcome      string    `json:"outcome"`
+	RequestID    string    `json:"request_id"`
+	CreatedAt    time.Time `json:"created_at"`
+	HTTPStatus   int       `json:"http_status"`
+	ErrorCode    *string   `json:"error_code"`
+	ResourceType *string   `json:"resource_type"`
+	ResourceID   *string   `json:"resource_id"`
+}
+
+type page struct {
+	HasMore    bool    `json:"has_more"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+type activityBody struct {
+	APIVersion string         `json:"api_version"`
+	Activity   []activityItem `json:"activity"`
+	Page       page           `json:"page"`
+}
+
+// timeIDPosition is a keyset position for lists ordered by (created_at, id).
+type timeIDPosition struct {
+	T  time.Time `json:"t"`
+	ID uuid.UUID `json:"i"`
+}
+
+func (s *Server) listActivity(r *request) error {
+	q := r.query("cursor", "limit", "operation", "outcome", "request_id", "created_from", "created_before")
+	f := ledger.ActivityFilter{
+		Operation:     q.str("operation", 1, 80, operationRE),
+		Outcome:       q.enum("outcome", "accepted", "denied", "completed", "failed", "revoked"),
+		RequestID:     q.uuid("request_id"),
+		CreatedFrom:   q.time("created_from"),
+		CreatedBefore: q.time("created_before"),
+		Limit:         q.limit(20, 100),
+	}
+	cur := q.cursor()
+	if err := q.err(); err != nil {
+		return err
+	}
+	bind := binding(f.Operation, f.Outcome, fmtUUID(f.RequestID), fmtTime(f.CreatedFrom), fmtTime(f.CreatedBefore))
+	if cur != "" {
+		var pos timeIDPosition
+		if err := s.cursors.decode(cur, r.principal.AccountID, "activity:"+r.principal.IntegrationID.String(), bind, &pos); err != nil {
+			return err
+		}
+		f.AfterTime, f.AfterID = &pos.T, pos.ID
+	}
+	rows, err := s.led.ListActivity(r.c, r.principal.IntegrationID, f)
+	if err != nil {
+		return err
+	}
+	body := activityBody{APIVersion: "1", Activity: []activityItem{}}
+	for i, a := range rows {
+		if i == f.Limit {
+			body.Page.HasMore = true
+			last := rows[i-1]
+			next, err := s.cursors.encode(r.principal.AccountID, "activity:"+r.principal.IntegrationID.String(), bind,
+				timeIDPosition{T: last.CreatedAt, ID: last.ID})
+			if err != nil {
+				return err
+			}
+			body.Page.NextCursor = &next
+			break
+		}
+		body.Activity = append(body.Activity, activityItem{
+			ActivityID: a.ID.String(), Operation: a.Operation, Outcome: a.Outcome, RequestID: a.RequestID.String(),
+			CreatedAt: a.CreatedAt.UTC(), HTTPStatus: a.HTTPStatus, ErrorCode: a.ErrorCode,
+			ResourceType: a.ResourceType, ResourceID: a.ResourceID,
+		})
+	}
+	return r.writeJSON(200, body)
+}
+
+func fmtUUID(id *uuid.UUID) string {
+	if id == nil {
+		return ""
+	}
+	return id.String()
+}
+
+func fmtTime(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}

@@ -1,0 +1,52 @@
+package api
+
+import (
+	"errors"
+	"strings"
+
+	"siteenv/ledger"
+)
+
+// authenticate resolves the bearer key to its live principal. Keys are looked
+// up on every request, so revocation and scope changes apply immediately.
+func (s *Server) authenticate(r *request) error {
+	h := string(r.ctx.Request.Header.Peek("Authorization"))
+	scheme, key, ok := strings.Cut(h, " ")
+	if h == "" {
+		return newProblem("unauthenticated", "Send the API key as 'Authorization: Bearer <key>'.")
+	}
+	if !ok || !strings.EqualFold(scheme, "Bearer") || key == "" || strings.ContainsAny(key, " \t") {
+		return newProblem("unauthenticated", "The Authorization header must be 'Bearer <key>'.")
+	}
+	p, err := s.led.Authenticate(r.c, key)
+	switch {
+	case errors.Is(err, ledger.ErrKeyRevoked):
+		r.principal = p // for the audit record of the revoked attempt
+		return newProblem("credential_revoked", "This API key has been revoked; use a current key.")
+	case errors.Is(err, ledger.ErrNotFound):
+		return newProblem("unauthenticated", "The API key is not recognised.")
+	case err != nil:
+		return err
+	}
+	r.principal = p
+	return nil
+}
+
+// authorize requires every scope.
+func (s *Server) authorize(r *request, scopes ...string) error {
+	var missing []string
+	for _, sc := range scopes {
+		if !r.principal.HasScope(sc) {
+			missing = append(missing, sc)
+		}
+	}
+	if len(missing) > 0 {
+		return newProblem("scope_insufficient", "This key lacks the scope(s) %s.", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// authenticated reports whether a live principal is attached.
+func (r *request) authenticated() bool {
+	return r.principal.KeyID != [16]byte{} && !r.principal.Revoked
+}

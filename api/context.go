@@ -1,0 +1,147 @@
+package api
+
+import (
+	"slices"
+	"time"
+
+	"siteenv/ledger"
+)
+
+type contextBody struct {
+	APIVersion             string           `json:"api_version"`
+	Account                accountRef       `json:"account"`
+	PrincipalKind          string           `json:"principal_kind"`
+	Scopes                 []string         `json:"scopes"`
+	DatasetIDs             []string         `json:"dataset_ids"`
+	CreditBalance          *int64           `json:"credit_balance"`
+	IntegrationCreditLimit int64            `json:"integration_credit_limit"`
+	IntegrationCreditsUsed int64            `json:"integration_credits_used"`
+	Capabilities           capabilities     `json:"capabilities"`
+	Usage                  contextUsage     `json:"usage"`
+	Limits                 map[string]int64 `json:"limits"`
+}
+
+type accountRef struct {
+	ID   string  `json:"id"`
+	Name *string `json:"name"`
+}
+
+type capabilities struct {
+	Operations                  []capability   `json:"operations"`
+	LocationInputs              locationInputs `json:"location_inputs"`
+	IntegrationCreditsRemaining int64          `json:"integration_credits_remaining"`
+}
+
+type capability struct {
+	OperationID    string   `json:"operation_id"`
+	RequiredScopes []string `json:"required_scopes"`
+	Available      bool     `json:"available"`
+	ReasonCode     *string  `json:"reason_code"`
+}
+
+type locationInputs struct {
+	Search              []string `json:"search"`
+	SiteSelectors       []string `json:"site_selectors"`
+	ResolveSelectors    []string `json:"resolve_selectors"`
+	SupportedEPSGCodes  []int    `json:"supported_epsg_codes"`
+	GeometryCRS         string   `json:"geometry_crs"`
+	GeographicAxisOrder []string `json:"geographic_axis_order"`
+	ProjectedAxisOrder  []string `json:"projected_axis_order"`
+	NewSiteScope        string   `json:"new_site_scope"`
+}
+
+type contextUsage struct {
+	RetainedResultBytes int64      `json:"retained_result_bytes"`
+	QueuedQueries       int64      `json:"queued_queries"`
+	RunningQueries      int64      `json:"running_queries"`
+	NextResultExpiry    *time.Time `json:"next_result_expiry"`
+}
+
+// supportedEPSG: geographic 4326 and 7844, and the GDA2020 MGA zones 47..58.
+func supportedEPSG() []int {
+	codes := []int{4326, 7844}
+	for z := 7847; z <= 7858; z++ {
+		codes = append(codes, z)
+	}
+	return codes
+}
+
+func (s *Server) getContext(r *request) error {
+	if err := r.query().err(); err != nil {
+		return err
+	}
+	p := r.principal
+	acct, err := s.led.Account(r.c, p.AccountID)
+	if err != nil {
+		return err
+	}
+	integ, err := s.led.Integration(r.c, p.IntegrationID)
+	if err != nil {
+		return err
+	}
+	body := contextBody{
+		APIVersion:             "1",
+		Account:                accountRef{ID: acct.ID.String(), Name: acct.Name},
+		PrincipalKind:          p.Kind,
+		Scopes:                 orderedScopes(p.Scopes),
+		DatasetIDs:             p.DatasetIDs(),
+		IntegrationCreditLimit: integ.SpendLimit,
+		IntegrationCreditsUsed: integ.CreditsUsed,
+		Capabilities: capabilities{
+			Operations: s.capabilities(p),
+			LocationInputs: locationInputs{
+				Search:              []string{"address", "parcel"},
+				SiteSelectors:       []string{"saved_site", "external_reference", "point", "projected_point", "cadastre", "geometry"},
+				ResolveSelectors:    []string{"address", "saved_site", "external_reference", "point", "projected_point", "cadastre", "geometry"},
+				SupportedEPSGCodes:  supportedEPSG(),
+				GeometryCRS:         "OGC:CRS84",
+				GeographicAxisOrder: []string{"longitude", "latitude"},
+				ProjectedAxisOrder:  []string{"easting", "northing"},
+				NewSiteScope:        ledger.ScopeSitesWrite,
+			},
+			IntegrationCreditsRemaining: max(0, integ.SpendLimit-integ.CreditsUsed),
+		},
+		Usage:  contextUsage{},
+		Limits: Limits,
+	}
+	if p.HasScope(ledger.ScopeUsageRead) {
+		body.CreditBalance = &acct.CreditBalance
+	}
+	return r.writeJSON(200, body)
+}
+
+// capabilities lists every contract operation with whether this key may use it
+// on this server: scopes held and the operation implemented.
+func (s *Server) capabilities(p ledger.Principal) []capability {
+	var out []capability
+	for _, rt := range s.router.routes {
+		if rt.op.ID == "get_openapi" { // served by us, not a contract operation
+			continue
+		}
+		c := capability{OperationID: rt.op.ID, RequiredScopes: append([]string{}, rt.op.Scopes...), Available: true}
+		for _, sc := range rt.op.Scopes {
+			if !p.HasScope(sc) {
+				c.Available, c.ReasonCode = false, ptr("scope_insufficient")
+				break
+			}
+		}
+		if c.Available && rt.handler == nil {
+			c.Available, c.ReasonCode = false, ptr("feature_disabled")
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// orderedScopes lists held scopes in the contract's order.
+func orderedScopes(held []string) []string {
+	out := []string{}
+	for _, s := range ledger.Scopes {
+		if slices.Contains(held, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,106 @@
+package api_test
+
+import (
+	"slices"
+	"testing"
+
+	"siteenv/api/openapi"
+	"siteenv/ledger"
+)
+
+func TestContextReportsLiveAuthority(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	acct := h.account(75)
+	full := h.key(acct, nil, ledger.Scopes...)
+	m := h.do("GET", "/context", full.Secret, nil).json(t)
+	if m["credit_balance"] != float64(75) || m["dataset_ids"] != nil || m["principal_kind"] != "machine" {
+		t.Fatalf("context %v", m)
+	}
+	if m["integration_credit_limit"] != float64(ledger.DefaultSpendLimit) || m["integration_credits_used"] != float64(0) {
+		t.Fatalf("integration fields %v", m)
+	}
+	if got := m["scopes"].([]any); len(got) != 9 {
+		t.Fatalf("scopes %v", got)
+	}
+	ops, err := openapi.Operations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps := m["capabilities"].(map[string]any)
+	listed := map[string]map[string]any{}
+	for _, c := range caps["operations"].([]any) {
+		c := c.(map[string]any)
+		listed[c["operation_id"].(string)] = c
+	}
+	for _, op := range ops {
+		if op.Public {
+			continue
+		}
+		c, ok := listed[op.ID]
+		if !ok {
+			t.Errorf("capabilities.operations lacks %s", op.ID)
+			continue
+		}
+		if c["available"] == false && c["reason_code"] != "feature_disabled" {
+			t.Errorf("%s unavailable to an all-scopes key for %v", op.ID, c["reason_code"])
+		}
+	}
+	if len(listed) != 32 {
+		t.Errorf("%d operations listed, want the contract's 32", len(listed))
+	}
+	li := caps["location_inputs"].(map[string]any)
+	if codes := li["supported_epsg_codes"].([]any); len(codes) != 14 || codes[0] != float64(4326) || codes[13] != float64(7858) {
+		t.Fatalf("epsg codes %v", codes)
+	}
+
+	// A narrow key: no usage:read hides the balance; its datasets narrow the account's.
+	narrow := h.key(acct, []string{"flood.planning", "bores"}, "sites:read")
+	m = h.do("GET", "/context", narrow.Secret, nil).json(t)
+	if m["credit_balance"] != nil {
+		t.Fatalf("balance shown without usage:read: %v", m["credit_balance"])
+	}
+	if ds := m["dataset_ids"].([]any); len(ds) != 2 || ds[0] != "bores" {
+		t.Fatalf("dataset_ids %v", ds)
+	}
+	for _, c := range m["capabilities"].(map[string]any)["operations"].([]any) {
+		c := c.(map[string]any)
+		if c["operation_id"] == "get_usage" && (c["available"] != false || c["reason_code"] != "scope_insufficient") {
+			t.Fatalf("get_usage for a key without usage:read: %v", c)
+		}
+	}
+	none := h.key(acct, []string{}, "sites:read")
+	m = h.do("GET", "/context", none.Secret, nil).json(t)
+	if ds, ok := m["dataset_ids"].([]any); !ok || len(ds) != 0 {
+		t.Fatalf("an empty restriction must be [], got %v", m["dataset_ids"])
+	}
+	limits := m["limits"].(map[string]any)
+	for _, name := range []string{"reads_per_minute", "query_admissions_per_minute", "json_request_bytes", "field_errors_max", "idempotency_key_max_length"} {
+		if _, ok := limits[name]; !ok {
+			t.Errorf("limits lacks %s", name)
+		}
+	}
+}
+
+func TestUsageShowsCreditsAndCap(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	acct := h.account(40)
+	limit := int64(25)
+	k, err := h.led.CreateKey(h.ctx, ledger.KeyParams{Account: acct, Scopes: []string{"usage:read"}, SpendLimit: &limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := h.do("GET", "/usage", k.Secret, nil).json(t)
+	c := m["credits"].(map[string]any)
+	if c["account_balance"] != float64(40) || c["integration_limit"] != float64(25) || c["integration_remaining"] != float64(25) {
+		t.Fatalf("credits %v", c)
+	}
+	q := m["queries"].(map[string]any)
+	if q["running_limit"] != float64(4) || q["queued_limit"] != float64(100) {
+		t.Fatalf("queries %v", q)
+	}
+	if !slices.Contains([]string{"1"}, m["api_version"].(string)) {
+		t.Fatal(m["api_version"])
+	}
+}

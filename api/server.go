@@ -1,0 +1,270 @@
+// Package api is the fasthttp front end of the contract: routing, auth,
+// problem errors, cursors, idempotency, rate limits and one file per resource.
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
+
+	"siteenv/api/openapi"
+	"siteenv/clock"
+	"siteenv/ledger"
+)
+
+// BasePath prefixes every API path.
+const BasePath = "/api/v1"
+
+// Config configures a Server. Zero values take the documented defaults.
+type Config struct {
+	// Secret signs cursors and capabilities; required, at least 32 bytes.
+	Secret []byte
+	// Clock; default clock.Real.
+	Clock clock.Clock
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// CursorTTL bounds a cursor's life; default 1 hour.
+	CursorTTL time.Duration
+	// IdempotencyWait is how long a duplicate waits for the first request
+	// before answering a retryable idempotency_conflict; default 10 s.
+	IdempotencyWait time.Duration
+	// IdempotencyStale is when a running claim is taken over; default 5 min.
+	IdempotencyStale time.Duration
+}
+
+func (c *Config) fill() error {
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.CursorTTL == 0 {
+		c.CursorTTL = time.Hour
+	}
+	if c.IdempotencyWait == 0 {
+		c.IdempotencyWait = 10 * time.Second
+	}
+	if c.IdempotencyStale == 0 {
+		c.IdempotencyStale = 5 * time.Minute
+	}
+	if len(c.Secret) < 32 {
+		return errors.New("api: Config.Secret must be at least 32 bytes")
+	}
+	return nil
+}
+
+// handlerFunc serves one operation: args -> authorize -> operate -> respond.
+// A returned error becomes a Problem.
+type handlerFunc func(s *Server, r *request) error
+
+// Server serves the contract. Safe for concurrent use.
+type Server struct {
+	cfg     Config
+	led     *ledger.Ledger
+	log     *slog.Logger
+	clock   clock.Clock
+	router  *router
+	cursors cursorCodec
+	// handlers by operation id; operations without one answer feature_disabled.
+	handlers map[string]handlerFunc
+}
+
+// New builds a Server over a ledger.
+func New(cfg Config, led *ledger.Ledger) (*Server, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	ops, err := openapi.Operations()
+	if err != nil {
+		return nil, fmt.Errorf("api: embedded OpenAPI document: %w", err)
+	}
+	s := &Server{
+		cfg:      cfg,
+		led:      led,
+		log:      cfg.Logger,
+		clock:    cfg.Clock,
+		cursors:  newCursorCodec(cfg.Secret, cfg.Clock, cfg.CursorTTL),
+		handlers: handlers(),
+	}
+	s.router = newRouter(ops, s.handlers)
+	return s, nil
+}
+
+// routerOps lists the operations the router was built from.
+func (s *Server) routerOps() []openapi.Operation {
+	ops := make([]openapi.Operation, len(s.router.routes))
+	for i, rt := range s.router.routes {
+		ops[i] = rt.op
+	}
+	return ops
+}
+
+// handlers lists the implemented operations.
+func handlers() map[string]handlerFunc {
+	return map[string]handlerFunc{
+		"get_openapi":   (*Server).getOpenAPI,
+		"get_context":   (*Server).getContext,
+		"get_usage":     (*Server).getUsage,
+		"list_activity": (*Server).listActivity,
+	}
+}
+
+// requestTimeout bounds the work of one request.
+const requestTimeout = 30 * time.Second
+
+// MaxRequestBody is the contract's JSON request limit (1 MiB).
+const MaxRequestBody = 1 << 20
+
+// HTTPServer returns a fasthttp server for s; it refuses bodies over 1 MiB
+// from Content-Length alone, before reading them.
+func (s *Server) HTTPServer() *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler:               s.Handle,
+		Name:                  "siteenv",
+		MaxRequestBodySize:    MaxRequestBody,
+		ReadTimeout:           30 * time.Second,
+		WriteTimeout:          60 * time.Second,
+		IdleTimeout:           2 * time.Minute,
+		NoDefaultServerHeader: true,
+		NoDefaultContentType:  true,
+		ErrorHandler:          s.handleTransportError,
+		// Room for a 4096-character cursor plus filters in the request line.
+		ReadBufferSize: 32 << 10,
+		Logger:         fasthttpLogger{s.log},
+	}
+}
+
+// handleTransportError answers requests fasthttp could not parse.
+func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
+	rid := uuid.NewString()
+	ctx.Response.Header.Set("X-Request-Id", rid)
+	p := &Problem{Code: "invalid_request", Detail: "The HTTP request could not be parsed."}
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		p = newProblem("payload_too_large", "The request body exceeds the 1 MiB limit.")
+	}
+	s.writeProblem(ctx, rid, p)
+	ctx.SetConnectionClose()
+}
+
+// request is the per-request state handed to handlers.
+type request struct {
+	ctx       *fasthttp.RequestCtx
+	c         context.Context
+	id        string
+	op        *openapi.Operation
+	params    map[string]string
+	principal ledger.Principal
+	// resource named in the audit record, set by handlers.
+	resourceType, resourceID string
+	// problemCode is the error code answered, for the audit record.
+	problemCode string
+}
+
+// Handle is the fasthttp handler.
+func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
+	c, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	r := &request{ctx: ctx, c: c, id: uuid.NewString()}
+	ctx.Response.Header.Set("X-Request-Id", r.id)
+	defer func() {
+		// A panic is a bug: answer internal_error, never a stack trace.
+		if v := recover(); v != nil {
+			s.log.Error("panic serving request", "request_id", r.id, "panic", fmt.Sprint(v))
+			ctx.Response.ResetBody()
+			s.writeProblem(ctx, r.id, &Problem{Code: "internal_error", Detail: "An internal error occurred; retry with backoff.", RetryAfter: 1})
+		}
+	}()
+	if err := s.serve(r); err != nil {
+		p := problemFor(r.c, s.log, err)
+		r.problemCode = p.Code
+		s.writeProblem(ctx, r.id, p)
+	}
+	s.audit(r)
+}
+
+func (s *Server) serve(r *request) error {
+	path := string(r.ctx.Path())
+	if path != BasePath && !strings.HasPrefix(path, BasePath+"/") {
+		return newProblem("not_found", "No such path; the API lives under %s.", BasePath)
+	}
+	rt, params, allow := s.router.match(string(r.ctx.Method()), strings.TrimPrefix(path, BasePath))
+	if rt == nil {
+		if len(allow) > 0 {
+			return &Problem{Code: "method_not_allowed", Detail: "This path accepts " + strings.Join(allow, ", ") + ".", Allow: strings.Join(allow, ", ")}
+		}
+		return newProblem("not_found", "No such path.")
+	}
+	r.op, r.params = &rt.op, params
+	if !rt.op.Public {
+		if err := s.authenticate(r); err != nil {
+			return err
+		}
+		if err := s.authorize(r, rt.op.Scopes...); err != nil {
+			return err
+		}
+		if err := s.limitReads(r); err != nil {
+			return err
+		}
+	}
+	if rt.handler == nil {
+		return newProblem("feature_disabled", "The operation %s is not available on this server yet.", rt.op.ID)
+	}
+	return rt.handler(s, r)
+}
+
+// writeJSON writes a successful JSON body.
+func (r *request) writeJSON(status int, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("api: encode response: %w", err)
+	}
+	r.ctx.SetStatusCode(status)
+	r.ctx.SetContentType("application/json")
+	r.ctx.SetBody(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	return nil
+}
+
+func (s *Server) writeProblem(ctx *fasthttp.RequestCtx, requestID string, p *Problem) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p.body(requestID)); err != nil {
+		buf.Reset()
+	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	ctx.Response.Header.Del("Location")
+	ctx.SetStatusCode(p.status())
+	ctx.SetContentType(problemMediaType)
+	if ra := p.retryAfter(); ra != "" {
+		ctx.Response.Header.Set("Retry-After", ra)
+	}
+	if p.Code == "unauthenticated" || p.Code == "credential_revoked" {
+		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="siteenv"`)
+	}
+	if p.Allow != "" {
+		ctx.Response.Header.Set("Allow", p.Allow)
+	}
+	if p.ContentRange != "" {
+		ctx.Response.Header.Set("Content-Range", p.ContentRange)
+	}
+	ctx.SetBody(b)
+}
+
+// fasthttpLogger routes fasthttp's connection-level messages (client resets,
+// refused oversized bodies) to debug logs.
+type fasthttpLogger struct{ log *slog.Logger }
+
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	l.log.Debug(fmt.Sprintf(format, args...), "component", "fasthttp")
+}

@@ -1,0 +1,5 @@
+package api_test
+
+import "runtime"
+
+func runtimeGosched() { runtime.Gosched() }

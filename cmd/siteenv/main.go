@@ -1,0 +1,69 @@
+// Command siteenv is the one binary: serve | ingest | admin | demo | bench.
+// This package holds flags and wiring only.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `siteenv: environmental evidence about Australian sites.
+
+Usage:
+  siteenv serve   [--addr 127.0.0.1:8080] [--data-dir ./var] [--demo]
+  siteenv admin account create --name NAME [--credits N]
+  siteenv admin credits grant --account ID --amount N
+  siteenv admin key create --account ID --scopes a,b|all [--datasets id,id|all|none]
+          [--spend-limit N] [--principal machine|human] [--integration ID]
+  siteenv admin key revoke --key-id ID
+  siteenv admin section set --key KEY --name NAME --price N
+  siteenv admin config set report-price N
+  siteenv admin portfolio create --account ID --name NAME
+
+Every command takes --data-dir (or SITEENV_DATA_DIR) and reaches the same
+database and store as serve, whether or not a server is running.
+Environment: SITEENV_DATA_DIR, SITEENV_DATABASE_URL, SITEENV_SECRET, SITEENV_LOG_LEVEL.
+`
+
+// usageError marks bad command lines (exit status 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err == nil {
+		return
+	}
+	fmt.Fprintln(os.Stderr, "siteenv:", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		os.Exit(2)
+	}
+	os.Exit(1)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usageError{"a command is required"}
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], stdout, stderr)
+	case "admin":
+		return admin(ctx, args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return usageError{fmt.Sprintf("unknown command %q", args[0])}
+}
