@@ -1,9 +1,11 @@
 package api_test
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 
+	"siteenv/api"
 	"siteenv/api/openapi"
 	"siteenv/ledger"
 )
@@ -75,7 +77,7 @@ func TestContextReportsLiveAuthority(t *testing.T) {
 		t.Fatalf("an empty restriction must be [], got %v", m["dataset_ids"])
 	}
 	limits := m["limits"].(map[string]any)
-	for _, name := range []string{"reads_per_minute", "query_admissions_per_minute", "json_request_bytes", "field_errors_max", "idempotency_key_max_length"} {
+	for _, name := range []string{"reads_per_minute", "query_admissions_per_minute", "max_request_bytes", "max_field_errors", "max_idempotency_key_length"} {
 		if _, ok := limits[name]; !ok {
 			t.Errorf("limits lacks %s", name)
 		}
@@ -102,5 +104,33 @@ func TestUsageShowsCreditsAndCap(t *testing.T) {
 	}
 	if !slices.Contains([]string{"1"}, m["api_version"].(string)) {
 		t.Fatal(m["api_version"])
+	}
+}
+
+// TestLimitNamesMatchTheDocument keeps GET /context's limit names and the
+// OpenAPI document's Limits schema the same set.
+func TestLimitNamesMatchTheDocument(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				Limits struct {
+					Properties map[string]any `json:"properties"`
+				} `json:"Limits"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openapi.Document, &doc); err != nil {
+		t.Fatal(err)
+	}
+	documented := doc.Components.Schemas.Limits.Properties
+	for name := range api.Limits {
+		if _, ok := documented[name]; !ok {
+			t.Errorf("limit %s is not in the document", name)
+		}
+	}
+	for name := range documented {
+		if _, ok := api.Limits[name]; !ok {
+			t.Errorf("documented limit %s is not reported", name)
+		}
 	}
 }

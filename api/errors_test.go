@@ -137,6 +137,17 @@ func TestQueryParameterErrorsNameTheFields(t *testing.T) {
 	}
 }
 
+func TestUnknownQueryParametersAreRefused(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	k := h.key(h.account(0), nil, "usage:read")
+	for _, path := range []string{"/usage?verbose=1", "/context?x=1", "/activity?limit=1&limit=2"} {
+		r := h.do("GET", path, k.Secret, nil)
+		r.problem(t, "invalid_request", 400)
+		assertProblemShape(t, r)
+	}
+}
+
 func TestFieldErrorsAreBounded(t *testing.T) {
 	t.Parallel()
 	h := setup(t)

@@ -47,9 +47,9 @@ func (s *Server) getUsage(r *request) error {
 			IntegrationRemaining: max(0, integ.SpendLimit-integ.CreditsUsed),
 		},
 		Queries: usageQueries{
-			RetainedResultLimitBytes: Limits["retained_result_bytes"],
-			QueuedLimit:              Limits["queued_queries"],
-			RunningLimit:             Limits["running_queries"],
+			RetainedResultLimitBytes: Limits["max_retained_result_bytes"],
+			QueuedLimit:              Limits["max_queued_queries"],
+			RunningLimit:             Limits["max_running_queries"],
 		},
 	})
 }

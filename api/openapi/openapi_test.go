@@ -501,3 +501,148 @@ func sorted(s []string) []string {
 	sort.Strings(s)
 	return s
 }
+
+// TestExamplesConform runs every example of a successful JSON response in the
+// document through Validator.Check, so the examples and the schemas agree and
+// the validator accepts realistic bodies.
+func TestExamplesConform(t *testing.T) {
+	doc := loadDoc(t)
+	v := openapitest.New(t)
+	pathValues := map[string]string{
+		"{site_id}": reqID, "{query_id}": reqID, "{purchase_id}": reqID, "{report_id}": reqID, "{artifact_id}": reqID,
+		"{section_key}": "contamination", "{layer_id}": "nsw.contaminated-land",
+		"{capability}": "dl_" + reqID + "." + strings.Repeat("x", 43),
+	}
+	seen := map[string]bool{}
+	for _, e := range allOperations(doc) {
+		for code, ref := range e.op.Responses.Map() {
+			status, _ := strconv.Atoi(code)
+			mt := ref.Value.Content.Get("application/json")
+			if status >= 400 || mt == nil {
+				continue
+			}
+			if len(mt.Examples) == 0 && e.op.OperationID != "get_openapi" {
+				t.Errorf("%s %s: no example", e.op.OperationID, code)
+			}
+			for name, ex := range mt.Examples {
+				t.Run(e.op.OperationID+"/"+code+"/"+name, func(t *testing.T) {
+					body, err := json.Marshal(ex.Value.Value)
+					if err != nil {
+						t.Fatal(err)
+					}
+					path := e.path
+					for k, val := range pathValues {
+						path = strings.ReplaceAll(path, k, val)
+					}
+					h := hdr("Content-Type", "application/json", "X-Request-Id", reqID)
+					if ref.Value.Headers["Location"] != nil {
+						h.Set("Location", "/api/v1/queries/"+reqID)
+					}
+					v.Check(t, httptest.NewRequest(e.method, "http://127.0.0.1/api/v1"+path, nil), status, h, body)
+					seen[e.op.OperationID] = true
+				})
+			}
+		}
+	}
+	if len(seen) < 29 {
+		t.Errorf("only %d operations have JSON examples", len(seen))
+	}
+}
+
+// TestServesItself checks the get_openapi response: the document is a valid
+// body of its own GET /openapi.json.
+func TestServesItself(t *testing.T) {
+	v := openapitest.New(t)
+	req := httptest.NewRequest(http.MethodGet, "/api/v1/openapi.json", nil)
+	v.Check(t, req, 200, hdr("Content-Type", "application/json", "X-Request-Id", reqID), openapi.Document)
+}
+
+// TestNestedViolationsRejected mutates document examples deep inside their
+// bodies; each mutation must be reported.
+func TestNestedViolationsRejected(t *testing.T) {
+	doc := loadDoc(t)
+	v := openapitest.New(t)
+	example := func(path, method string) map[string]any {
+		op := doc.Paths.Value(path).GetOperation(method)
+		var out map[string]any
+		b, _ := json.Marshal(op.Responses.Status(200).Value.Content.Get("application/json").Examples["typical"].Value.Value)
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	cases := []struct {
+		name, path, url string
+		mutate          func(m map[string]any)
+	}{
+		{"layer reason not in enum", "/queries/{query_id}", "/api/v1/queries/" + reqID, func(m map[string]any) {
+			m["layers"].([]any)[0].(map[string]any)["reason"] = "bogus"
+		}},
+		{"negative distance", "/queries/{query_id}", "/api/v1/queries/" + reqID, func(m map[string]any) {
+			m["features"].([]any)[0].(map[string]any)["distance_m"] = -1
+		}},
+		{"eleven layers", "/queries/{query_id}", "/api/v1/queries/" + reqID, func(m map[string]any) {
+			l := m["layers"].([]any)
+			for len(l) < 11 {
+				l = append(l, l[0])
+			}
+			m["layers"] = l
+		}},
+		{"date-time without timezone", "/queries/{query_id}", "/api/v1/queries/" + reqID, func(m map[string]any) {
+			m["computed_at"] = "2026-03-02T01:02:03"
+		}},
+		{"negative limit", "/context", "/api/v1/context", func(m map[string]any) {
+			m["limits"].(map[string]any)["some_limit"] = -1
+		}},
+		{"unknown scope", "/context", "/api/v1/context", func(m map[string]any) { m["scopes"] = []any{"sites:admin"} }},
+		{"site id not a uuid", "/queries/{query_id}", "/api/v1/queries/" + reqID, func(m map[string]any) { m["site_id"] = "site-1" }},
+		{"bad delivery url", "/artifacts/{artifact_id}/deliveries", "/api/v1/artifacts/" + reqID + "/deliveries", func(m map[string]any) {
+			m["url"] = "https://cdn.example/file.pdf"
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			method, status := http.MethodGet, 200
+			if strings.HasSuffix(c.path, "/deliveries") {
+				method, status = http.MethodPost, 201
+			}
+			var m map[string]any
+			if status == 201 {
+				op := doc.Paths.Value(c.path).Post
+				b, _ := json.Marshal(op.Responses.Status(201).Value.Content.Get("application/json").Examples["typical"].Value.Value)
+				_ = json.Unmarshal(b, &m)
+			} else {
+				m = example(c.path, method)
+			}
+			c.mutate(m)
+			body, _ := json.Marshal(m)
+			ft := &fakeTB{TB: t}
+			v.Check(ft, httptest.NewRequest(method, c.url, nil), status, hdr("Content-Type", "application/json", "X-Request-Id", reqID), body)
+			if len(ft.errs) == 0 {
+				t.Errorf("mutation %q was accepted", c.name)
+			}
+		})
+	}
+}
+
+// TestValidatorConcurrent uses one Validator from many goroutines (run with -race).
+func TestValidatorConcurrent(t *testing.T) {
+	v := openapitest.New(t)
+	body := problemBody(t, 404, "not_found", false, nil)
+	done := make(chan struct{})
+	for i := 0; i < 8; i++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for j := 0; j < 20; j++ {
+				req := httptest.NewRequest(http.MethodGet, "/api/v1/reports/"+reqID, nil)
+				if err := v.Validate(req, 404, hdr("Content-Type", "application/problem+json", "X-Request-Id", reqID), body); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < 8; i++ {
+		<-done
+	}
+}

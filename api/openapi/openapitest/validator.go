@@ -55,12 +55,13 @@ const (
 	maxProblemMessage = 4096
 )
 
-// unroutedStatuses are the statuses accepted for a request whose path is not
-// in the document (404 is the expected one; the others can precede routing),
-// and likewise for a documented path with an undocumented method (405).
+// unknownPathStatuses are the statuses accepted for a request whose path is
+// not in the document (404 is the expected one; the others can precede
+// routing), and methodNotAllowedStatuses likewise for a documented path with
+// an undocumented method (405 expected).
 var (
-	unknownPathStatuses     = []int{http.StatusNotFound, http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable}
-	methodNotAllowedStatues = []int{http.StatusMethodNotAllowed, http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable}
+	unknownPathStatuses      = []int{http.StatusNotFound, http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable}
+	methodNotAllowedStatuses = []int{http.StatusMethodNotAllowed, http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable}
 )
 
 // Validator checks responses against the OpenAPI document. It is safe for
@@ -117,6 +118,11 @@ func load() (*Validator, error) {
 			if status != 0 {
 				v.errorResponses[status] = ref
 			}
+		}
+	}
+	for _, status := range slices.Concat(unknownPathStatuses, methodNotAllowedStatuses) {
+		if v.errorResponses[status] == nil {
+			return nil, fmt.Errorf("components/responses has no Problem response for status %d", status)
 		}
 	}
 	for path, item := range doc.Paths.Map() {
@@ -233,10 +239,10 @@ func (v *Validator) Validate(req *http.Request, status int, header http.Header, 
 			v.validateRoute(req, v.syntheticRoute(unknownPathStatuses), status, header, body, add)
 		}
 	case errors.Is(err, routers.ErrMethodNotAllowed):
-		if !slices.Contains(methodNotAllowedStatues, status) {
-			add("method is not documented for this path: want status 405 (or one of %v), got %d", methodNotAllowedStatues, status)
+		if !slices.Contains(methodNotAllowedStatuses, status) {
+			add("method is not documented for this path: want status 405 (or one of %v), got %d", methodNotAllowedStatuses, status)
 		} else {
-			v.validateRoute(req, v.syntheticRoute(methodNotAllowedStatues), status, header, body, add)
+			v.validateRoute(req, v.syntheticRoute(methodNotAllowedStatuses), status, header, body, add)
 			if status == http.StatusMethodNotAllowed {
 				v.checkAllow(req, header, add)
 			}
@@ -297,7 +303,11 @@ func (v *Validator) validateRoute(req *http.Request, route *routers.Route, statu
 		}
 		msg := err.Error()
 		if len(msg) > maxProblemMessage {
-			msg = msg[:maxProblemMessage] + "... (truncated)"
+			cut := maxProblemMessage
+			for cut > 0 && !utf8.RuneStart(msg[cut]) {
+				cut--
+			}
+			msg = msg[:cut] + "... (truncated)"
 		}
 		add("%s: %s", name, msg)
 	}
