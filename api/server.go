@@ -111,10 +111,13 @@ func (s *Server) routerOps() []openapi.Operation {
 // handlers lists the implemented operations.
 func handlers() map[string]handlerFunc {
 	return map[string]handlerFunc{
-		"get_openapi":   (*Server).getOpenAPI,
-		"get_context":   (*Server).getContext,
-		"get_usage":     (*Server).getUsage,
-		"list_activity": (*Server).listActivity,
+		"get_openapi":      (*Server).getOpenAPI,
+		"get_context":      (*Server).getContext,
+		"get_usage":        (*Server).getUsage,
+		"list_activity":    (*Server).listActivity,
+		"list_layers":      (*Server).listLayers,
+		"get_layer":        (*Server).getLayer,
+		"get_layer_schema": (*Server).getLayerSchema,
 	}
 }
 

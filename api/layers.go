@@ -1,0 +1,211 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"regexp"
+
+	"github.com/google/uuid"
+	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/geojson"
+
+	"siteenv/engine"
+	"siteenv/ledger"
+	"siteenv/tiles"
+)
+
+var (
+	layerIDRE            = regexp.MustCompile(`^[a-z0-9][a-z0-9._:-]{0,159}$`)
+	sectionKeyRE         = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,99}$`)
+	jurisdictionsWithAUS = []string{"ACT", "NSW", "NT", "QLD", "SA", "TAS", "VIC", "WA", "AUS"}
+)
+
+type layerBody struct {
+	LayerID       string          `json:"layer_id"`
+	SectionKey    string          `json:"section_key"`
+	SectionName   string          `json:"section_name"`
+	Name          string          `json:"name"`
+	Description   *string         `json:"description"`
+	SchemaVersion string          `json:"schema_version"`
+	FieldSchema   json.RawMessage `json:"field_schema"`
+	Units         json.RawMessage `json:"units"`
+	RadiusMaxM    float64         `json:"radius_max_m"`
+	Access        string          `json:"access"`
+	SchemaURL     string          `json:"schema_url"`
+	Availability  string          `json:"availability"`
+	Coverage      string          `json:"coverage"`
+	Jurisdictions []string        `json:"jurisdictions"`
+	Sources       json.RawMessage `json:"sources"`
+}
+
+// siteContext is the optional site a catalogue read is evaluated for.
+type siteContext struct {
+	access   ledger.SiteAccess
+	geometry orb.Geometry
+}
+
+// layerView renders a layer for this site (nil: no site).
+func layerView(y ledger.Layer, site *siteContext) layerBody {
+	b := layerBody{
+		LayerID: y.ID, SectionKey: y.SectionKey, SectionName: y.SectionName, Name: y.Name, Description: y.Description,
+		SchemaVersion: y.SchemaVersion, FieldSchema: y.FieldSchema, Units: y.Units, RadiusMaxM: y.RadiusMaxM,
+		SchemaURL: BasePath + "/layers/" + y.ID + "/schema", Availability: "unavailable", Jurisdictions: y.Jurisdictions,
+		Sources: y.Sources,
+	}
+	if y.CurrentReleaseID != nil {
+		b.Availability = "available"
+	}
+	var cover orb.Geometry
+	if len(y.Coverage) > 0 {
+		if g, err := geojson.UnmarshalGeometry(y.Coverage); err == nil {
+			cover = g.Geometry()
+		}
+	}
+	switch {
+	case site == nil:
+		b.Access = "site_required"
+		if y.SectionPrice == 0 {
+			b.Access = "already_available"
+		}
+		b.Coverage = string(engine.CoverageUnknown)
+		if cover != nil {
+			// Without a site, say only whether the layer claims national coverage.
+			b.Coverage = string(engine.CoveragePartial)
+			for _, j := range y.Jurisdictions {
+				if j == "AUS" {
+					b.Coverage = string(engine.CoverageComplete)
+				}
+			}
+		}
+	default:
+		b.Access = "access_required"
+		if y.SectionPrice == 0 || site.access.Granted[y.SectionKey] {
+			b.Access = "already_available"
+		}
+		b.Coverage = string(engine.CoverageOf(site.geometry, cover))
+	}
+	return b
+}
+
+// loadSite reads the optional site_id a catalogue read is evaluated for.
+func (s *Server) loadSite(r *request, id *uuid.UUID) (*siteContext, error) {
+	if id == nil {
+		return nil, nil
+	}
+	sa, err := s.led.SiteAccess(r.c, r.principal.AccountID, *id)
+	if err != nil {
+		return nil, err
+	}
+	g, err := geojson.UnmarshalGeometry(sa.Geometry)
+	if err != nil {
+		return nil, err
+	}
+	return &siteContext{access: sa, geometry: g.Geometry()}, nil
+}
+
+type layersBody struct {
+	APIVersion string      `json:"api_version"`
+	Layers     []layerBody `json:"layers"`
+	Page       page        `json:"page"`
+}
+
+func (s *Server) listLayers(r *request) error {
+	q := r.query("cursor", "limit", "site_id", "search", "section_key", "jurisdiction")
+	f := ledger.LayerFilter{
+		Search:       q.str("search", 1, 200, nil),
+		SectionKey:   q.str("section_key", 1, 100, sectionKeyRE),
+		Jurisdiction: q.enum("jurisdiction", jurisdictionsWithAUS...),
+		DatasetIDs:   r.principal.DatasetIDs(),
+		Limit:        q.limit(100, 500),
+	}
+	siteID := q.uuid("site_id")
+	cur := q.cursor()
+	if err := q.err(); err != nil {
+		return err
+	}
+	bind := binding(f.Search, f.SectionKey, f.Jurisdiction, fmtUUID(siteID))
+	if cur != "" {
+		if err := s.cursors.decode(cur, r.principal.AccountID, "layers", bind, &f.AfterID); err != nil {
+			return err
+		}
+	}
+	site, err := s.loadSite(r, siteID)
+	if err != nil {
+		return err
+	}
+	rows, err := s.led.ListLayers(r.c, f)
+	if err != nil {
+		return err
+	}
+	body := layersBody{APIVersion: "1", Layers: []layerBody{}}
+	for i, y := range rows {
+		if i == f.Limit {
+			next, err := s.cursors.encode(r.principal.AccountID, "layers", bind, rows[i-1].ID)
+			if err != nil {
+				return err
+			}
+			body.Page = page{HasMore: true, NextCursor: &next}
+			break
+		}
+		body.Layers = append(body.Layers, layerView(y, site))
+	}
+	return r.writeJSON(200, body)
+}
+
+// readLayer loads the path's layer if this key may see it; a layer outside
+// the key's dataset restriction is indistinguishable from a missing one.
+func (s *Server) readLayer(r *request) (ledger.Layer, *siteContext, error) {
+	id := r.params["layer_id"]
+	q := r.query("site_id")
+	siteID := q.uuid("site_id")
+	if !layerIDRE.MatchString(id) {
+		q.add("layer_id", "must match ^[a-z0-9][a-z0-9._:-]{0,159}$")
+	}
+	if err := q.err(); err != nil {
+		return ledger.Layer{}, nil, err
+	}
+	r.resourceType, r.resourceID = "layer", id
+	if !r.principal.PermitsDataset(id) {
+		return ledger.Layer{}, nil, ledger.ErrNotFound
+	}
+	y, err := s.led.Layer(r.c, id)
+	if err != nil {
+		return ledger.Layer{}, nil, err
+	}
+	site, err := s.loadSite(r, siteID)
+	return y, site, err
+}
+
+type layerResponse struct {
+	APIVersion string    `json:"api_version"`
+	Layer      layerBody `json:"layer"`
+}
+
+func (s *Server) getLayer(r *request) error {
+	y, site, err := s.readLayer(r)
+	if err != nil {
+		return err
+	}
+	return r.writeJSON(200, layerResponse{APIVersion: "1", Layer: layerView(y, site)})
+}
+
+func (s *Server) getLayerSchema(r *request) error {
+	y, _, err := s.readLayer(r)
+	if err != nil {
+		return err
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(y.FieldSchema, &raw); err != nil {
+		return err
+	}
+	fs, err := tiles.ParseFieldSchema(raw)
+	if err != nil {
+		return errors.Join(errors.New("api: stored field schema"), err)
+	}
+	schema := fs.JSONSchema()
+	schema["$id"] = BasePath + "/layers/" + y.ID + "/schema"
+	schema["title"] = y.Name
+	schema["description"] = "Fields of layer " + y.ID + ", schema_version " + y.SchemaVersion + "."
+	schema["x-schema-version"] = y.SchemaVersion
+	return r.writeJSON(200, schema)
+}

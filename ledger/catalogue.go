@@ -1,0 +1,201 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Layer is a catalogue entry: the layer's current definition, its section and
+// its current release (nil before the first publication).
+type Layer struct {
+	ID               string
+	SectionKey       string
+	SectionName      string
+	SectionPrice     int64
+	Name             string
+	Description      *string
+	SchemaVersion    string
+	FieldSchema      json.RawMessage
+	Units            json.RawMessage
+	RadiusMaxM       float64
+	Sources          json.RawMessage
+	Jurisdictions    []string
+	Coverage         json.RawMessage // nil: unknown
+	GeometryTypes    []string
+	CurrentReleaseID *string
+	UpdatedAt        time.Time
+}
+
+// Release is one immutable source release of a layer, with the schema and
+// provenance captured when it was published.
+type Release struct {
+	LayerID       string
+	ReleaseID     string
+	SchemaVersion string
+	FieldSchema   json.RawMessage
+	Units         json.RawMessage
+	Sources       json.RawMessage
+	Coverage      json.RawMessage // nil: unknown
+	ManifestKey   string
+	FeatureCount  int64
+	TileCount     int
+	Bytes         int64
+	PublishedAt   time.Time
+}
+
+// PublishRelease makes a written release visible in one transaction: the
+// section is created if new (free until priced with SetSection), the layer's
+// definition is updated, the release inserted (once; re-publishing the same
+// release is a no-op insert) and the layer's current release moved to it.
+func (l *Ledger) PublishRelease(ctx context.Context, layer Layer, rel Release) error {
+	if layer.ID != rel.LayerID {
+		return fmt.Errorf("%w: release %s is not of layer %s", ErrInvalid, rel.ReleaseID, layer.ID)
+	}
+	now := l.now()
+	sectionName := layer.SectionName
+	if sectionName == "" {
+		sectionName = strings.ReplaceAll(layer.SectionKey, "_", " ")
+	}
+	err := l.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO sections (section_key, name, price, updated_at) VALUES ($1, $2, 0, $3)
+			ON CONFLICT (section_key) DO NOTHING`, layer.SectionKey, sectionName, now); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO layers (layer_id, section_key, name, description, schema_version, field_schema, units,
+				radius_max_m, sources, jurisdictions, coverage, geometry_types, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			ON CONFLICT (layer_id) DO UPDATE SET section_key = excluded.section_key, name = excluded.name,
+				description = excluded.description, schema_version = excluded.schema_version, field_schema = excluded.field_schema,
+				units = excluded.units, radius_max_m = excluded.radius_max_m, sources = excluded.sources,
+				jurisdictions = excluded.jurisdictions, coverage = excluded.coverage, geometry_types = excluded.geometry_types,
+				updated_at = excluded.updated_at`,
+			layer.ID, layer.SectionKey, layer.Name, layer.Description, layer.SchemaVersion, layer.FieldSchema, layer.Units,
+			layer.RadiusMaxM, layer.Sources, layer.Jurisdictions, nullJSON(layer.Coverage), layer.GeometryTypes, now); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO releases (layer_id, release_id, schema_version, field_schema, units, sources, coverage,
+				manifest_key, feature_count, tile_count, bytes, published_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING`,
+			rel.LayerID, rel.ReleaseID, rel.SchemaVersion, rel.FieldSchema, rel.Units, rel.Sources, nullJSON(rel.Coverage),
+			rel.ManifestKey, rel.FeatureCount, rel.TileCount, rel.Bytes, now); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE layers SET current_release_id = $2 WHERE layer_id = $1`, layer.ID, rel.ReleaseID)
+		return err
+	})
+	return translate(err)
+}
+
+// nullJSON stores an absent or JSON-null document as SQL NULL.
+func nullJSON(b json.RawMessage) any {
+	if len(b) == 0 || string(b) == "null" {
+		return nil
+	}
+	return b
+}
+
+const layerColumns = `l.layer_id, l.section_key, s.name, s.price, l.name, l.description, l.schema_version, l.field_schema, l.units,
+	l.radius_max_m, l.sources, l.jurisdictions, l.coverage, l.geometry_types, l.current_release_id, l.updated_at`
+
+func scanLayer(row pgx.Row) (Layer, error) {
+	var y Layer
+	err := row.Scan(&y.ID, &y.SectionKey, &y.SectionName, &y.SectionPrice, &y.Name, &y.Description, &y.SchemaVersion,
+		&y.FieldSchema, &y.Units, &y.RadiusMaxM, &y.Sources, &y.Jurisdictions, &y.Coverage, &y.GeometryTypes,
+		&y.CurrentReleaseID, &y.UpdatedAt)
+	return y, err
+}
+
+// LayerFilter narrows ListLayers. Zero fields do not filter.
+type LayerFilter struct {
+	Search       string
+	SectionKey   string
+	Jurisdiction string // layers naming it, or national (AUS) layers
+	// DatasetIDs nil: every layer; otherwise only these.
+	DatasetIDs []string
+	AfterID    string
+	Limit      int
+}
+
+// ListLayers returns layers ordered by layer id, at most f.Limit+1.
+func (l *Ledger) ListLayers(ctx context.Context, f LayerFilter) ([]Layer, error) {
+	rows, err := l.pool.Query(ctx, `SELECT `+layerColumns+`
+		FROM layers l JOIN sections s USING (section_key)
+		WHERE ($1 = '' OR l.layer_id ILIKE '%' || $1 || '%' OR l.name ILIKE '%' || $1 || '%' OR coalesce(l.description, '') ILIKE '%' || $1 || '%')
+		  AND ($2 = '' OR l.section_key = $2)
+		  AND ($3 = '' OR $3 = ANY (l.jurisdictions) OR 'AUS' = ANY (l.jurisdictions))
+		  AND ($4::text[] IS NULL OR l.layer_id = ANY ($4))
+		  AND l.layer_id > $5
+		ORDER BY l.layer_id COLLATE "C"
+		LIMIT $6`, escapeLike(f.Search), f.SectionKey, f.Jurisdiction, f.DatasetIDs, f.AfterID, f.Limit+1)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []Layer
+	for rows.Next() {
+		y, err := scanLayer(rows)
+		if err != nil {
+			return nil, translate(err)
+		}
+		out = append(out, y)
+	}
+	return out, translate(rows.Err())
+}
+
+// escapeLike makes user text literal inside an ILIKE pattern.
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// Layer reads one catalogue layer.
+func (l *Ledger) Layer(ctx context.Context, id string) (Layer, error) {
+	y, err := scanLayer(l.pool.QueryRow(ctx, `SELECT `+layerColumns+` FROM layers l JOIN sections s USING (section_key) WHERE l.layer_id = $1`, id))
+	return y, translate(err)
+}
+
+// Release reads one release.
+func (l *Ledger) Release(ctx context.Context, layerID, releaseID string) (Release, error) {
+	var r Release
+	err := l.pool.QueryRow(ctx, `SELECT layer_id, release_id, schema_version, field_schema, units, sources, coverage, manifest_key,
+			feature_count, tile_count, bytes, published_at FROM releases WHERE layer_id = $1 AND release_id = $2`, layerID, releaseID).
+		Scan(&r.LayerID, &r.ReleaseID, &r.SchemaVersion, &r.FieldSchema, &r.Units, &r.Sources, &r.Coverage, &r.ManifestKey,
+			&r.FeatureCount, &r.TileCount, &r.Bytes, &r.PublishedAt)
+	return r, translate(err)
+}
+
+// SiteAccess is what an account holds for one of its active sites.
+type SiteAccess struct {
+	Geometry json.RawMessage
+	// Granted section keys acquired for the site.
+	Granted map[string]bool
+}
+
+// SiteAccess reads an active site of account and the sections acquired for
+// it. Another account's site, an archived site and a missing one are all ErrNotFound.
+func (l *Ledger) SiteAccess(ctx context.Context, account, site uuid.UUID) (SiteAccess, error) {
+	var sa SiteAccess
+	err := l.pool.QueryRow(ctx, `SELECT geometry FROM sites WHERE site_id = $1 AND account_id = $2 AND archived_at IS NULL`, site, account).Scan(&sa.Geometry)
+	if err != nil {
+		return sa, translate(err)
+	}
+	rows, err := l.pool.Query(ctx, `SELECT section_key FROM section_grants WHERE site_id = $1 AND account_id = $2`, site, account)
+	if err != nil {
+		return sa, translate(err)
+	}
+	defer rows.Close()
+	sa.Granted = map[string]bool{}
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return sa, translate(err)
+		}
+		sa.Granted[k] = true
+	}
+	return sa, translate(rows.Err())
+}
