@@ -118,6 +118,12 @@ func handlers() map[string]handlerFunc {
 		"list_layers":      (*Server).listLayers,
 		"get_layer":        (*Server).getLayer,
 		"get_layer_schema": (*Server).getLayerSchema,
+		"create_site":      (*Server).createSite,
+		"get_site":         (*Server).getSite,
+		"list_sites":       (*Server).listSites,
+		"update_site":      (*Server).updateSite,
+		"archive_site":     (*Server).archiveSite,
+		"list_portfolios":  (*Server).listPortfolios,
 	}
 }
 

@@ -3,9 +3,20 @@ package ledger
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Errors of site registration.
+var (
+	// ErrReferenceConflict: an external reference is bound to a different boundary.
+	ErrReferenceConflict = errors.New("ledger: external reference bound to a different boundary")
+	// ErrCreateNotPermitted: no active site matches and the caller may not create one.
+	ErrCreateNotPermitted = errors.New("ledger: creating a site needs sites:write")
 )
 
 // Site is a saved boundary of an account.
@@ -17,17 +28,222 @@ type Site struct {
 	Geometry    json.RawMessage // canonical GeoJSON, CRS84
 	Fingerprint string
 	AreaM2      float64
-	CreatedAt   time.Time
+	// Bounds [min lon, min lat, max lon, max lat].
+	Bounds     [4]float64
+	CreatedAt  time.Time
+	ArchivedAt *time.Time
 }
 
-// CreateSite stores a new site.
+const siteColumns = `site_id, account_id, name, portfolio_id, geometry, fingerprint, area_m2, min_lon, min_lat, max_lon, max_lat, created_at, archived_at`
+
+func scanSite(row pgx.Row) (Site, error) {
+	var s Site
+	err := row.Scan(&s.ID, &s.AccountID, &s.Name, &s.PortfolioID, &s.Geometry, &s.Fingerprint, &s.AreaM2,
+		&s.Bounds[0], &s.Bounds[1], &s.Bounds[2], &s.Bounds[3], &s.CreatedAt, &s.ArchivedAt)
+	return s, err
+}
+
+// CreateSite stores a new site as given (no de-duplication; see SaveSite).
 func (l *Ledger) CreateSite(ctx context.Context, s Site) (Site, error) {
 	s.ID = newID()
 	s.CreatedAt = l.now()
-	_, err := l.pool.Exec(ctx, `INSERT INTO sites (site_id, account_id, name, portfolio_id, geometry, fingerprint, area_m2, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		s.ID, s.AccountID, s.Name, s.PortfolioID, s.Geometry, s.Fingerprint, s.AreaM2, s.CreatedAt)
+	_, err := l.pool.Exec(ctx, `INSERT INTO sites (site_id, account_id, name, portfolio_id, geometry, fingerprint, area_m2,
+			min_lon, min_lat, max_lon, max_lat, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		s.ID, s.AccountID, s.Name, s.PortfolioID, s.Geometry, s.Fingerprint, s.AreaM2,
+		s.Bounds[0], s.Bounds[1], s.Bounds[2], s.Bounds[3], s.CreatedAt)
 	return s, translate(err)
+}
+
+// Site reads an active site of account; another account's, archived or
+// missing sites are all ErrNotFound.
+func (l *Ledger) Site(ctx context.Context, account, id uuid.UUID) (Site, error) {
+	s, err := scanSite(l.pool.QueryRow(ctx, `SELECT `+siteColumns+` FROM sites WHERE site_id = $1 AND account_id = $2 AND archived_at IS NULL`, id, account))
+	return s, translate(err)
+}
+
+// SiteByReference reads the active site an external reference names.
+func (l *Ledger) SiteByReference(ctx context.Context, account uuid.UUID, namespace, reference string) (Site, error) {
+	s, err := scanSite(l.pool.QueryRow(ctx, `SELECT `+siteColumnsQualified+` FROM site_references r JOIN sites s USING (site_id)
+		WHERE r.account_id = $1 AND r.namespace = $2 AND r.reference = $3 AND s.archived_at IS NULL`, account, namespace, reference))
+	return s, translate(err)
+}
+
+const siteColumnsQualified = `s.site_id, s.account_id, s.name, s.portfolio_id, s.geometry, s.fingerprint, s.area_m2, s.min_lon, s.min_lat, s.max_lon, s.max_lat, s.created_at, s.archived_at`
+
+// ExternalRef is a client's own identifier for a site.
+type ExternalRef struct{ Namespace, Reference string }
+
+// SaveSite registers a boundary for an account: it reuses the account's
+// active site with the same fingerprint or, when create is true, stores a new
+// one (else ErrCreateNotPermitted). A given external reference is bound to the
+// boundary; a reference already bound to a different boundary is
+// ErrReferenceConflict and nothing is written.
+func (l *Ledger) SaveSite(ctx context.Context, s Site, ref *ExternalRef, create bool) (saved Site, created bool, err error) {
+	err = l.tx(ctx, func(tx pgx.Tx) error {
+		// One registration at a time per account keeps fingerprints unique among active sites.
+		if err := lockAccount(ctx, tx, s.AccountID); err != nil {
+			return err
+		}
+		if ref != nil {
+			var fp string
+			err := tx.QueryRow(ctx, `SELECT fingerprint FROM site_references WHERE account_id = $1 AND namespace = $2 AND reference = $3`,
+				s.AccountID, ref.Namespace, ref.Reference).Scan(&fp)
+			if err == nil && fp != s.Fingerprint {
+				return ErrReferenceConflict
+			}
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+		}
+		existing, err := scanSite(tx.QueryRow(ctx, `SELECT `+siteColumns+` FROM sites
+			WHERE account_id = $1 AND fingerprint = $2 AND archived_at IS NULL ORDER BY created_at LIMIT 1`, s.AccountID, s.Fingerprint))
+		switch {
+		case err == nil:
+			saved = existing
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		case !create:
+			return ErrCreateNotPermitted
+		default:
+			s.ID, s.CreatedAt, created = newID(), l.now(), true
+			if _, err := tx.Exec(ctx, `INSERT INTO sites (site_id, account_id, name, portfolio_id, geometry, fingerprint, area_m2,
+					min_lon, min_lat, max_lon, max_lat, created_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+				s.ID, s.AccountID, s.Name, s.PortfolioID, s.Geometry, s.Fingerprint, s.AreaM2,
+				s.Bounds[0], s.Bounds[1], s.Bounds[2], s.Bounds[3], s.CreatedAt); err != nil {
+				return err
+			}
+			saved = s
+		}
+		if ref != nil {
+			_, err := tx.Exec(ctx, `INSERT INTO site_references (account_id, namespace, reference, site_id, fingerprint, created_at)
+				VALUES ($1, $2, $3, $4, $5, $6)
+				ON CONFLICT (account_id, namespace, reference) DO UPDATE SET site_id = excluded.site_id`,
+				s.AccountID, ref.Namespace, ref.Reference, saved.ID, saved.Fingerprint, l.now())
+			return err
+		}
+		return nil
+	})
+	if errors.Is(err, ErrReferenceConflict) || errors.Is(err, ErrCreateNotPermitted) {
+		return Site{}, false, err
+	}
+	return saved, created, translate(err)
+}
+
+// SiteFilter narrows ListSites.
+type SiteFilter struct {
+	Search      string
+	PortfolioID *uuid.UUID
+	AfterTime   *time.Time
+	AfterID     uuid.UUID
+	Limit       int
+}
+
+// ListSites returns an account's active sites, oldest first, at most Limit+1.
+func (l *Ledger) ListSites(ctx context.Context, account uuid.UUID, f SiteFilter) ([]Site, error) {
+	rows, err := l.pool.Query(ctx, `SELECT `+siteColumns+` FROM sites
+		WHERE account_id = $1 AND archived_at IS NULL
+		  AND ($2 = '' OR name ILIKE '%' || $2 || '%')
+		  AND ($3::uuid IS NULL OR portfolio_id = $3)
+		  AND ($4::timestamptz IS NULL OR (created_at, site_id) > ($4, $5))
+		ORDER BY created_at, site_id LIMIT $6`,
+		account, escapeLike(f.Search), f.PortfolioID, f.AfterTime, f.AfterID, f.Limit+1)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []Site
+	for rows.Next() {
+		s, err := scanSite(rows)
+		if err != nil {
+			return nil, translate(err)
+		}
+		out = append(out, s)
+	}
+	return out, translate(rows.Err())
+}
+
+// SiteUpdate changes a site's name and portfolio; nil fields stay as they are.
+type SiteUpdate struct {
+	SetName      bool
+	Name         *string
+	SetPortfolio bool
+	PortfolioID  *uuid.UUID
+}
+
+// UpdateSite renames a site or moves it between the account's portfolios.
+// Another account's portfolio is ErrNotFound. The boundary never changes.
+func (l *Ledger) UpdateSite(ctx context.Context, account, id uuid.UUID, u SiteUpdate) (Site, error) {
+	var s Site
+	err := l.tx(ctx, func(tx pgx.Tx) error {
+		if u.SetPortfolio && u.PortfolioID != nil {
+			var owner uuid.UUID
+			if err := tx.QueryRow(ctx, `SELECT account_id FROM portfolios WHERE portfolio_id = $1`, *u.PortfolioID).Scan(&owner); err != nil || owner != account {
+				return fmt.Errorf("portfolio: %w", ErrNotFound)
+			}
+		}
+		var err error
+		s, err = scanSite(tx.QueryRow(ctx, `UPDATE sites SET
+				name = CASE WHEN $3 THEN $4 ELSE name END,
+				portfolio_id = CASE WHEN $5 THEN $6 ELSE portfolio_id END
+			WHERE site_id = $1 AND account_id = $2 AND archived_at IS NULL
+			RETURNING `+siteColumns, id, account, u.SetName, u.Name, u.SetPortfolio, u.PortfolioID))
+		return err
+	})
+	if errors.Is(err, ErrNotFound) {
+		return Site{}, err
+	}
+	return s, translate(err)
+}
+
+// ArchiveSite archives an account's site; archiving again is a no-op.
+func (l *Ledger) ArchiveSite(ctx context.Context, account, id uuid.UUID) error {
+	tag, err := l.pool.Exec(ctx, `UPDATE sites SET archived_at = coalesce(archived_at, $3) WHERE site_id = $1 AND account_id = $2`, id, account, l.now())
+	if err != nil {
+		return translate(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// PortfolioSummary is a portfolio with its count of active sites.
+type PortfolioSummary struct {
+	ID        uuid.UUID
+	Name      string
+	CreatedAt time.Time
+	SiteCount int64
+}
+
+// ListPortfolios returns an account's portfolios, oldest first, at most Limit+1.
+func (l *Ledger) ListPortfolios(ctx context.Context, account uuid.UUID, afterTime *time.Time, afterID uuid.UUID, limit int) ([]PortfolioSummary, error) {
+	rows, err := l.pool.Query(ctx, `SELECT p.portfolio_id, p.name, p.created_at,
+			(SELECT count(*) FROM sites s WHERE s.portfolio_id = p.portfolio_id AND s.archived_at IS NULL)
+		FROM portfolios p
+		WHERE p.account_id = $1 AND ($2::timestamptz IS NULL OR (p.created_at, p.portfolio_id) > ($2, $3))
+		ORDER BY p.created_at, p.portfolio_id LIMIT $4`, account, afterTime, afterID, limit+1)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []PortfolioSummary
+	for rows.Next() {
+		var p PortfolioSummary
+		if err := rows.Scan(&p.ID, &p.Name, &p.CreatedAt, &p.SiteCount); err != nil {
+			return nil, translate(err)
+		}
+		out = append(out, p)
+	}
+	return out, translate(rows.Err())
+}
+
+// Portfolio reads one of an account's portfolios.
+func (l *Ledger) Portfolio(ctx context.Context, account, id uuid.UUID) (Portfolio, error) {
+	p := Portfolio{ID: id, AccountID: account}
+	err := l.pool.QueryRow(ctx, `SELECT name FROM portfolios WHERE portfolio_id = $1 AND account_id = $2`, id, account).Scan(&p.Name)
+	return p, translate(err)
 }
 
 // GrantSection records section access acquired for a site.
@@ -35,4 +251,24 @@ func (l *Ledger) GrantSection(ctx context.Context, account, site uuid.UUID, sect
 	_, err := l.pool.Exec(ctx, `INSERT INTO section_grants (site_id, section_key, account_id, purchase_id, created_at)
 		VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, site, section, account, purchase, l.now())
 	return translate(err)
+}
+
+// ParcelGeometries reads the GeoJSON polygons of the listed parcels of a
+// jurisdiction; ids not in the gazetteer are absent from the map.
+func (l *Ledger) ParcelGeometries(ctx context.Context, jurisdiction string, ids []string) (map[string]json.RawMessage, error) {
+	rows, err := l.pool.Query(ctx, `SELECT cadastre_id, geometry FROM parcels WHERE jurisdiction = $1 AND cadastre_id = ANY ($2)`, jurisdiction, ids)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := map[string]json.RawMessage{}
+	for rows.Next() {
+		var id string
+		var g json.RawMessage
+		if err := rows.Scan(&id, &g); err != nil {
+			return nil, translate(err)
+		}
+		out[id] = g
+	}
+	return out, translate(rows.Err())
 }

@@ -1,0 +1,397 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/geojson"
+
+	"siteenv/engine/geo"
+	"siteenv/ledger"
+)
+
+// maxSiteAreaM2 is the contract's 40 hectares for new sites and queries.
+const maxSiteAreaM2 = 400_000
+
+type siteBody struct {
+	SiteID      string          `json:"site_id"`
+	Name        *string         `json:"name"`
+	PortfolioID *string         `json:"portfolio_id"`
+	CRS         string          `json:"crs"`
+	AxisOrder   []string        `json:"axis_order"`
+	Geometry    json.RawMessage `json:"geometry"`
+	Fingerprint string          `json:"fingerprint"`
+	CreatedAt   time.Time       `json:"created_at"`
+	AreaM2      float64         `json:"area_m2"`
+}
+
+type siteResponse struct {
+	APIVersion string   `json:"api_version"`
+	Site       siteBody `json:"site"`
+}
+
+func siteView(s ledger.Site) siteBody {
+	b := siteBody{SiteID: s.ID.String(), Name: s.Name, CRS: "OGC:CRS84", AxisOrder: []string{"longitude", "latitude"},
+		Geometry: s.Geometry, Fingerprint: s.Fingerprint, CreatedAt: s.CreatedAt.UTC(), AreaM2: s.AreaM2}
+	if s.PortfolioID != nil {
+		id := s.PortfolioID.String()
+		b.PortfolioID = &id
+	}
+	return b
+}
+
+type createSiteRequest struct {
+	Site              json.RawMessage     `json:"site"`
+	Name              *string             `json:"name"`
+	ExternalReference *ledger.ExternalRef `json:"-"`
+	RawRef            json.RawMessage     `json:"external_reference"`
+}
+
+// boundary resolves a site selector to the canonical geometry it names.
+// Saved sites and registered references return the stored site instead.
+func (s *Server) boundary(r *request, sel selector, field string) (orb.Geometry, *ledger.Site, error) {
+	switch sel.Kind {
+	case kindSavedSite:
+		site, err := s.led.Site(r.c, r.principal.AccountID, sel.SiteID)
+		return nil, &site, err
+	case kindExternalReference:
+		site, err := s.led.SiteByReference(r.c, r.principal.AccountID, sel.Namespace, sel.Reference)
+		if errors.Is(err, ledger.ErrNotFound) {
+			return nil, nil, &Problem{Code: "not_found", Detail: "No active site is registered under this external reference.",
+				FieldErrors: []FieldError{{Field: field, Message: "not registered"}}}
+		}
+		return nil, &site, err
+	case kindPoint, kindProjectedPoint:
+		return sel.Point, nil, nil
+	case kindGeometry:
+		return geo.Canonical(sel.Geometry), nil, nil
+	case kindCadastre:
+		found, err := s.led.ParcelGeometries(r.c, sel.Jurisdiction, sel.CadastreIDs)
+		if err != nil {
+			return nil, nil, err
+		}
+		var mp orb.MultiPolygon
+		var fe []FieldError
+		for i, id := range sel.CadastreIDs {
+			raw, ok := found[id]
+			if !ok {
+				fe = append(fe, FieldError{Field: fmt.Sprintf("%s.cadastre_ids[%d]", field, i), Message: "no such parcel in " + sel.Jurisdiction})
+				continue
+			}
+			g, err := geojson.UnmarshalGeometry(raw)
+			if err != nil {
+				return nil, nil, err
+			}
+			switch p := g.Geometry().(type) {
+			case orb.Polygon:
+				mp = append(mp, p)
+			case orb.MultiPolygon:
+				mp = append(mp, p...)
+			}
+		}
+		if len(fe) > 0 {
+			return nil, nil, &Problem{Code: "cadastre_incomplete", Detail: fmt.Sprintf("%d of the %d parcels were not found; check the identifiers and the jurisdiction.", len(fe), len(sel.CadastreIDs)), FieldErrors: fe}
+		}
+		return geo.Canonical(mp), nil, nil
+	}
+	return nil, nil, invalid("Unsupported selector kind.", FieldError{Field: field + ".kind", Message: "not accepted here"})
+}
+
+func (s *Server) createSite(r *request) error {
+	var req createSiteRequest
+	if err := decodeBody(string(r.ctx.Request.Header.ContentType()), r.ctx.Request.Body(), &req); err != nil {
+		return err
+	}
+	sel, err := decodeSelector(req.Site, "site", false)
+	if err != nil {
+		return err
+	}
+	var fe []FieldError
+	if req.Name != nil && (len(*req.Name) == 0 || len(*req.Name) > 200) {
+		fe = append(fe, FieldError{Field: "name", Message: "must be 1 to 200 characters, or null"})
+	}
+	if len(req.RawRef) > 0 && string(req.RawRef) != "null" {
+		var ref ledger.ExternalRef
+		var raw struct {
+			Namespace *string `json:"namespace"`
+			Reference *string `json:"reference"`
+		}
+		if err := json.Unmarshal(req.RawRef, &raw); err != nil || raw.Namespace == nil || raw.Reference == nil {
+			fe = append(fe, FieldError{Field: "external_reference", Message: "must be an object {namespace, reference}"})
+		} else {
+			ref = ledger.ExternalRef{Namespace: *raw.Namespace, Reference: *raw.Reference}
+			if ref.Namespace == "" || len(ref.Namespace) > 100 {
+				fe = append(fe, FieldError{Field: "external_reference.namespace", Message: "must be 1 to 100 characters"})
+			}
+			if ref.Reference == "" || len(ref.Reference) > 256 {
+				fe = append(fe, FieldError{Field: "external_reference.reference", Message: "must be 1 to 256 characters"})
+			}
+			req.ExternalReference = &ref
+		}
+	}
+	if len(fe) > 0 {
+		return invalid("Some fields are invalid.", fe...)
+	}
+	logical := struct {
+		Site json.RawMessage
+		Name *string
+		Ref  *ledger.ExternalRef
+	}{req.Site, req.Name, req.ExternalReference}
+	return s.idempotent(r, logical, func() error {
+		g, existing, err := s.boundary(r, sel, "site")
+		if err != nil {
+			return err
+		}
+		site := ledger.Site{AccountID: r.principal.AccountID, Name: req.Name}
+		if existing != nil {
+			site = *existing
+		} else {
+			raw, err := json.Marshal(geojson.NewGeometry(g))
+			if err != nil {
+				return err
+			}
+			site.Geometry, site.Fingerprint, site.AreaM2 = raw, geo.Fingerprint(g), geo.Area(g)
+			b := g.Bound()
+			site.Bounds = [4]float64{b.Min[0], b.Min[1], b.Max[0], b.Max[1]}
+		}
+		if existing == nil && site.AreaM2 > maxSiteAreaM2 {
+			return &Problem{Code: "site_ineligible", Detail: fmt.Sprintf("The site covers %.1f ha; new sites are limited to 40 ha before buffering.", site.AreaM2/10_000),
+				FieldErrors: []FieldError{{Field: "site", Message: "larger than 40 hectares"}}}
+		}
+		saved, _, err := s.led.SaveSite(r.c, site, req.ExternalReference, r.principal.HasScope(ledger.ScopeSitesWrite))
+		switch {
+		case errors.Is(err, ledger.ErrReferenceConflict):
+			return &Problem{Code: "site_reference_conflict", Detail: "This external reference is already bound to a different boundary; a changed boundary needs a new reference.",
+				FieldErrors: []FieldError{{Field: "external_reference", Message: "bound to a different boundary"}}}
+		case errors.Is(err, ledger.ErrCreateNotPermitted):
+			return newProblem("scope_insufficient", "Registering a new site needs the sites:write scope; this key can only reuse existing sites.")
+		case err != nil:
+			return err
+		}
+		r.resourceType, r.resourceID = "site", saved.ID.String()
+		return r.writeJSON(200, siteResponse{APIVersion: "1", Site: siteView(saved)})
+	})
+}
+
+// pathUUID reads a uuid path parameter; a malformed one names the parameter.
+func (r *request) pathUUID(name string) (uuid.UUID, error) {
+	id, err := parseUUID(r.params[name])
+	if err != nil {
+		return uuid.Nil, invalid("The path has a malformed identifier.", FieldError{Field: name, Message: "must be a UUID"})
+	}
+	return id, nil
+}
+
+func (s *Server) getSite(r *request) error {
+	id, err := r.pathUUID("site_id")
+	if err != nil {
+		return err
+	}
+	if err := r.query().err(); err != nil {
+		return err
+	}
+	r.resourceType, r.resourceID = "site", id.String()
+	site, err := s.led.Site(r.c, r.principal.AccountID, id)
+	if err != nil {
+		return err
+	}
+	return r.writeJSON(200, siteResponse{APIVersion: "1", Site: siteView(site)})
+}
+
+type siteSummary struct {
+	SiteID      string     `json:"site_id"`
+	Name        *string    `json:"name"`
+	PortfolioID *string    `json:"portfolio_id"`
+	Fingerprint string     `json:"fingerprint"`
+	CreatedAt   time.Time  `json:"created_at"`
+	AreaM2      float64    `json:"area_m2"`
+	BBox        [4]float64 `json:"bbox"`
+}
+
+type sitesBody struct {
+	APIVersion string        `json:"api_version"`
+	Sites      []siteSummary `json:"sites"`
+	Page       page          `json:"page"`
+}
+
+func (s *Server) listSites(r *request) error {
+	q := r.query("cursor", "limit", "search", "portfolio_id")
+	f := ledger.SiteFilter{Search: q.str("search", 1, 200, nil), PortfolioID: q.uuid("portfolio_id"), Limit: q.limit(100, 500)}
+	cur := q.cursor()
+	if err := q.err(); err != nil {
+		return err
+	}
+	bind := binding(f.Search, fmtUUID(f.PortfolioID))
+	if cur != "" {
+		var pos timeIDPosition
+		if err := s.cursors.decode(cur, r.principal.AccountID, "sites", bind, &pos); err != nil {
+			return err
+		}
+		f.AfterTime, f.AfterID = &pos.T, pos.ID
+	}
+	if f.PortfolioID != nil {
+		if _, err := s.led.Portfolio(r.c, r.principal.AccountID, *f.PortfolioID); err != nil {
+			return err
+		}
+	}
+	rows, err := s.led.ListSites(r.c, r.principal.AccountID, f)
+	if err != nil {
+		return err
+	}
+	body := sitesBody{APIVersion: "1", Sites: []siteSummary{}}
+	for i, st := range rows {
+		if i == f.Limit {
+			last := rows[i-1]
+			next, err := s.cursors.encode(r.principal.AccountID, "sites", bind, timeIDPosition{T: last.CreatedAt, ID: last.ID})
+			if err != nil {
+				return err
+			}
+			body.Page = page{HasMore: true, NextCursor: &next}
+			break
+		}
+		v := siteView(st)
+		body.Sites = append(body.Sites, siteSummary{SiteID: v.SiteID, Name: v.Name, PortfolioID: v.PortfolioID,
+			Fingerprint: v.Fingerprint, CreatedAt: v.CreatedAt, AreaM2: v.AreaM2, BBox: st.Bounds})
+	}
+	return r.writeJSON(200, body)
+}
+
+func (s *Server) updateSite(r *request) error {
+	id, err := r.pathUUID("site_id")
+	if err != nil {
+		return err
+	}
+	var raw map[string]json.RawMessage
+	if err := decodeBody(string(r.ctx.Request.Header.ContentType()), r.ctx.Request.Body(), &struct {
+		Name        json.RawMessage `json:"name"`
+		PortfolioID json.RawMessage `json:"portfolio_id"`
+		Geometry    json.RawMessage `json:"geometry"`
+		Site        json.RawMessage `json:"site"`
+	}{}); err != nil {
+		return err
+	}
+	_ = json.Unmarshal(r.ctx.Request.Body(), &raw)
+	r.resourceType, r.resourceID = "site", id.String()
+	if _, ok := raw["geometry"]; ok {
+		return boundaryImmutable("geometry")
+	}
+	if _, ok := raw["site"]; ok {
+		return boundaryImmutable("site")
+	}
+	var u ledger.SiteUpdate
+	var fe []FieldError
+	if v, ok := raw["name"]; ok {
+		u.SetName = true
+		if string(v) != "null" {
+			var name string
+			if json.Unmarshal(v, &name) != nil || name == "" || len(name) > 200 {
+				fe = append(fe, FieldError{Field: "name", Message: "must be 1 to 200 characters, or null"})
+			}
+			u.Name = &name
+		}
+	}
+	if v, ok := raw["portfolio_id"]; ok {
+		u.SetPortfolio = true
+		if string(v) != "null" {
+			var sid string
+			pid, err := uuid.Nil, json.Unmarshal(v, &sid)
+			if err == nil {
+				pid, err = parseUUID(sid)
+			}
+			if err != nil {
+				fe = append(fe, FieldError{Field: "portfolio_id", Message: "must be a UUID or null"})
+			}
+			u.PortfolioID = &pid
+		}
+	}
+	if !u.SetName && !u.SetPortfolio {
+		fe = append(fe, FieldError{Field: "body", Message: "give name and/or portfolio_id"})
+	}
+	if len(fe) > 0 {
+		return invalid("Some fields are invalid.", fe...)
+	}
+	site, err := s.led.UpdateSite(r.c, r.principal.AccountID, id, u)
+	if err != nil {
+		return err
+	}
+	return r.writeJSON(200, siteResponse{APIVersion: "1", Site: siteView(site)})
+}
+
+func boundaryImmutable(field string) error {
+	return &Problem{Code: "paid_site_immutable", Detail: "A site's boundary never changes; save a changed boundary as a new site with POST /sites (it does not inherit paid access).",
+		FieldErrors: []FieldError{{Field: field, Message: "the boundary cannot be changed"}}}
+}
+
+type archivedBody struct {
+	APIVersion string `json:"api_version"`
+	SiteID     string `json:"site_id"`
+	Archived   bool   `json:"archived"`
+}
+
+func (s *Server) archiveSite(r *request) error {
+	id, err := r.pathUUID("site_id")
+	if err != nil {
+		return err
+	}
+	if err := r.query().err(); err != nil {
+		return err
+	}
+	r.resourceType, r.resourceID = "site", id.String()
+	if err := s.led.ArchiveSite(r.c, r.principal.AccountID, id); err != nil {
+		return err
+	}
+	return r.writeJSON(200, archivedBody{APIVersion: "1", SiteID: id.String(), Archived: true})
+}
+
+type portfolioBody struct {
+	PortfolioID string    `json:"portfolio_id"`
+	Name        string    `json:"name"`
+	CreatedAt   time.Time `json:"created_at"`
+	SiteCount   int64     `json:"site_count"`
+}
+
+type portfoliosBody struct {
+	APIVersion string          `json:"api_version"`
+	Portfolios []portfolioBody `json:"portfolios"`
+	Page       page            `json:"page"`
+}
+
+func (s *Server) listPortfolios(r *request) error {
+	q := r.query("cursor", "limit")
+	limit := q.limit(100, 500)
+	cur := q.cursor()
+	if err := q.err(); err != nil {
+		return err
+	}
+	var after *time.Time
+	var afterID uuid.UUID
+	if cur != "" {
+		var pos timeIDPosition
+		if err := s.cursors.decode(cur, r.principal.AccountID, "portfolios", "", &pos); err != nil {
+			return err
+		}
+		after, afterID = &pos.T, pos.ID
+	}
+	rows, err := s.led.ListPortfolios(r.c, r.principal.AccountID, after, afterID, limit)
+	if err != nil {
+		return err
+	}
+	body := portfoliosBody{APIVersion: "1", Portfolios: []portfolioBody{}}
+	for i, p := range rows {
+		if i == limit {
+			last := rows[i-1]
+			next, err := s.cursors.encode(r.principal.AccountID, "portfolios", "", timeIDPosition{T: last.CreatedAt, ID: last.ID})
+			if err != nil {
+				return err
+			}
+			body.Page = page{HasMore: true, NextCursor: &next}
+			break
+		}
+		body.Portfolios = append(body.Portfolios, portfolioBody{PortfolioID: p.ID.String(), Name: p.Name, CreatedAt: p.CreatedAt.UTC(), SiteCount: p.SiteCount})
+	}
+	return r.writeJSON(200, body)
+}
