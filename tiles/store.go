@@ -1,0 +1,220 @@
+package tiles
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Store is an immutable object store addressed by slash-separated keys such
+// as "releases/flood/r_0123.../manifest.json".
+//
+// Keys are validated by ValidateKey; a bad key yields ErrInvalidKey. A missing
+// key yields an error matching ErrNotExist (and fs.ErrNotExist). Objects are
+// never overwritten: Put to a taken key yields ErrExists, and of several
+// concurrent Puts to one free key exactly one succeeds.
+//
+// Implementations are safe for concurrent use by multiple goroutines and, for
+// the shared backends, by multiple processes.
+type Store interface {
+	// Put stores the size bytes read from r under key. size < 0 means
+	// unknown. If r yields a different number of bytes than a non-negative
+	// size, Put fails with ErrSizeMismatch and stores nothing.
+	Put(ctx context.Context, key string, r io.Reader, size int64) error
+	// Open opens key for random access. ctx bounds every read made through
+	// the returned Object; cancel it (or Close the Object) when done.
+	Open(ctx context.Context, key string) (Object, error)
+	// Stat describes key.
+	Stat(ctx context.Context, key string) (Info, error)
+	// List returns every object whose key starts with prefix (a plain string
+	// prefix, recursive), sorted by key. An empty prefix lists everything.
+	List(ctx context.Context, prefix string) ([]Info, error)
+	// Delete removes key. It exists for temporary artifacts such as expired
+	// query results; the service never deletes releases.
+	Delete(ctx context.Context, key string) error
+}
+
+// Object is an open object: a context-aware random-access reader.
+// ReadAt follows io.ReaderAt: a read that reaches the end of the object
+// returns the bytes read and io.EOF. An Object is safe for concurrent ReadAt
+// calls; Close must not race with reads.
+type Object interface {
+	io.ReaderAt
+	// Size is the object's length in bytes.
+	Size() int64
+	// Close releases the object.
+	Close() error
+}
+
+// Info describes a stored object.
+type Info struct {
+	Key     string
+	Size    int64
+	ModTime time.Time
+}
+
+// maxKeyLen bounds key length; S3 allows 1024 bytes including our prefix.
+const maxKeyLen = 900
+
+// tmpPrefix starts the names of the file store's temporary files; key
+// segments may not start with it.
+const tmpPrefix = ".siteenv-tmp-"
+
+// ValidateKey reports whether key is a valid object key: non-empty UTF-8 of at
+// most 900 bytes, slash-separated segments that are non-empty, not "." or
+// "..", with no leading or trailing slash, no backslash and no control
+// characters. Errors match ErrInvalidKey.
+func ValidateKey(key string) error {
+	if key == "" {
+		return fmt.Errorf("%w: empty key", ErrInvalidKey)
+	}
+	return validatePath(key, false)
+}
+
+// validatePrefix checks a List prefix: like a key, but it may be empty and may
+// end with a slash.
+func validatePrefix(prefix string) error {
+	if prefix == "" {
+		return nil
+	}
+	return validatePath(prefix, true)
+}
+
+func validatePath(p string, isPrefix bool) error {
+	if len(p) > maxKeyLen {
+		return fmt.Errorf("%w: longer than %d bytes", ErrInvalidKey, maxKeyLen)
+	}
+	if !utf8.ValidString(p) {
+		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidKey, p)
+	}
+	for _, r := range p {
+		if r < 0x20 || r == 0x7f || r == '\\' {
+			return fmt.Errorf("%w: %q contains a control character or backslash", ErrInvalidKey, p)
+		}
+	}
+	if strings.HasPrefix(p, "/") {
+		return fmt.Errorf("%w: %q starts with a slash", ErrInvalidKey, p)
+	}
+	segs := strings.Split(p, "/")
+	if isPrefix && strings.HasSuffix(p, "/") {
+		segs = segs[:len(segs)-1]
+	}
+	for _, s := range segs {
+		switch {
+		case s == "":
+			return fmt.Errorf("%w: %q has an empty segment", ErrInvalidKey, p)
+		case s == "." || s == "..":
+			return fmt.Errorf("%w: %q has a %q segment", ErrInvalidKey, p, s)
+		case strings.HasPrefix(s, tmpPrefix):
+			return fmt.Errorf("%w: %q uses the reserved prefix %q", ErrInvalidKey, p, tmpPrefix)
+		}
+	}
+	return nil
+}
+
+// S3Config holds the connection settings of an s3:// store.
+type S3Config struct {
+	// Endpoint is host[:port] of the S3 service, e.g. "s3.ap-southeast-2.amazonaws.com"
+	// or "127.0.0.1:9000". An "http://" or "https://" scheme is accepted and
+	// overrides UseSSL. Required for s3:// stores.
+	Endpoint string
+	// AccessKey and SecretKey are static credentials. Both empty means
+	// anonymous access.
+	AccessKey string
+	SecretKey string
+	// Region is the bucket's region. Empty: discovered from the service.
+	Region string
+	// UseSSL selects https. Default false; S3ConfigFromEnv sets it to true
+	// unless the endpoint says "http://".
+	UseSSL bool
+}
+
+// S3ConfigFromEnv reads SITEENV_S3_ENDPOINT, SITEENV_S3_ACCESS_KEY,
+// SITEENV_S3_SECRET_KEY and, optionally, SITEENV_S3_REGION. UseSSL is true
+// unless the endpoint starts with "http://".
+func S3ConfigFromEnv() S3Config {
+	ep := os.Getenv("SITEENV_S3_ENDPOINT")
+	return S3Config{
+		Endpoint:  ep,
+		AccessKey: os.Getenv("SITEENV_S3_ACCESS_KEY"),
+		SecretKey: os.Getenv("SITEENV_S3_SECRET_KEY"),
+		Region:    os.Getenv("SITEENV_S3_REGION"),
+		UseSSL:    !strings.HasPrefix(strings.ToLower(ep), "http://"),
+	}
+}
+
+// OpenStore opens the store named by rawURL:
+//
+//	file:///abs/path          a directory on a local or shared filesystem (created if missing)
+//	s3://bucket[/prefix/...]  a bucket, optionally below a key prefix; uses s3cfg
+//
+// s3cfg is ignored for file:// stores.
+func OpenStore(ctx context.Context, rawURL string, s3cfg S3Config) (Store, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidURL, err)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, fmt.Errorf("%w: %q: query, fragment and user info are not allowed", ErrInvalidURL, rawURL)
+	}
+	switch u.Scheme {
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, fmt.Errorf("%w: %q: file URLs must be file:///absolute/path", ErrInvalidURL, rawURL)
+		}
+		if u.Path == "" || !path.IsAbs(u.Path) {
+			return nil, fmt.Errorf("%w: %q: file URLs must be file:///absolute/path", ErrInvalidURL, rawURL)
+		}
+		return NewFileStore(u.Path)
+	case "s3":
+		if u.Host == "" {
+			return nil, fmt.Errorf("%w: %q: missing bucket", ErrInvalidURL, rawURL)
+		}
+		prefix := strings.Trim(u.Path, "/")
+		if prefix != "" {
+			if err := ValidateKey(prefix); err != nil {
+				return nil, fmt.Errorf("%w: %q: bad prefix: %v", ErrInvalidURL, rawURL, err)
+			}
+		}
+		return NewS3Store(ctx, s3cfg, u.Host, prefix)
+	default:
+		return nil, fmt.Errorf("%w: %q: scheme must be file or s3", ErrInvalidURL, rawURL)
+	}
+}
+
+// ctxReader fails reads once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// readAtBounds handles the io.ReaderAt edge cases shared by the stores: it
+// returns how many bytes to read at off and whether the read is short.
+func readAtBounds(size int64, p []byte, off int64) (n int, short bool, err error) {
+	if off < 0 {
+		return 0, false, fmt.Errorf("tiles: ReadAt: negative offset %d", off)
+	}
+	if off >= size {
+		if len(p) == 0 {
+			return 0, false, nil
+		}
+		return 0, true, io.EOF
+	}
+	if rem := size - off; int64(len(p)) > rem {
+		return int(rem), true, nil
+	}
+	return len(p), false, nil
+}

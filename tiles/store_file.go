@@ -1,0 +1,286 @@
+package tiles
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// errNotDir is returned when a key's parent path is a file.
+var errNotDir error = syscall.ENOTDIR
+
+// FileStore is a Store in a directory tree: key "a/b/c" is the file
+// <root>/a/b/c. Put writes a temporary file in the target directory, fsyncs
+// it and hard-links it to its final name, which fails atomically when the
+// name is taken, so a key is never observed half-written and never replaced,
+// even across processes sharing the directory.
+//
+// A FileStore is safe for concurrent use.
+type FileStore struct {
+	root string
+}
+
+var _ Store = (*FileStore)(nil)
+
+// NewFileStore opens (creating if needed) a store rooted at the absolute
+// directory root.
+func NewFileStore(root string) (*FileStore, error) {
+	if !filepath.IsAbs(root) {
+		return nil, fmt.Errorf("%w: file store root %q is not absolute", ErrInvalidURL, root)
+	}
+	root = filepath.Clean(root)
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("tiles: create store root: %w", err)
+	}
+	return &FileStore{root: root}, nil
+}
+
+// Root returns the store's directory.
+func (s *FileStore) Root() string { return s.root }
+
+func (s *FileStore) path(key string) string {
+	return filepath.Join(s.root, filepath.FromSlash(key))
+}
+
+// Put implements Store.
+func (s *FileStore) Put(ctx context.Context, key string, r io.Reader, size int64) (err error) {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	final := s.path(key)
+	if _, err := os.Lstat(final); err == nil {
+		return fmt.Errorf("%w: %s", ErrExists, key)
+	}
+	dir := filepath.Dir(final)
+	tmp, err := s.createTemp(dir)
+	if err != nil {
+		return fmt.Errorf("tiles: put %s: %w", key, err)
+	}
+	tmpName := tmp.Name()
+	defer func() {
+		if tmp != nil {
+			tmp.Close()
+		}
+		os.Remove(tmpName)
+	}()
+
+	n, err := io.Copy(tmp, ctxReader{ctx: ctx, r: r})
+	if err != nil {
+		return fmt.Errorf("tiles: put %s: %w", key, err)
+	}
+	if size >= 0 && n != size {
+		return fmt.Errorf("%w: put %s: read %d bytes, declared %d", ErrSizeMismatch, key, n, size)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("tiles: put %s: sync: %w", key, err)
+	}
+	if err := tmp.Close(); err != nil {
+		tmp = nil
+		return fmt.Errorf("tiles: put %s: close: %w", key, err)
+	}
+	tmp = nil
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := os.Link(tmpName, final); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%w: %s", ErrExists, key)
+		}
+		return fmt.Errorf("tiles: put %s: link: %w", key, err)
+	}
+	syncDir(dir)
+	return nil
+}
+
+// createTemp makes a temporary file in dir, creating dir first. It retries
+// when a concurrent Delete prunes the freshly made empty directory.
+func (s *FileStore) createTemp(dir string) (*os.File, error) {
+	var err error
+	for range 5 {
+		if err = os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		var f *os.File
+		f, err = os.CreateTemp(dir, tmpPrefix+"*")
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	return nil, err
+}
+
+// syncDir makes a link durable; failures are ignored because the data file
+// itself is already synced and some filesystems refuse directory fsync.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+// Open implements Store.
+func (s *FileStore) Open(ctx context.Context, key string) (Object, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(s.path(key))
+	if err != nil {
+		return nil, s.mapErr(key, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("tiles: open %s: %w", key, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s", ErrNotExist, key)
+	}
+	return &fileObject{ctx: ctx, f: f, size: fi.Size()}, nil
+}
+
+func (s *FileStore) mapErr(key string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotDir) {
+		return fmt.Errorf("%w: %s", ErrNotExist, key)
+	}
+	return fmt.Errorf("tiles: %s: %w", key, err)
+}
+
+// Stat implements Store.
+func (s *FileStore) Stat(ctx context.Context, key string) (Info, error) {
+	if err := ValidateKey(key); err != nil {
+		return Info{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Info{}, err
+	}
+	fi, err := os.Stat(s.path(key))
+	if err != nil {
+		return Info{}, s.mapErr(key, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return Info{}, fmt.Errorf("%w: %s", ErrNotExist, key)
+	}
+	return Info{Key: key, Size: fi.Size(), ModTime: fi.ModTime().UTC()}, nil
+}
+
+// List implements Store.
+func (s *FileStore) List(ctx context.Context, prefix string) ([]Info, error) {
+	if err := validatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// Walk the deepest directory that contains every match.
+	base := s.root
+	if i := strings.LastIndex(prefix, "/"); i >= 0 {
+		base = s.path(prefix[:i])
+	}
+	out := []Info{}
+	err := filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotDir) {
+				return nil // vanished or not a directory: nothing to list
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), tmpPrefix) || !d.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(s.root, p)
+		if err != nil {
+			return err
+		}
+		key := filepath.ToSlash(rel)
+		if !strings.HasPrefix(key, prefix) {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // deleted while listing
+			}
+			return err
+		}
+		out = append(out, Info{Key: key, Size: fi.Size(), ModTime: fi.ModTime().UTC()})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tiles: list %q: %w", prefix, err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// Delete implements Store. Directories left empty are pruned up to the root.
+func (s *FileStore) Delete(ctx context.Context, key string) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p := s.path(key)
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return s.mapErr(key, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%w: %s", ErrNotExist, key)
+	}
+	if err := os.Remove(p); err != nil {
+		return s.mapErr(key, err)
+	}
+	for dir := filepath.Dir(p); dir != s.root && strings.HasPrefix(dir, s.root); dir = filepath.Dir(dir) {
+		if os.Remove(dir) != nil {
+			break // not empty (or already gone): stop pruning
+		}
+	}
+	return nil
+}
+
+// fileObject is an Object backed by an open file.
+type fileObject struct {
+	ctx  context.Context
+	f    *os.File
+	size int64
+}
+
+func (o *fileObject) Size() int64 { return o.size }
+
+func (o *fileObject) Close() error { return o.f.Close() }
+
+func (o *fileObject) ReadAt(p []byte, off int64) (int, error) {
+	if err := o.ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, short, err := readAtBounds(o.size, p, off)
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	m, err := o.f.ReadAt(p[:n], off)
+	if err == nil && short {
+		err = io.EOF
+	}
+	return m, err
+}

@@ -1,0 +1,121 @@
+package tiles_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"siteenv/tiles"
+	"siteenv/tiles/storetest"
+)
+
+func TestFileStoreConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) tiles.Store {
+		s, err := tiles.OpenStore(context.Background(), "file://"+t.TempDir(), tiles.S3Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+func TestFileStoreLeavesNoTempFiles(t *testing.T) {
+	root := t.TempDir()
+	s, err := tiles.NewFileStore(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Put(ctx, "a/b", strings.NewReader("x"), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, "a/b", strings.NewReader("y"), 1); !errors.Is(err, tiles.ErrExists) {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, "a/c", strings.NewReader("y"), 5); !errors.Is(err, tiles.ErrSizeMismatch) {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(filepath.Join(root, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != "b" {
+		t.Fatalf("directory holds %v, want only b", entries)
+	}
+	// Deleting the last key prunes the empty directories.
+	if err := s.Delete(ctx, "a/b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "a")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("empty directory not pruned: %v", err)
+	}
+}
+
+func TestOpenStoreURLs(t *testing.T) {
+	tests := []struct {
+		url     string
+		wantErr error
+	}{
+		{"file://" + t.TempDir(), nil},
+		{"file:relative/path", tiles.ErrInvalidURL},
+		{"file://host/abs", tiles.ErrInvalidURL},
+		{"s3://", tiles.ErrInvalidURL},
+		{"s3://bucket/../x", tiles.ErrInvalidURL},
+		{"s3://bucket/p?x=1", tiles.ErrInvalidURL},
+		{"s3://bucket/prefix", tiles.ErrInvalidURL}, // no endpoint configured
+		{"gs://bucket", tiles.ErrInvalidURL},
+		{"://", tiles.ErrInvalidURL},
+	}
+	for _, tc := range tests {
+		t.Run(tc.url, func(t *testing.T) {
+			_, err := tiles.OpenStore(context.Background(), tc.url, tiles.S3Config{})
+			if !errors.Is(err, tc.wantErr) && !(tc.wantErr == nil && err == nil) {
+				t.Fatalf("OpenStore(%q) err = %v, want %v", tc.url, err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestS3ConfigFromEnv(t *testing.T) {
+	t.Setenv("SITEENV_S3_ENDPOINT", "http://127.0.0.1:9000")
+	t.Setenv("SITEENV_S3_ACCESS_KEY", "ak")
+	t.Setenv("SITEENV_S3_SECRET_KEY", "sk")
+	t.Setenv("SITEENV_S3_REGION", "")
+	got := tiles.S3ConfigFromEnv()
+	want := tiles.S3Config{Endpoint: "http://127.0.0.1:9000", AccessKey: "ak", SecretKey: "sk", UseSSL: false}
+	if got != want {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	t.Setenv("SITEENV_S3_ENDPOINT", "s3.ap-southeast-2.amazonaws.com")
+	if !tiles.S3ConfigFromEnv().UseSSL {
+		t.Fatal("bare endpoint should default to TLS")
+	}
+}
+
+func BenchmarkFileStoreReadAt(b *testing.B) {
+	s, err := tiles.NewFileStore(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	data := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
+	if err := s.Put(ctx, "obj", strings.NewReader(data), int64(len(data))); err != nil {
+		b.Fatal(err)
+	}
+	obj, err := s.Open(ctx, "obj")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer obj.Close()
+	p := make([]byte, 64<<10)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(p)))
+	for i := 0; b.Loop(); i++ {
+		if _, err := obj.ReadAt(p, int64(i%16)*int64(len(p))); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,474 @@
+// Package storetest is the conformance suite every tiles.Store must pass.
+// Each backend's tests call Run with a constructor for a fresh, empty store.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"siteenv/tiles"
+)
+
+// Run runs the conformance suite. newStore must return a fresh, empty store
+// each call (for example a new temporary directory, or a new key prefix in a
+// shared bucket); the subtests run in parallel on their own stores.
+func Run(t *testing.T, newStore func(t *testing.T) tiles.Store) {
+	t.Helper()
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s tiles.Store)
+	}{
+		{"PutOpenRead", testPutOpenRead},
+		{"ReadAtOffsets", testReadAtOffsets},
+		{"EmptyObject", testEmptyObject},
+		{"LargeObject", testLargeObject},
+		{"Stat", testStat},
+		{"ListOrderAndPrefix", testList},
+		{"Immutable", testImmutable},
+		{"NotExist", testNotExist},
+		{"InvalidKeys", testInvalidKeys},
+		{"Delete", testDelete},
+		{"SizeMismatch", testSizeMismatch},
+		{"UnknownSize", testUnknownSize},
+		{"ContextCancelled", testContextCancelled},
+		{"ConcurrentPutSameKey", testConcurrentPut},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, newStore(t))
+		})
+	}
+}
+
+func put(t *testing.T, s tiles.Store, key string, data []byte) {
+	t.Helper()
+	if err := s.Put(context.Background(), key, bytes.NewReader(data), int64(len(data))); err != nil {
+		t.Fatalf("Put(%q): %v", key, err)
+	}
+}
+
+func readAll(t *testing.T, s tiles.Store, key string) []byte {
+	t.Helper()
+	obj, err := s.Open(context.Background(), key)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", key, err)
+	}
+	defer obj.Close()
+	buf := make([]byte, obj.Size())
+	n, err := obj.ReadAt(buf, 0)
+	if err != nil && !(errors.Is(err, io.EOF) && n == len(buf)) {
+		t.Fatalf("ReadAt(%q, all): n=%d err=%v", key, n, err)
+	}
+	return buf[:n]
+}
+
+func payload(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func testPutOpenRead(t *testing.T, s tiles.Store) {
+	data := payload(10_000, 1)
+	put(t, s, "releases/layer.a:1/r_1/tiles/000001.parquet", data)
+	obj, err := s.Open(context.Background(), "releases/layer.a:1/r_1/tiles/000001.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	if obj.Size() != int64(len(data)) {
+		t.Fatalf("Size = %d, want %d", obj.Size(), len(data))
+	}
+	if got := readAll(t, s, "releases/layer.a:1/r_1/tiles/000001.parquet"); !bytes.Equal(got, data) {
+		t.Fatal("content differs from what was put")
+	}
+}
+
+func testReadAtOffsets(t *testing.T, s tiles.Store) {
+	data := payload(1000, 2)
+	put(t, s, "obj", data)
+	obj, err := s.Open(context.Background(), "obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	tests := []struct {
+		name    string
+		off     int64
+		len     int
+		wantN   int
+		wantEOF bool
+	}{
+		{"start", 0, 10, 10, false},
+		{"middle", 500, 100, 100, false},
+		{"exactly to end", 900, 100, 100, false},
+		{"short at end", 990, 100, 10, true},
+		{"last byte", 999, 1, 1, false},
+		{"at end", 1000, 10, 0, true},
+		{"past end", 5000, 10, 0, true},
+		{"whole", 0, 1000, 1000, false},
+		{"more than whole", 0, 2000, 1000, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := make([]byte, tc.len)
+			n, err := obj.ReadAt(p, tc.off)
+			if n != tc.wantN {
+				t.Fatalf("n = %d, want %d (err %v)", n, tc.wantN, err)
+			}
+			if tc.wantEOF {
+				if !errors.Is(err, io.EOF) {
+					t.Fatalf("err = %v, want io.EOF", err)
+				}
+			} else if err != nil && !(errors.Is(err, io.EOF) && tc.off+int64(n) == int64(len(data))) {
+				t.Fatalf("err = %v, want nil", err)
+			}
+			if want := data[min(tc.off, 1000):min(tc.off+int64(tc.wantN), 1000)]; !bytes.Equal(p[:n], want) {
+				t.Fatal("bytes differ")
+			}
+		})
+	}
+	if _, err := obj.ReadAt(make([]byte, 1), -1); err == nil {
+		t.Fatal("ReadAt at a negative offset succeeded")
+	}
+}
+
+func testEmptyObject(t *testing.T, s tiles.Store) {
+	put(t, s, "empty", nil)
+	info, err := s.Stat(context.Background(), "empty")
+	if err != nil || info.Size != 0 {
+		t.Fatalf("Stat = %+v, %v; want size 0", info, err)
+	}
+	obj, err := s.Open(context.Background(), "empty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	if n, err := obj.ReadAt(make([]byte, 4), 0); n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("ReadAt on empty object = %d, %v; want 0, EOF", n, err)
+	}
+}
+
+func testLargeObject(t *testing.T, s tiles.Store) {
+	// Larger than common multipart thresholds (16 MiB).
+	data := payload(17<<20+123, 3)
+	put(t, s, "big/object.bin", data)
+	obj, err := s.Open(context.Background(), "big/object.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	if obj.Size() != int64(len(data)) {
+		t.Fatalf("Size = %d, want %d", obj.Size(), len(data))
+	}
+	for _, off := range []int64{0, 16 << 20, int64(len(data)) - 4096} {
+		p := make([]byte, 4096)
+		if _, err := obj.ReadAt(p, off); err != nil && !errors.Is(err, io.EOF) {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(p, data[off:off+4096]) {
+			t.Fatalf("bytes at %d differ", off)
+		}
+	}
+}
+
+func testStat(t *testing.T, s tiles.Store) {
+	before := time.Now().Add(-time.Hour)
+	put(t, s, "a/b/c.json", []byte(`{"x":1}`))
+	info, err := s.Stat(context.Background(), "a/b/c.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Key != "a/b/c.json" || info.Size != 7 {
+		t.Fatalf("Stat = %+v", info)
+	}
+	if info.ModTime.Before(before) || info.ModTime.After(time.Now().Add(time.Hour)) {
+		t.Fatalf("ModTime %v is not about now", info.ModTime)
+	}
+	// A "directory" is not an object.
+	if _, err := s.Stat(context.Background(), "a/b"); !errors.Is(err, tiles.ErrNotExist) {
+		t.Fatalf("Stat(prefix) err = %v, want ErrNotExist", err)
+	}
+}
+
+func keys(infos []tiles.Info) []string {
+	out := make([]string, len(infos))
+	for i, in := range infos {
+		out[i] = in.Key
+	}
+	return out
+}
+
+func testList(t *testing.T, s tiles.Store) {
+	all := []string{"a.b", "a/a/c", "a/b", "a/c/d/e", "ab", "b/x", "b0", "z"}
+	shuffled := append([]string(nil), all...)
+	rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	for i, k := range shuffled {
+		put(t, s, k, []byte(strings.Repeat("x", i+1)))
+	}
+	tests := []struct {
+		prefix string
+		want   []string
+	}{
+		{"", all},
+		{"a/", []string{"a/a/c", "a/b", "a/c/d/e"}},
+		{"a", []string{"a.b", "a/a/c", "a/b", "a/c/d/e", "ab"}},
+		{"a/c/", []string{"a/c/d/e"}},
+		{"a/c", []string{"a/c/d/e"}},
+		{"b", []string{"b/x", "b0"}},
+		{"b/", []string{"b/x"}},
+		{"a/b", []string{"a/b"}},
+		{"nothing/", []string{}},
+		{"a/b/", []string{}},
+	}
+	for _, tc := range tests {
+		got, err := s.List(context.Background(), tc.prefix)
+		if err != nil {
+			t.Fatalf("List(%q): %v", tc.prefix, err)
+		}
+		if fmt.Sprint(keys(got)) != fmt.Sprint(tc.want) {
+			t.Errorf("List(%q) = %v, want %v", tc.prefix, keys(got), tc.want)
+		}
+		for _, in := range got {
+			if in.Size <= 0 || in.ModTime.IsZero() {
+				t.Errorf("List(%q) item %+v lacks size or time", tc.prefix, in)
+			}
+		}
+	}
+}
+
+func testImmutable(t *testing.T, s tiles.Store) {
+	put(t, s, "k", []byte("first"))
+	err := s.Put(context.Background(), "k", strings.NewReader("second"), 6)
+	if !errors.Is(err, tiles.ErrExists) {
+		t.Fatalf("second Put err = %v, want ErrExists", err)
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("second Put err = %v does not match fs.ErrExist", err)
+	}
+	if got := readAll(t, s, "k"); string(got) != "first" {
+		t.Fatalf("content = %q after rejected overwrite", got)
+	}
+}
+
+func testNotExist(t *testing.T, s tiles.Store) {
+	ctx := context.Background()
+	put(t, s, "present/x", []byte("x"))
+	check := func(op string, err error) {
+		t.Helper()
+		if !errors.Is(err, tiles.ErrNotExist) || !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s err = %v, want ErrNotExist and fs.ErrNotExist", op, err)
+		}
+	}
+	for _, key := range []string{"missing", "present/y", "present/x/deeper"} {
+		_, err := s.Open(ctx, key)
+		check("Open("+key+")", err)
+		_, err = s.Stat(ctx, key)
+		check("Stat("+key+")", err)
+		check("Delete("+key+")", s.Delete(ctx, key))
+	}
+}
+
+func testInvalidKeys(t *testing.T, s tiles.Store) {
+	ctx := context.Background()
+	bad := []string{"", "/a", "a/", "a//b", "../a", "a/../b", "a/./b", ".", "..", `a\b`, "a\x00b", "a\nb", ".siteenv-tmp-x", strings.Repeat("k", 1000)}
+	for _, key := range bad {
+		t.Run(fmt.Sprintf("%q", key), func(t *testing.T) {
+			check := func(op string, err error) {
+				t.Helper()
+				if !errors.Is(err, tiles.ErrInvalidKey) {
+					t.Errorf("%s err = %v, want ErrInvalidKey", op, err)
+				}
+			}
+			check("Put", s.Put(ctx, key, strings.NewReader("x"), 1))
+			_, err := s.Open(ctx, key)
+			check("Open", err)
+			_, err = s.Stat(ctx, key)
+			check("Stat", err)
+			check("Delete", s.Delete(ctx, key))
+		})
+	}
+	for _, prefix := range []string{"/a", "../", "a//", "a/../"} {
+		if _, err := s.List(ctx, prefix); !errors.Is(err, tiles.ErrInvalidKey) {
+			t.Errorf("List(%q) err = %v, want ErrInvalidKey", prefix, err)
+		}
+	}
+	// Dots inside a segment are fine.
+	put(t, s, "a..b/c...d", []byte("ok"))
+}
+
+func testDelete(t *testing.T, s tiles.Store) {
+	ctx := context.Background()
+	put(t, s, "results/q1/part-0", []byte("one"))
+	put(t, s, "results/q1/part-1", []byte("two"))
+	if err := s.Delete(ctx, "results/q1/part-0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Stat(ctx, "results/q1/part-0"); !errors.Is(err, tiles.ErrNotExist) {
+		t.Fatalf("Stat after Delete err = %v", err)
+	}
+	if got, _ := s.List(ctx, "results/"); fmt.Sprint(keys(got)) != "[results/q1/part-1]" {
+		t.Fatalf("List after Delete = %v", keys(got))
+	}
+	if err := s.Delete(ctx, "results/q1/part-1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.List(ctx, ""); len(got) != 0 {
+		t.Fatalf("List after deleting all = %v", keys(got))
+	}
+	// A deleted temporary key may be written again.
+	put(t, s, "results/q1/part-0", []byte("again"))
+	if got := readAll(t, s, "results/q1/part-0"); string(got) != "again" {
+		t.Fatalf("re-put content = %q", got)
+	}
+}
+
+func testSizeMismatch(t *testing.T, s tiles.Store) {
+	ctx := context.Background()
+	if err := s.Put(ctx, "short", strings.NewReader("12345"), 10); !errors.Is(err, tiles.ErrSizeMismatch) {
+		t.Fatalf("short reader err = %v, want ErrSizeMismatch", err)
+	}
+	if err := s.Put(ctx, "long", strings.NewReader("1234567890"), 5); !errors.Is(err, tiles.ErrSizeMismatch) {
+		t.Fatalf("long reader err = %v, want ErrSizeMismatch", err)
+	}
+	for _, k := range []string{"short", "long"} {
+		if _, err := s.Stat(ctx, k); !errors.Is(err, tiles.ErrNotExist) {
+			t.Errorf("after failed Put, Stat(%q) err = %v, want ErrNotExist", k, err)
+		}
+	}
+	if got, _ := s.List(ctx, ""); len(got) != 0 {
+		t.Fatalf("failed Puts left %v", keys(got))
+	}
+}
+
+func testUnknownSize(t *testing.T, s tiles.Store) {
+	data := payload(3000, 4)
+	if err := s.Put(context.Background(), "unknown", bytes.NewReader(data), -1); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, s, "unknown"); !bytes.Equal(got, data) {
+		t.Fatal("content differs")
+	}
+}
+
+func testContextCancelled(t *testing.T, s tiles.Store) {
+	put(t, s, "k", payload(100, 5))
+	ctx, cancel := context.WithCancel(context.Background())
+	obj, err := s.Open(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	if _, err := obj.ReadAt(make([]byte, 10), 0); err != nil {
+		t.Fatalf("ReadAt before cancel: %v", err)
+	}
+	cancel()
+	if _, err := obj.ReadAt(make([]byte, 10), 0); !errors.Is(err, context.Canceled) {
+		t.Errorf("ReadAt after cancel err = %v, want context.Canceled", err)
+	}
+	check := func(op string, err error) {
+		t.Helper()
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with cancelled ctx err = %v, want context.Canceled", op, err)
+		}
+	}
+	check("Put", s.Put(ctx, "new", strings.NewReader("x"), 1))
+	_, err = s.Open(ctx, "k")
+	check("Open", err)
+	_, err = s.Stat(ctx, "k")
+	check("Stat", err)
+	_, err = s.List(ctx, "")
+	check("List", err)
+	check("Delete", s.Delete(ctx, "k"))
+	if _, err := s.Stat(context.Background(), "new"); !errors.Is(err, tiles.ErrNotExist) {
+		t.Errorf("cancelled Put stored the object (Stat err %v)", err)
+	}
+	if _, err := s.Stat(context.Background(), "k"); err != nil {
+		t.Errorf("cancelled Delete removed the object (Stat err %v)", err)
+	}
+
+	// A reader that cancels mid-stream aborts the Put.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	r := &cancelAfter{r: bytes.NewReader(payload(1<<20, 6)), n: 64 << 10, cancel: cancel2}
+	if err := s.Put(ctx2, "midway", r, 1<<20); !errors.Is(err, context.Canceled) {
+		t.Errorf("Put cancelled midway err = %v, want context.Canceled", err)
+	}
+	if _, err := s.Stat(context.Background(), "midway"); !errors.Is(err, tiles.ErrNotExist) {
+		t.Errorf("Put cancelled midway stored the object (Stat err %v)", err)
+	}
+}
+
+// cancelAfter calls cancel once n bytes have been read.
+type cancelAfter struct {
+	r      io.Reader
+	n      int
+	read   int
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) Read(p []byte) (int, error) {
+	if len(p) > 16<<10 {
+		p = p[:16<<10]
+	}
+	n, err := c.r.Read(p)
+	c.read += n
+	if c.read >= c.n {
+		c.cancel()
+	}
+	return n, err
+}
+
+func testConcurrentPut(t *testing.T, s tiles.Store) {
+	const writers = 8
+	var (
+		wg      sync.WaitGroup
+		start   = make(chan struct{})
+		errs    = make([]error, writers)
+		content = make([][]byte, writers)
+	)
+	for i := range writers {
+		content[i] = payload(64<<10, uint64(100+i))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[i] = s.Put(context.Background(), "contended/key", bytes.NewReader(content[i]), int64(len(content[i])))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			if winner >= 0 {
+				t.Fatalf("writers %d and %d both succeeded", winner, i)
+			}
+			winner = i
+		case !errors.Is(err, tiles.ErrExists):
+			t.Fatalf("writer %d err = %v, want nil or ErrExists", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no writer succeeded")
+	}
+	if got := readAll(t, s, "contended/key"); !bytes.Equal(got, content[winner]) {
+		t.Fatal("stored content is not the winner's")
+	}
+	if got, _ := s.List(context.Background(), ""); len(got) != 1 {
+		t.Fatalf("List after contention = %v, want one key", keys(got))
+	}
+}
