@@ -141,10 +141,11 @@ func TestLayerAccessForASite(t *testing.T) {
 	h.publish("nsw.contaminated-sites", "contamination", 30, []string{"NSW"}, sydneyCover)
 	h.publish("nsw.heritage", "heritage", 0, []string{"NSW"}, `{"type":"Polygon","coordinates":[[[140,-30],[141,-30],[141,-29],[140,-29],[140,-30]]]}`)
 	h.publish("nsw.flood", "flood", 20, []string{"NSW"}, sydneyCover)
-	acct := h.account(0)
+	acct := h.account(100)
 	k := h.key(acct, nil, "layers:read")
 	site := h.site(acct)
-	if err := h.led.GrantSection(h.ctx, acct, site, "flood", nil); err != nil {
+	buyer := h.key(acct, nil, "access:acquire")
+	if _, err := h.led.Acquire(h.ctx, ledger.AcquireParams{Account: acct, Integration: buyer.IntegrationID, SiteID: site, Sections: []string{"flood"}}); err != nil {
 		t.Fatal(err)
 	}
 	m := h.do("GET", "/layers?site_id="+site.String(), k.Secret, nil).json(t)

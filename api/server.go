@@ -111,19 +111,22 @@ func (s *Server) routerOps() []openapi.Operation {
 // handlers lists the implemented operations.
 func handlers() map[string]handlerFunc {
 	return map[string]handlerFunc{
-		"get_openapi":      (*Server).getOpenAPI,
-		"get_context":      (*Server).getContext,
-		"get_usage":        (*Server).getUsage,
-		"list_activity":    (*Server).listActivity,
-		"list_layers":      (*Server).listLayers,
-		"get_layer":        (*Server).getLayer,
-		"get_layer_schema": (*Server).getLayerSchema,
-		"create_site":      (*Server).createSite,
-		"get_site":         (*Server).getSite,
-		"list_sites":       (*Server).listSites,
-		"update_site":      (*Server).updateSite,
-		"archive_site":     (*Server).archiveSite,
-		"list_portfolios":  (*Server).listPortfolios,
+		"get_openapi":        (*Server).getOpenAPI,
+		"get_context":        (*Server).getContext,
+		"get_usage":          (*Server).getUsage,
+		"list_activity":      (*Server).listActivity,
+		"list_layers":        (*Server).listLayers,
+		"get_layer":          (*Server).getLayer,
+		"get_layer_schema":   (*Server).getLayerSchema,
+		"create_site":        (*Server).createSite,
+		"get_site":           (*Server).getSite,
+		"list_sites":         (*Server).listSites,
+		"update_site":        (*Server).updateSite,
+		"archive_site":       (*Server).archiveSite,
+		"list_portfolios":    (*Server).listPortfolios,
+		"create_acquisition": (*Server).createAcquisition,
+		"list_purchases":     (*Server).listPurchases,
+		"get_purchase":       (*Server).getPurchase,
 	}
 }
 

@@ -26,8 +26,19 @@ func (l *Ledger) CreateAccount(ctx context.Context, name string, credits int64) 
 	if name != "" {
 		a.Name = &name
 	}
-	_, err := l.pool.Exec(ctx, `INSERT INTO accounts (account_id, name, credit_balance, created_at) VALUES ($1, $2, $3, $4)`,
-		a.ID, a.Name, credits, l.now())
+	now := l.now()
+	err := l.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO accounts (account_id, name, credit_balance, created_at) VALUES ($1, $2, $3, $4)`,
+			a.ID, a.Name, credits, now); err != nil {
+			return err
+		}
+		if credits == 0 {
+			return nil
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO credit_entries (entry_id, account_id, kind, amount, balance_after, created_at)
+			VALUES ($1, $2, 'grant', $3, $3, $4)`, newID(), a.ID, credits, now)
+		return err
+	})
 	return a, translate(err)
 }
 
@@ -46,8 +57,15 @@ func (l *Ledger) GrantCredits(ctx context.Context, account uuid.UUID, amount int
 		return 0, fmt.Errorf("%w: amount must be > 0", ErrInvalid)
 	}
 	var bal int64
-	err := l.pool.QueryRow(ctx, `UPDATE accounts SET credit_balance = credit_balance + $2 WHERE account_id = $1 RETURNING credit_balance`,
-		account, amount).Scan(&bal)
+	err := l.tx(ctx, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `UPDATE accounts SET credit_balance = credit_balance + $2 WHERE account_id = $1 RETURNING credit_balance`,
+			account, amount).Scan(&bal); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO credit_entries (entry_id, account_id, kind, amount, balance_after, created_at)
+			VALUES ($1, $2, 'grant', $3, $4, $5)`, newID(), account, amount, bal, l.now())
+		return err
+	})
 	return bal, translate(err)
 }
 

@@ -43,6 +43,16 @@ type Ledger struct {
 	pool  *pgxpool.Pool
 	clock clock.Clock
 	log   *slog.Logger
+	// faultHook, set only by tests, fails or stalls multi-step transactions
+	// at named points to prove they commit whole or not at all.
+	faultHook func(ctx context.Context, point string) error
+}
+
+func (l *Ledger) fault(ctx context.Context, point string) error {
+	if l.faultHook == nil {
+		return nil
+	}
+	return l.faultHook(ctx, point)
 }
 
 // Open connects to dsn, applies the embedded migrations and returns a Ledger.

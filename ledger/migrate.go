@@ -75,8 +75,23 @@ func (l *Ledger) migrate(ctx context.Context) error {
 		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		return translate(err)
 	}
-	var current int
-	if err := conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+	applied := map[int]bool{}
+	rows, err := conn.Query(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return translate(err)
+	}
+	current := 0
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return translate(err)
+		}
+		applied[v] = true
+		current = max(current, v)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
 		return translate(err)
 	}
 	newest := ms[len(ms)-1].version
@@ -84,7 +99,9 @@ func (l *Ledger) migrate(ctx context.Context) error {
 		return fmt.Errorf("%w: database is at migration %d, this binary knows up to %d; upgrade siteenv", ErrSchemaTooNew, current, newest)
 	}
 	for _, m := range ms {
-		if m.version <= current {
+		// Any migration not yet applied runs, in order, even one numbered
+		// below the newest applied (branches can land out of order).
+		if applied[m.version] {
 			continue
 		}
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {

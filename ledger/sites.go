@@ -246,13 +246,6 @@ func (l *Ledger) Portfolio(ctx context.Context, account, id uuid.UUID) (Portfoli
 	return p, translate(err)
 }
 
-// GrantSection records section access acquired for a site.
-func (l *Ledger) GrantSection(ctx context.Context, account, site uuid.UUID, section string, purchase *uuid.UUID) error {
-	_, err := l.pool.Exec(ctx, `INSERT INTO section_grants (site_id, section_key, account_id, purchase_id, created_at)
-		VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, site, section, account, purchase, l.now())
-	return translate(err)
-}
-
 // ParcelGeometries reads the GeoJSON polygons of the listed parcels of a
 // jurisdiction; ids not in the gazetteer are absent from the map.
 func (l *Ledger) ParcelGeometries(ctx context.Context, jurisdiction string, ids []string) (map[string]json.RawMessage, error) {
