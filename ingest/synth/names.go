@@ -1,0 +1,116 @@
+package synth
+
+// Name lists for streets, waterways and places. Plausible Australian names:
+// native plants and birds, explorers and governors, English place names and
+// the streets every town has.
+
+var streetStems = []string{
+	// plants
+	"Banksia", "Wattle", "Acacia", "Jacaranda", "Waratah", "Bottlebrush", "Grevillea", "Boronia",
+	"Melaleuca", "Eucalyptus", "Ironbark", "Stringybark", "Casuarina", "Kurrajong", "Lilly Pilly",
+	"Bluegum", "Redgum", "Coolabah", "Mallee", "Myrtle", "Tea Tree", "Paperbark", "Brushbox",
+	"Flame Tree", "Lomandra", "Hakea", "Callistemon", "Angophora", "Blackwood", "Sassafras",
+	"Cedar", "Kauri", "Bunya", "Hoop Pine", "Illawarra", "Silky Oak", "Native Rose", "Fig Tree",
+	// birds and animals
+	"Kookaburra", "Currawong", "Lorikeet", "Rosella", "Brolga", "Jabiru", "Galah", "Corella",
+	"Magpie", "Lyrebird", "Bellbird", "Whipbird", "Wren", "Robin", "Swallow", "Pelican",
+	"Wallaby", "Wombat", "Koala", "Possum", "Echidna", "Platypus", "Emu", "Kingfisher",
+	// explorers, governors, notable people
+	"Hume", "Hovell", "Flinders", "Bass", "Sturt", "Mitchell", "Oxley", "Leichhardt", "Lawson",
+	"Blaxland", "Wentworth", "Macquarie", "Phillip", "Hunter", "Bligh", "Darling", "Brisbane",
+	"Kennedy", "Eyre", "Forrest", "Stuart", "Burke", "Wills", "Cunningham", "Banks", "Cook",
+	"Parkes", "Barton", "Deakin", "Lalor", "Chisholm", "Lyons", "Curtin", "Chifley", "Menzies",
+	"Florey", "Monash", "Mawson", "Lindsay", "Paterson", "Gilmore", "Dalley", "Boyd",
+	// places and things every town has
+	"Church", "Victoria", "King", "Queen", "George", "Elizabeth", "Albert", "William", "Edward",
+	"Railway", "Station", "Park", "High", "Bridge", "Mill", "School", "Hill", "River", "Beach",
+	"Ocean", "Lake", "Forest", "Market", "Union", "Pitt", "Bourke", "Collins",
+	"Smith", "Wellington", "Nelson", "Raglan", "Hastings", "Clarence", "Gordon", "Stanley",
+	"York", "Bathurst", "Goulburn", "Windsor", "Richmond", "Camden", "Surrey", "Kent", "Devon",
+	"Cambridge", "Oxford", "Glenview", "Hillcrest", "Bellevue", "Fairview", "Mountain View",
+	"Seaview", "Riverview", "Valley", "Ridge", "Orchard", "Vineyard", "Dairy", "Quarry",
+	"Anzac", "Federation", "Jubilee", "Coronation", "Heritage", "Settlers", "Pioneer", "Drovers",
+	"Bushranger", "Swagman", "Shearers", "Stockmans", "Billabong", "Waterhole", "Creek",
+}
+
+var streetTypes = []string{
+	"Street", "Road", "Avenue", "Crescent", "Close", "Court", "Place", "Drive", "Parade",
+	"Lane", "Way", "Terrace", "Grove", "Circuit", "Boulevard",
+}
+
+var streetTypeWeights = []float64{
+	30, 14, 12, 7, 5, 5, 6, 6, 2,
+	3, 3, 2, 2, 2, 1,
+}
+
+// highways of each state, for the main road of some localities.
+var highways = map[string][]string{
+	"NSW": {"Pacific Highway", "Hume Highway", "Princes Highway", "New England Highway", "Great Western Highway", "Newell Highway", "Mitchell Highway", "Olympic Highway", "Old Northern Road", "Pennant Hills Road", "Parramatta Road", "Windsor Road"},
+	"VIC": {"Princes Highway", "Hume Freeway", "Calder Highway", "Western Highway", "Goulburn Valley Highway", "Midland Highway", "Nepean Highway", "Maroondah Highway", "Burwood Highway", "Sydney Road"},
+	"QLD": {"Bruce Highway", "Warrego Highway", "Cunningham Highway", "New England Highway", "Capricorn Highway", "Flinders Highway", "Gympie Road", "Ipswich Road", "Logan Road", "Gold Coast Highway"},
+	"SA":  {"Princes Highway", "Stuart Highway", "Sturt Highway", "Dukes Highway", "Main North Road", "Main South Road", "South Road", "Port Road", "Anzac Highway"},
+	"WA":  {"Great Eastern Highway", "Great Northern Highway", "Albany Highway", "Brand Highway", "Forrest Highway", "South Western Highway", "Stirling Highway", "Canning Highway", "Wanneroo Road"},
+	"TAS": {"Midland Highway", "Bass Highway", "Tasman Highway", "Lyell Highway", "Huon Highway", "Brooker Highway", "Channel Highway"},
+	"NT":  {"Stuart Highway", "Arnhem Highway", "Victoria Highway", "Barkly Highway", "Tiger Brennan Drive", "Bagot Road"},
+	"ACT": {"Northbourne Avenue", "Canberra Avenue", "Monaro Highway", "Barton Highway", "Federal Highway", "Tuggeranong Parkway", "Gungahlin Drive"},
+}
+
+var waterwayStems = []string{
+	"Duck", "Cooks", "Prospect", "Toongabbie", "Darling", "Blackwater", "Sandy", "Stony", "Deep",
+	"Spring", "Oaky", "Wattle", "Reedy", "Dry", "Rocky", "Muddy", "Emu", "Kangaroo", "Wallaby",
+	"Dingo", "Swamp", "Brush", "Cattle", "Sheep", "Horse", "Bullock", "Dairy", "Mill", "Saltwater",
+	"Freshwater", "Middle", "Little", "Back", "Coal", "Gold", "Tin", "Diamond", "Fish", "Eel",
+	"Cockatoo", "Parrot", "Pigeon", "Possum", "Wombat", "Yarra", "Werribee", "Barwon", "Hawkesbury",
+	"Nepean", "Georges", "Parramatta", "Lane Cove", "Hunter", "Manning", "Macleay", "Clarence",
+	"Richmond", "Tweed", "Logan", "Albert", "Brisbane", "Pine", "Caboolture", "Mary", "Burnett",
+	"Fitzroy", "Burdekin", "Herbert", "Johnstone", "Barron", "Gilbert", "Flinders", "Diamantina",
+	"Murrumbidgee", "Lachlan", "Macquarie", "Namoi", "Gwydir", "Condamine", "Warrego", "Paroo",
+	"Onkaparinga", "Torrens", "Swan", "Canning", "Murray", "Avon", "Blackwood", "Derwent", "Huon",
+	"Tamar", "Mersey", "Daly", "Katherine", "Roper", "Adelaide", "Ord", "Fortescue", "Ashburton",
+}
+
+var waterwayTypes = []string{"Creek", "Creek", "Creek", "River", "Gully", "Brook", "Rivulet", "Channel"}
+
+var qldBasins = []string{
+	"Brisbane River", "Logan-Albert Rivers", "Pine River", "Caboolture River", "Maroochy River",
+	"Noosa River", "Mary River", "Burnett River", "Kolan River", "Fitzroy River", "Pioneer River",
+	"Burdekin River", "Haughton River", "Ross River", "Herbert River", "Tully River",
+	"Johnstone River", "Barron River", "Mossman River", "Normanby River", "Mitchell River",
+	"Gilbert River", "Flinders River", "Leichhardt River", "Diamantina River", "Cooper Creek",
+	"Warrego River", "Paroo River", "Condamine-Balonne", "Border Rivers", "Moonie River",
+}
+
+var vegetationFormations = []string{
+	"Dry sclerophyll forests", "Wet sclerophyll forests", "Grassy woodlands", "Heathlands",
+	"Rainforests", "Grasslands", "Forested wetlands", "Semi-arid woodlands", "Freshwater wetlands",
+}
+
+var threatenedCommunities = []string{
+	"Cumberland Plain Shale Woodlands and Shale-Gravel Transition Forest",
+	"White Box-Yellow Box-Blakely's Red Gum Grassy Woodland and Derived Native Grassland",
+	"Brigalow (Acacia harpophylla dominant and co-dominant)",
+	"Littoral Rainforest and Coastal Vine Thickets of Eastern Australia",
+	"Coastal Swamp Oak (Casuarina glauca) Forest of New South Wales and South East Queensland",
+	"Banksia Woodlands of the Swan Coastal Plain",
+	"Grey Box (Eucalyptus microcarpa) Grassy Woodlands and Derived Native Grasslands of South-eastern Australia",
+	"Natural Temperate Grassland of the Victorian Volcanic Plain",
+	"Iron-grass Natural Temperate Grassland of South Australia",
+	"Weeping Myall Woodlands",
+	"Lowland Rainforest of Subtropical Australia",
+	"Tasmanian Forests and Woodlands dominated by black gum or Brookers gum",
+	"Coolibah - Black Box Woodlands of the Darling Riverine Plains and the Brigalow Belt South Bioregions",
+	"Eastern Stirling Range Montane Heath and Thicket",
+}
+
+var contaminationActivities = []string{
+	"Service Station", "Landfill", "Gasworks", "Chemical Industry", "Metal Industry",
+	"Other Petroleum", "Dry Cleaning", "Unclassified", "Other Industry", "Waste Treatment",
+}
+
+var heritageItems = []string{
+	"Post Office", "Court House", "Railway Station Group", "School of Arts", "Police Station",
+	"Town Hall", "Anglican Church", "Catholic Church and Presbytery", "Uniting Church",
+	"Masonic Hall", "War Memorial", "Hotel", "Bank of New South Wales (former)", "Cottage",
+	"Terrace Group", "Homestead", "Woolshed", "Flour Mill (former)", "Gaol (former)",
+	"Cemetery", "Reservoir", "Pumping Station", "Bridge over the River", "Park and Rotunda",
+}
