@@ -79,6 +79,10 @@ func (s *Server) getContext(r *request) error {
 	if err != nil {
 		return err
 	}
+	qu, err := s.led.QueryUsage(r.c, p.AccountID)
+	if err != nil {
+		return err
+	}
 	body := contextBody{
 		APIVersion:             "1",
 		Account:                accountRef{ID: acct.ID.String(), Name: acct.Name},
@@ -101,7 +105,8 @@ func (s *Server) getContext(r *request) error {
 			},
 			IntegrationCreditsRemaining: max(0, integ.SpendLimit-integ.CreditsUsed),
 		},
-		Usage:  contextUsage{},
+		Usage: contextUsage{RetainedResultBytes: qu.RetainedBytes, QueuedQueries: qu.Queued, RunningQueries: qu.Running,
+			NextResultExpiry: utc(qu.NextResultExpiry)},
 		Limits: Limits,
 	}
 	if p.HasScope(ledger.ScopeUsageRead) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+
+	"siteenv/tiles"
 )
 
 // InstallEcho makes create_site a test operation that runs under the generic
@@ -47,4 +49,10 @@ func InstallEcho(s *Server, count *atomic.Int64, gate <-chan struct{}) {
 		})
 	}
 	s.router = newRouter(s.routerOps(), s.handlers)
+}
+
+// SetQueryBackend attaches a store and runner after New (tests build them
+// around the harness's ledger).
+func SetQueryBackend(s *Server, store tiles.Store, runner QueryRunner) {
+	s.store, s.runner = store, runner
 }

@@ -18,6 +18,7 @@ import (
 	"siteenv/api/openapi"
 	"siteenv/clock"
 	"siteenv/ledger"
+	"siteenv/tiles"
 )
 
 // BasePath prefixes every API path.
@@ -38,6 +39,19 @@ type Config struct {
 	IdempotencyWait time.Duration
 	// IdempotencyStale is when a running claim is taken over; default 5 min.
 	IdempotencyStale time.Duration
+	// Store holds releases and retained query results; required for queries.
+	Store tiles.Store
+	// Runner executes queries in this process (nil: another replica does;
+	// POST /queries then answers 202 without waiting).
+	Runner QueryRunner
+}
+
+// QueryRunner is the part of the job runner the API needs (jobs.Runner).
+type QueryRunner interface {
+	// Notify wakes a worker for a newly queued query.
+	Notify()
+	// Wait blocks until the query finishes here, ctx ends or d passes.
+	Wait(ctx context.Context, id uuid.UUID, d time.Duration) bool
 }
 
 func (c *Config) fill() error {
@@ -74,6 +88,8 @@ type Server struct {
 	clock   clock.Clock
 	router  *router
 	cursors cursorCodec
+	store   tiles.Store
+	runner  QueryRunner
 	// handlers by operation id; operations without one answer feature_disabled.
 	handlers map[string]handlerFunc
 }
@@ -93,6 +109,8 @@ func New(cfg Config, led *ledger.Ledger) (*Server, error) {
 		log:      cfg.Logger,
 		clock:    cfg.Clock,
 		cursors:  newCursorCodec(cfg.Secret, cfg.Clock, cfg.CursorTTL),
+		store:    cfg.Store,
+		runner:   cfg.Runner,
 		handlers: handlers(),
 	}
 	s.router = newRouter(ops, s.handlers)
@@ -111,22 +129,30 @@ func (s *Server) routerOps() []openapi.Operation {
 // handlers lists the implemented operations.
 func handlers() map[string]handlerFunc {
 	return map[string]handlerFunc{
-		"get_openapi":        (*Server).getOpenAPI,
-		"get_context":        (*Server).getContext,
-		"get_usage":          (*Server).getUsage,
-		"list_activity":      (*Server).listActivity,
-		"list_layers":        (*Server).listLayers,
-		"get_layer":          (*Server).getLayer,
-		"get_layer_schema":   (*Server).getLayerSchema,
-		"create_site":        (*Server).createSite,
-		"get_site":           (*Server).getSite,
-		"list_sites":         (*Server).listSites,
-		"update_site":        (*Server).updateSite,
-		"archive_site":       (*Server).archiveSite,
-		"list_portfolios":    (*Server).listPortfolios,
-		"create_acquisition": (*Server).createAcquisition,
-		"list_purchases":     (*Server).listPurchases,
-		"get_purchase":       (*Server).getPurchase,
+		"get_openapi":            (*Server).getOpenAPI,
+		"get_context":            (*Server).getContext,
+		"get_usage":              (*Server).getUsage,
+		"list_activity":          (*Server).listActivity,
+		"list_layers":            (*Server).listLayers,
+		"get_layer":              (*Server).getLayer,
+		"get_layer_schema":       (*Server).getLayerSchema,
+		"create_site":            (*Server).createSite,
+		"get_site":               (*Server).getSite,
+		"list_sites":             (*Server).listSites,
+		"update_site":            (*Server).updateSite,
+		"archive_site":           (*Server).archiveSite,
+		"list_portfolios":        (*Server).listPortfolios,
+		"create_acquisition":     (*Server).createAcquisition,
+		"list_purchases":         (*Server).listPurchases,
+		"get_purchase":           (*Server).getPurchase,
+		"create_query":           (*Server).createQuery,
+		"get_query":              (*Server).getQuery,
+		"get_query_results":      (*Server).getQueryResults,
+		"delete_query":           (*Server).deleteQuery,
+		"list_queries":           (*Server).listQueries,
+		"get_query_layer_schema": (*Server).getQueryLayerSchema,
+		"search_locations":       (*Server).searchLocations,
+		"resolve_location":       (*Server).resolveLocation,
 	}
 }
 

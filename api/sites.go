@@ -146,17 +146,14 @@ func (s *Server) createSite(r *request) error {
 		if err != nil {
 			return err
 		}
-		site := ledger.Site{AccountID: r.principal.AccountID, Name: req.Name}
+		var site ledger.Site
 		if existing != nil {
 			site = *existing
-		} else {
-			raw, err := json.Marshal(geojson.NewGeometry(g))
-			if err != nil {
-				return err
-			}
-			site.Geometry, site.Fingerprint, site.AreaM2 = raw, geo.Fingerprint(g), geo.Area(g)
-			b := g.Bound()
-			site.Bounds = [4]float64{b.Min[0], b.Min[1], b.Max[0], b.Max[1]}
+		} else if site, err = s.newSite(r, g); err != nil {
+			return err
+		}
+		if existing == nil {
+			site.Name = req.Name
 		}
 		if existing == nil && site.AreaM2 > maxSiteAreaM2 {
 			return &Problem{Code: "site_ineligible", Detail: fmt.Sprintf("The site covers %.1f ha; new sites are limited to 40 ha before buffering.", site.AreaM2/10_000),
@@ -175,6 +172,17 @@ func (s *Server) createSite(r *request) error {
 		r.resourceType, r.resourceID = "site", saved.ID.String()
 		return r.writeJSON(200, siteResponse{APIVersion: "1", Site: siteView(saved)})
 	})
+}
+
+// newSite describes a new site of the caller's account for canonical geometry g.
+func (s *Server) newSite(r *request, g orb.Geometry) (ledger.Site, error) {
+	raw, err := json.Marshal(geojson.NewGeometry(g))
+	if err != nil {
+		return ledger.Site{}, err
+	}
+	b := g.Bound()
+	return ledger.Site{AccountID: r.principal.AccountID, Geometry: raw, Fingerprint: geo.Fingerprint(g), AreaM2: geo.Area(g),
+		Bounds: [4]float64{b.Min[0], b.Min[1], b.Max[0], b.Max[1]}}, nil
 }
 
 // pathUUID reads a uuid path parameter; a malformed one names the parameter.

@@ -37,7 +37,10 @@ func (s *Server) getUsage(r *request) error {
 	if err != nil {
 		return err
 	}
-	// Query counts stay zero until the query engine lands: no query can exist yet.
+	qu, err := s.led.QueryUsage(r.c, r.principal.AccountID)
+	if err != nil {
+		return err
+	}
 	return r.writeJSON(200, usageBody{
 		APIVersion: "1",
 		Credits: usageCredits{
@@ -47,9 +50,13 @@ func (s *Server) getUsage(r *request) error {
 			IntegrationRemaining: max(0, integ.SpendLimit-integ.CreditsUsed),
 		},
 		Queries: usageQueries{
+			RetainedResultBytes:      qu.RetainedBytes,
 			RetainedResultLimitBytes: Limits["max_retained_result_bytes"],
+			Queued:                   qu.Queued,
 			QueuedLimit:              Limits["max_queued_queries"],
+			Running:                  qu.Running,
 			RunningLimit:             Limits["max_running_queries"],
+			NextResultExpiry:         utc(qu.NextResultExpiry),
 		},
 	})
 }

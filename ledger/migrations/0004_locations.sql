@@ -10,26 +10,29 @@
 
 -- gazetteer_normalise is the one definition of the search form of a text:
 -- lower case, runs of anything but letters, digits and '/' become one space,
--- and common street-type abbreviations are spelt out (st -> street,
--- rd -> road, ...). Both the stored search column and every query go through
--- it, so "12 smth st parramata" and "12 Smith Street, PARRAMATTA" meet in the
--- same form. ("st" for Saint becomes "street" too: harmless, as both sides
--- agree.)
+-- and street types are written in their short standard form, whichever way
+-- they came (street, str, st -> st; avenue, av, ave -> ave; ...). Both the
+-- stored search column and every query go through it, so "12 smth st
+-- parramata" and "12 Smith Street, PARRAMATTA" meet in the same form. The
+-- short form, not the long one, because a street type says little about
+-- which street is meant: spelt out, "street" alone is 7 trigrams, enough to
+-- make "smith street" look like "queen street" (word similarity 0.58).
+-- ("st" for Saint also stays "st": harmless, as both sides agree.)
 CREATE FUNCTION gazetteer_normalise(s text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
-SELECT coalesce(string_agg(coalesce(a.full_form, w.tok), ' ' ORDER BY w.i), '')
+SELECT coalesce(string_agg(coalesce(a.short, w.tok), ' ' ORDER BY w.i), '')
 FROM regexp_split_to_table(lower(s), '[^[:alnum:]/]+') WITH ORDINALITY AS w(tok, i)
 LEFT JOIN (VALUES
-    ('st', 'street'), ('str', 'street'), ('rd', 'road'), ('ave', 'avenue'), ('av', 'avenue'),
-    ('cres', 'crescent'), ('cr', 'crescent'), ('crs', 'crescent'), ('dr', 'drive'), ('drv', 'drive'),
-    ('hwy', 'highway'), ('pde', 'parade'), ('pl', 'place'), ('ct', 'court'), ('crt', 'court'),
-    ('cct', 'circuit'), ('tce', 'terrace'), ('terr', 'terrace'), ('cl', 'close'), ('ln', 'lane'),
-    ('bvd', 'boulevard'), ('blvd', 'boulevard'), ('gr', 'grove'), ('gve', 'grove'),
-    ('esp', 'esplanade'), ('sq', 'square'), ('pkwy', 'parkway'), ('pwy', 'parkway'),
-    ('fwy', 'freeway'), ('wy', 'way'), ('cir', 'circle'), ('gdns', 'gardens'), ('hts', 'heights'),
-    ('prom', 'promenade'), ('rdge', 'ridge'), ('rtt', 'retreat'), ('tr', 'track'), ('trl', 'trail'),
-    ('wk', 'walk'), ('lnk', 'link'), ('mt', 'mount')
-) AS a(abbr, full_form) ON a.abbr = w.tok
+    ('street', 'st'), ('str', 'st'), ('road', 'rd'), ('avenue', 'ave'), ('av', 'ave'),
+    ('crescent', 'cres'), ('cr', 'cres'), ('crs', 'cres'), ('drive', 'dr'), ('drv', 'dr'),
+    ('highway', 'hwy'), ('parade', 'pde'), ('place', 'pl'), ('court', 'ct'), ('crt', 'ct'),
+    ('circuit', 'cct'), ('terrace', 'tce'), ('terr', 'tce'), ('close', 'cl'), ('lane', 'ln'),
+    ('boulevard', 'bvd'), ('blvd', 'bvd'), ('grove', 'gr'), ('gve', 'gr'),
+    ('esplanade', 'esp'), ('square', 'sq'), ('parkway', 'pkwy'), ('pwy', 'pkwy'),
+    ('freeway', 'fwy'), ('way', 'wy'), ('circle', 'cir'), ('gardens', 'gdns'), ('heights', 'hts'),
+    ('promenade', 'prom'), ('ridge', 'rdge'), ('retreat', 'rtt'), ('track', 'trk'), ('trail', 'trl'),
+    ('walk', 'wk'), ('link', 'lnk'), ('mount', 'mt')
+) AS a(word, short) ON a.word = w.tok
 WHERE w.tok <> ''
 $$;
 
@@ -54,6 +57,8 @@ CREATE INDEX addresses_key ON addresses (md5(label));
 CREATE INDEX addresses_point ON addresses USING gist (point(longitude, latitude));
 -- Parcels whose bounding box holds a point (exact containment is decided in Go).
 CREATE INDEX parcels_bbox ON parcels USING gist (box(point(min_lon, min_lat), point(max_lon, max_lat)));
+-- Parcel search by the start of a cadastre identifier ("12/DP3456" ...).
+CREATE INDEX parcels_cadastre_prefix ON parcels (upper(cadastre_id) text_pattern_ops);
 -- Superseded by the street index above; dropping it also makes loading cheaper.
 DROP INDEX IF EXISTS addresses_label_trgm;
 

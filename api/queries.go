@@ -1,0 +1,553 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"siteenv/ledger"
+	"siteenv/tiles"
+)
+
+var preferWaitRE = regexp.MustCompile(`^wait=([0-3])$`)
+
+type provenanceItem struct {
+	ReleaseID string `json:"release_id"`
+	tiles.Source
+}
+
+type queryLayerBody struct {
+	LayerID             string           `json:"layer_id"`
+	SchemaVersion       string           `json:"schema_version"`
+	DataStatus          string           `json:"data_status"`
+	Reason              *string          `json:"reason"`
+	Coverage            string           `json:"coverage"`
+	MatchedFeatureCount *int64           `json:"matched_feature_count"`
+	Provenance          []provenanceItem `json:"provenance"`
+	SchemaURL           string           `json:"schema_url"`
+}
+
+type queryBody struct {
+	APIVersion  string            `json:"api_version"`
+	QueryID     string            `json:"query_id"`
+	Status      string            `json:"status"`
+	SiteID      string            `json:"site_id"`
+	RadiusM     float64           `json:"radius_m"`
+	CRS         string            `json:"crs"`
+	AxisOrder   []string          `json:"axis_order"`
+	CreatedAt   time.Time         `json:"created_at"`
+	ComputedAt  *time.Time        `json:"computed_at"`
+	ExpiresAt   *time.Time        `json:"expires_at"`
+	Layers      []queryLayerBody  `json:"layers"`
+	QueryURL    string            `json:"query_url"`
+	ResultsURL  *string           `json:"results_url"`
+	ResultCount *int64            `json:"result_count"`
+	Features    []json.RawMessage `json:"features"`
+	Page        page              `json:"page"`
+}
+
+func finished(status string) bool {
+	switch status {
+	case ledger.QuerySucceeded, ledger.QueryPartial, ledger.QueryFailed:
+		return true
+	}
+	return false
+}
+
+// queryView renders a query's state and per-layer outcome (features are added by the caller).
+func queryView(q ledger.Query) queryBody {
+	b := queryBody{APIVersion: "1", QueryID: q.ID.String(), Status: q.Status, SiteID: q.SiteID.String(), RadiusM: q.RadiusM,
+		CRS: "OGC:CRS84", AxisOrder: []string{"longitude", "latitude"}, CreatedAt: q.CreatedAt.UTC(), ComputedAt: utc(q.ComputedAt),
+		QueryURL: BasePath + "/queries/" + q.ID.String(), Layers: []queryLayerBody{}, Features: []json.RawMessage{}}
+	if q.ResultKey != nil {
+		b.ExpiresAt = utc(q.ExpiresAt)
+		b.ResultsURL = ptr(b.QueryURL + "/results")
+		b.ResultCount = q.ResultCount
+	}
+	outcome := map[string]ledger.LayerOutcome{}
+	for _, o := range q.Outcome {
+		outcome[o.LayerID] = o
+	}
+	for _, f := range q.Frozen {
+		l := queryLayerBody{LayerID: f.LayerID, SchemaVersion: f.SchemaVersion, Coverage: "unknown", Provenance: []provenanceItem{},
+			SchemaURL: b.QueryURL + "/layers/" + f.LayerID + "/schema"}
+		if f.ReleaseID != nil {
+			var sources []tiles.Source
+			_ = json.Unmarshal(f.Sources, &sources)
+			for _, s := range sources {
+				l.Provenance = append(l.Provenance, provenanceItem{ReleaseID: *f.ReleaseID, Source: s})
+			}
+		}
+		switch o, ok := outcome[f.LayerID]; {
+		case ok:
+			l.DataStatus, l.Coverage, l.MatchedFeatureCount = o.DataStatus, o.Coverage, o.Count
+			if o.Reason != "" {
+				l.Reason = ptr(o.Reason)
+			}
+		case q.Status == ledger.QueryCancelled:
+			l.DataStatus = "unavailable"
+		default:
+			l.DataStatus, l.Reason = "unavailable", ptr("result_not_ready")
+		}
+		b.Layers = append(b.Layers, l)
+	}
+	return b
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+type createQueryRequest struct {
+	Site            json.RawMessage `json:"site"`
+	LayerIDs        []string        `json:"layer_ids"`
+	RadiusM         *float64        `json:"radius_m"`
+	PageSize        *int            `json:"page_size"`
+	IncludeGeometry *bool           `json:"include_geometry"`
+}
+
+func (s *Server) createQuery(r *request) error {
+	var req createQueryRequest
+	if err := decodeBody(string(r.ctx.Request.Header.ContentType()), r.ctx.Request.Body(), &req); err != nil {
+		return err
+	}
+	wait := 0
+	if p := r.ctx.Request.Header.Peek("Prefer"); p != nil {
+		m := preferWaitRE.FindSubmatch(p)
+		if m == nil {
+			return invalid("The Prefer header must be wait=0 to wait=3.", FieldError{Field: "Prefer", Message: "must match ^wait=[0-3]$"})
+		}
+		wait, _ = strconv.Atoi(string(m[1]))
+	}
+	sel, err := decodeSelector(req.Site, "site", false)
+	if err != nil {
+		return err
+	}
+	var fe []FieldError
+	switch {
+	case req.LayerIDs == nil:
+		fe = append(fe, FieldError{Field: "layer_ids", Message: "required: 1 to 10 layer ids"})
+	case len(req.LayerIDs) < 1 || len(req.LayerIDs) > int(Limits["max_layers_per_query"]):
+		fe = append(fe, FieldError{Field: "layer_ids", Message: "must hold 1 to 10 layer ids"})
+	}
+	seen := map[string]bool{}
+	for i, id := range req.LayerIDs {
+		switch {
+		case !layerIDRE.MatchString(id):
+			fe = append(fe, FieldError{Field: fmt.Sprintf("layer_ids[%d]", i), Message: "must match ^[a-z0-9][a-z0-9._:-]*$"})
+		case seen[id]:
+			fe = append(fe, FieldError{Field: fmt.Sprintf("layer_ids[%d]", i), Message: "duplicate layer"})
+		}
+		seen[id] = true
+	}
+	if req.RadiusM == nil {
+		fe = append(fe, FieldError{Field: "radius_m", Message: "required: 0 to 10000 metres"})
+	} else if *req.RadiusM < 0 || *req.RadiusM > 10_000 {
+		fe = append(fe, FieldError{Field: "radius_m", Message: "must be 0 to 10000 metres"})
+	}
+	pageSize := 100
+	if req.PageSize != nil {
+		if *req.PageSize < 1 || *req.PageSize > 500 {
+			fe = append(fe, FieldError{Field: "page_size", Message: "must be 1 to 500"})
+		}
+		pageSize = *req.PageSize
+	}
+	if len(fe) > 0 {
+		return invalid("The query request is invalid.", fe...)
+	}
+	includeGeometry := req.IncludeGeometry == nil || *req.IncludeGeometry
+	// The logical query: page size is a presentation option, not identity.
+	logical := struct {
+		Site     json.RawMessage
+		Layers   []string
+		Radius   float64
+		Geometry bool
+	}{req.Site, req.LayerIDs, *req.RadiusM, includeGeometry}
+	return s.idempotent(r, logical, func() error {
+		if err := s.rateLimit(r, "query_admissions", queryAdmissionsPerMinute); err != nil {
+			return err
+		}
+		site, err := s.siteForQuery(r, sel)
+		if err != nil {
+			return err
+		}
+		sa, err := s.led.SiteAccess(r.c, r.principal.AccountID, site.ID)
+		if err != nil {
+			return err
+		}
+		var frozen []ledger.FrozenLayer
+		var fe []FieldError
+		for i, id := range req.LayerIDs {
+			field := fmt.Sprintf("layer_ids[%d]", i)
+			if !r.principal.PermitsDataset(id) {
+				return &Problem{Code: "not_found", Detail: "Layer " + id + " does not exist or is not available to this key.", FieldErrors: []FieldError{{Field: field, Message: "no such layer"}}}
+			}
+			y, err := s.led.Layer(r.c, id)
+			if errors.Is(err, ledger.ErrNotFound) {
+				return &Problem{Code: "not_found", Detail: "Layer " + id + " does not exist or is not available to this key.", FieldErrors: []FieldError{{Field: field, Message: "no such layer"}}}
+			}
+			if err != nil {
+				return err
+			}
+			if y.SectionPrice > 0 && !sa.Granted[y.SectionKey] {
+				return &Problem{Code: "access_required", Detail: fmt.Sprintf("Section %s must be acquired for this site before querying %s (POST /access/acquisitions).", y.SectionKey, id),
+					FieldErrors: []FieldError{{Field: field, Message: "section " + y.SectionKey + " not acquired for this site"}}}
+			}
+			if *req.RadiusM > y.RadiusMaxM {
+				fe = append(fe, FieldError{Field: "radius_m", Message: fmt.Sprintf("layer %s allows at most %g m", id, y.RadiusMaxM)})
+			}
+			fl := ledger.FrozenLayer{LayerID: id, SectionKey: y.SectionKey, SchemaVersion: y.SchemaVersion, FieldSchema: y.FieldSchema,
+				Sources: y.Sources, Coverage: y.Coverage, ReleaseID: y.CurrentReleaseID}
+			if y.CurrentReleaseID != nil {
+				// Freeze the release's own captured schema and provenance.
+				rel, err := s.led.Release(r.c, id, *y.CurrentReleaseID)
+				if err != nil {
+					return err
+				}
+				fl.SchemaVersion, fl.FieldSchema, fl.Sources, fl.Coverage = rel.SchemaVersion, rel.FieldSchema, rel.Sources, rel.Coverage
+			}
+			frozen = append(frozen, fl)
+		}
+		if len(fe) > 0 {
+			return invalid("The radius exceeds a selected layer's limit.", fe...)
+		}
+		q, err := s.led.CreateQuery(r.c, ledger.Query{AccountID: r.principal.AccountID, IntegrationID: r.principal.IntegrationID,
+			SiteID: site.ID, SiteGeometry: site.Geometry, RadiusM: *req.RadiusM, LayerIDs: req.LayerIDs,
+			IncludeGeometry: includeGeometry, Frozen: frozen},
+			ledger.QueryLimits{MaxQueued: Limits["max_queued_queries"], MaxRetainedBytes: Limits["max_retained_result_bytes"]})
+		if errors.Is(err, ledger.ErrCapacity) {
+			return &Problem{Code: "capacity_exceeded", RetryAfter: 30,
+				Detail: "The account has 100 queries queued or 2 GiB of retained results; wait for queries to finish or release results with DELETE /queries/{id}."}
+		}
+		if err != nil {
+			return err
+		}
+		r.resourceType, r.resourceID = "query", q.ID.String()
+		if s.runner != nil {
+			s.runner.Notify()
+			s.runner.Wait(r.c, q.ID, time.Duration(wait)*time.Second)
+		}
+		if q, err = s.led.Query(r.c, r.principal.AccountID, q.ID); err != nil {
+			return err
+		}
+		body := queryView(q)
+		if !finished(q.Status) {
+			r.ctx.Response.Header.Set("Location", body.QueryURL)
+			r.ctx.Response.Header.Set("Retry-After", "1")
+			return r.writeJSON(202, body)
+		}
+		if err := s.fillPage(r, q, &body, 0, 0, pageSize, includeGeometry, binding(strconv.FormatBool(includeGeometry))); err != nil {
+			return err
+		}
+		return r.writeJSON(200, body)
+	})
+}
+
+// siteForQuery resolves the selector to an active, eligible site of the account.
+func (s *Server) siteForQuery(r *request, sel selector) (ledger.Site, error) {
+	g, existing, err := s.boundary(r, sel, "site")
+	if err != nil {
+		return ledger.Site{}, err
+	}
+	site := ledger.Site{}
+	if existing != nil {
+		site = *existing
+	} else {
+		site, err = s.newSite(r, g)
+		if err != nil {
+			return ledger.Site{}, err
+		}
+		saved, _, err := s.led.SaveSite(r.c, site, nil, r.principal.HasScope(ledger.ScopeSitesWrite))
+		if errors.Is(err, ledger.ErrCreateNotPermitted) {
+			return ledger.Site{}, newProblem("scope_insufficient", "This selector names a new site; registering it needs the sites:write scope.")
+		}
+		if err != nil {
+			return ledger.Site{}, err
+		}
+		site = saved
+	}
+	if site.AreaM2 > maxSiteAreaM2 {
+		return ledger.Site{}, &Problem{Code: "site_ineligible", Detail: fmt.Sprintf("The site covers %.1f ha; queries are limited to sites of 40 ha before buffering.", site.AreaM2/10_000),
+			FieldErrors: []FieldError{{Field: "site", Message: "larger than 40 hectares"}}}
+	}
+	return site, nil
+}
+
+// resultPosition is where the next page starts in the retained result.
+type resultPosition struct {
+	Offset  int64 `json:"o"`
+	Ordinal int64 `json:"n"`
+}
+
+// fillPage reads up to limit feature records from the retained result,
+// starting at byte offset, bounded by the 1 MiB response limit.
+func (s *Server) fillPage(r *request, q ledger.Query, body *queryBody, offset, ordinal int64, limit int, includeGeometry bool, bind string) error {
+	if q.ResultKey == nil {
+		return nil
+	}
+	obj, err := s.store.Open(r.c, *q.ResultKey)
+	if err != nil {
+		return err
+	}
+	defer obj.Close()
+	br := bufio.NewReaderSize(io.NewSectionReader(obj, offset, obj.Size()-offset), 256<<10)
+	budget := int(Limits["max_response_bytes"]) - 64<<10 // room for the rest of the body
+	used := 0
+	for len(body.Features) < limit {
+		line, err := br.ReadBytes('\n')
+		if errors.Is(err, io.EOF) && len(line) == 0 {
+			break
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		rec := bytes.TrimSuffix(line, []byte("\n"))
+		if !includeGeometry {
+			rec, err = withoutGeometry(rec)
+			if err != nil {
+				return err
+			}
+		}
+		if used+len(rec) > budget && len(body.Features) > 0 {
+			break
+		}
+		used += len(rec)
+		body.Features = append(body.Features, json.RawMessage(rec))
+		offset += int64(len(line))
+		ordinal++
+	}
+	if offset < obj.Size() {
+		next, err := s.cursors.encode(r.principal.AccountID, "query:"+q.ID.String(), bind, resultPosition{Offset: offset, Ordinal: ordinal})
+		if err != nil {
+			return err
+		}
+		body.Page = page{HasMore: true, NextCursor: &next}
+	}
+	return nil
+}
+
+func withoutGeometry(rec []byte) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(rec, &m); err != nil {
+		return nil, err
+	}
+	m["geometry"] = json.RawMessage("null")
+	return json.Marshal(m)
+}
+
+// readQuery loads the path's query if this key may see it: another account's
+// query, or one outside the key's dataset restriction, is not_found.
+func (s *Server) readQuery(r *request) (ledger.Query, error) {
+	id, err := r.pathUUID("query_id")
+	if err != nil {
+		return ledger.Query{}, err
+	}
+	r.resourceType, r.resourceID = "query", id.String()
+	q, err := s.led.Query(r.c, r.principal.AccountID, id)
+	if err != nil {
+		return ledger.Query{}, err
+	}
+	for _, l := range q.LayerIDs {
+		if !r.principal.PermitsDataset(l) {
+			return ledger.Query{}, ledger.ErrNotFound
+		}
+	}
+	return q, nil
+}
+
+func (s *Server) getQuery(r *request) error { return s.queryPage(r, false) }
+
+func (s *Server) getQueryResults(r *request) error { return s.queryPage(r, true) }
+
+func (s *Server) queryPage(r *request, resultsOnly bool) error {
+	qp := r.query("cursor", "limit", "include_geometry")
+	limit := qp.limit(100, 500)
+	includeGeometry := qp.boolean("include_geometry", true)
+	cur := qp.cursor()
+	if err := qp.err(); err != nil {
+		return err
+	}
+	q, err := s.readQuery(r)
+	if err != nil {
+		return err
+	}
+	body := queryView(q)
+	switch {
+	case q.ReleasedAt != nil:
+		return newProblem("result_released", "This query's results were released with DELETE; submit a new query.")
+	case q.ResultKey == nil && q.ExpiresAt != nil && !s.clock.Now().Before(*q.ExpiresAt):
+		return newProblem("result_expired", "This query's results expired 24 hours after completion; submit a new query.")
+	case q.ResultKey != nil && q.ExpiresAt != nil && !s.clock.Now().Before(*q.ExpiresAt):
+		return newProblem("result_expired", "This query's results expired 24 hours after completion; submit a new query.")
+	case resultsOnly && !finished(q.Status):
+		if q.Status == ledger.QueryCancelled {
+			return newProblem("result_released", "This query was cancelled; it has no results.")
+		}
+		return &Problem{Code: "result_not_ready", RetryAfter: 1, Detail: "The query is still " + q.Status + "; poll " + body.QueryURL + "."}
+	}
+	bind := binding(strconv.FormatBool(includeGeometry))
+	var pos resultPosition
+	if cur != "" {
+		if err := s.cursors.decode(cur, r.principal.AccountID, "query:"+q.ID.String(), bind, &pos); err != nil {
+			return err
+		}
+	}
+	if err := s.fillPage(r, q, &body, pos.Offset, pos.Ordinal, limit, includeGeometry && q.IncludeGeometry, bind); err != nil {
+		return err
+	}
+	return r.writeJSON(200, body)
+}
+
+func (s *Server) deleteQuery(r *request) error {
+	if err := r.query().err(); err != nil {
+		return err
+	}
+	id, err := r.pathUUID("query_id")
+	if err != nil {
+		return err
+	}
+	r.resourceType, r.resourceID = "query", id.String()
+	if _, err := s.readQuery(r); err != nil {
+		return err
+	}
+	key, err := s.led.CancelOrRelease(r.c, r.principal.AccountID, id)
+	if err != nil {
+		return err
+	}
+	if key != "" {
+		if err := s.store.Delete(r.c, key); err != nil && !errors.Is(err, tiles.ErrNotExist) {
+			return err
+		}
+	}
+	r.ctx.SetStatusCode(204)
+	return nil
+}
+
+type querySummary struct {
+	QueryID       string     `json:"query_id"`
+	Status        string     `json:"status"`
+	SiteID        string     `json:"site_id"`
+	LayerIDs      []string   `json:"layer_ids"`
+	RadiusM       float64    `json:"radius_m"`
+	CreatedAt     time.Time  `json:"created_at"`
+	ComputedAt    *time.Time `json:"computed_at"`
+	ExpiresAt     *time.Time `json:"expires_at"`
+	ResultsStatus string     `json:"results_status"`
+	ResultsURL    *string    `json:"results_url"`
+	ResultCount   *int64     `json:"result_count"`
+	QueryURL      string     `json:"query_url"`
+}
+
+// historyPosition continues a traversal; Snapshot excludes newer queries.
+type historyPosition struct {
+	Snapshot time.Time `json:"s"`
+	T        time.Time `json:"t"`
+	ID       uuid.UUID `json:"i"`
+}
+
+func (s *Server) listQueries(r *request) error {
+	q := r.query("cursor", "limit", "site_id", "status", "created_from", "created_before")
+	f := ledger.QueryFilter{
+		SiteID:        q.uuid("site_id"),
+		Status:        q.enum("status", "queued", "running", "succeeded", "partial", "failed", "cancelled"),
+		CreatedFrom:   q.time("created_from"),
+		CreatedBefore: q.time("created_before"),
+		DatasetIDs:    r.principal.DatasetIDs(),
+		Snapshot:      s.clock.Now(),
+		Limit:         q.limit(20, 100),
+	}
+	cur := q.cursor()
+	if err := q.err(); err != nil {
+		return err
+	}
+	bind := binding(fmtUUID(f.SiteID), f.Status, fmtTime(f.CreatedFrom), fmtTime(f.CreatedBefore))
+	if cur != "" {
+		var pos historyPosition
+		if err := s.cursors.decode(cur, r.principal.AccountID, "queries", bind, &pos); err != nil {
+			return err
+		}
+		f.Snapshot, f.AfterTime, f.AfterID = pos.Snapshot, &pos.T, pos.ID
+	}
+	rows, err := s.led.ListQueries(r.c, r.principal.AccountID, f)
+	if err != nil {
+		return err
+	}
+	now := s.clock.Now()
+	body := struct {
+		APIVersion string         `json:"api_version"`
+		Queries    []querySummary `json:"queries"`
+		Page       page           `json:"page"`
+	}{APIVersion: "1", Queries: []querySummary{}}
+	for i, qq := range rows {
+		if i == f.Limit {
+			last := rows[i-1]
+			next, err := s.cursors.encode(r.principal.AccountID, "queries", bind, historyPosition{Snapshot: f.Snapshot, T: last.CreatedAt, ID: last.ID})
+			if err != nil {
+				return err
+			}
+			body.Page = page{HasMore: true, NextCursor: &next}
+			break
+		}
+		v := queryView(qq)
+		sum := querySummary{QueryID: v.QueryID, Status: qq.Status, SiteID: v.SiteID, LayerIDs: qq.LayerIDs, RadiusM: qq.RadiusM,
+			CreatedAt: v.CreatedAt, ComputedAt: v.ComputedAt, ExpiresAt: utc(qq.ExpiresAt), QueryURL: v.QueryURL}
+		switch {
+		case qq.ReleasedAt != nil:
+			sum.ResultsStatus = "released"
+		case qq.ExpiresAt != nil && !now.Before(*qq.ExpiresAt):
+			sum.ResultsStatus = "expired"
+		case qq.ResultKey != nil:
+			sum.ResultsStatus, sum.ResultsURL, sum.ResultCount = "available", v.ResultsURL, qq.ResultCount
+		case qq.Status == ledger.QueryQueued || qq.Status == ledger.QueryRunning:
+			sum.ResultsStatus = "pending"
+		default:
+			sum.ResultsStatus = "unavailable"
+		}
+		body.Queries = append(body.Queries, sum)
+	}
+	return r.writeJSON(200, body)
+}
+
+func (s *Server) getQueryLayerSchema(r *request) error {
+	if err := r.query().err(); err != nil {
+		return err
+	}
+	q, err := s.readQuery(r)
+	if err != nil {
+		return err
+	}
+	id := r.params["layer_id"]
+	for _, f := range q.Frozen {
+		if f.LayerID != id {
+			continue
+		}
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal(f.FieldSchema, &raw); err != nil {
+			return err
+		}
+		fs, err := tiles.ParseFieldSchema(raw)
+		if err != nil {
+			return err
+		}
+		schema := fs.JSONSchema()
+		schema["$id"] = BasePath + "/queries/" + q.ID.String() + "/layers/" + id + "/schema"
+		schema["title"] = id
+		schema["description"] = "Fields of layer " + id + " as captured by query " + q.ID.String() + " (schema_version " + f.SchemaVersion + ")."
+		schema["x-schema-version"] = f.SchemaVersion
+		return r.writeJSON(200, schema)
+	}
+	return &Problem{Code: "not_found", Detail: "The query did not select layer " + strings.TrimSpace(id) + "."}
+}

@@ -1,0 +1,305 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/geojson"
+
+	"siteenv/api"
+	"siteenv/engine"
+	"siteenv/ingest"
+	"siteenv/jobs"
+	"siteenv/tiles"
+)
+
+// queryHarness is a harness with a file store, the engine and a job runner
+// (workers only when run is true; otherwise tests drive the runner by hand).
+type queryHarness struct {
+	*harness
+	store  tiles.Store
+	runner *jobs.Runner
+}
+
+func setupQueries(t *testing.T, run bool) *queryHarness {
+	t.Helper()
+	qh := &queryHarness{}
+	h := setup(t, func(s *api.Server) {})
+	store, err := tiles.NewFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := engine.New(store, engine.Options{MemoryBudget: 64 << 20})
+	qh.runner = jobs.New(jobs.Config{Workers: 2, Poll: 20 * time.Millisecond, TempDir: t.TempDir()}, h.led, eng, store)
+	if run {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		qh.runner.Start(ctx)
+	}
+	api.SetQueryBackend(h.srv, store, qh.runner)
+	qh.harness, qh.store = h, store
+	return qh
+}
+
+// points publishes a point layer: one feature per (id, lon, lat).
+func (qh *queryHarness) points(layerID, section string, price int64, radiusMax float64, coverage *orb.Polygon, pts map[string]orb.Point) string {
+	qh.t.Helper()
+	if err := qh.led.SetSection(qh.ctx, section, "Section "+section, price); err != nil {
+		qh.t.Fatal(err)
+	}
+	def := &ingest.LayerDef{
+		LayerID: layerID, SectionKey: section, Name: "Layer " + layerID, SchemaVersion: "1",
+		FieldSchema: map[string]json.RawMessage{"depth_m": json.RawMessage(`{"type":["number","null"]}`)},
+		Units:       map[string]*string{"depth_m": ptrTo("m")}, RadiusMaxM: radiusMax,
+		Sources:       []tiles.Source{{SourceVariantID: "v1", Provider: "Test Survey", Licence: "CC-BY-4.0", Attribution: "© Test"}},
+		Jurisdictions: []string{"NSW"}, GeometryTypes: []string{"Point"},
+	}
+	raw, _ := json.Marshal(def)
+	def, err := ingest.ParseLayerDef(raw)
+	if err != nil {
+		qh.t.Fatal(err)
+	}
+	if coverage != nil {
+		def.Coverage = geojsonGeometry(*coverage)
+	}
+	sum, err := ingest.RunRows(qh.ctx, ingest.Options{Layer: def, Store: qh.store, Publisher: ingest.LedgerPublisher{Ledger: qh.led}, TempDir: qh.t.TempDir()},
+		func(yield func(ingest.Row) error) error {
+			n := int64(0)
+			for id, p := range pts {
+				n++
+				if err := yield(ingest.Row{File: "test", Row: n, Feature: tiles.Feature{ID: id, Geometry: p, Properties: map[string]any{"depth_m": 12.5}}}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	if err != nil {
+		qh.t.Fatal(err)
+	}
+	return sum.ReleaseID
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func geojsonGeometry(p orb.Polygon) *geojson.Geometry { return geojson.NewGeometry(p) }
+
+func (qh *queryHarness) query(key string, body map[string]any, headers ...string) response {
+	qh.t.Helper()
+	return qh.do("POST", "/queries", key, body, append([]string{"Idempotency-Key", uuid.NewString()}, headers...)...)
+}
+
+// Near Parramatta: a site point and features at known offsets to the east.
+var origin = orb.Point{151.0, -33.81}
+
+func east(m float64) orb.Point { return orb.Point{origin[0] + m/(111_320*0.8309), origin[1]} } // cos(33.81°) ≈ 0.8309
+
+func featureIDs(m map[string]any) []string {
+	var ids []string
+	fs, ok := m["features"].([]any)
+	if !ok {
+		return []string{fmt.Sprint("no features in ", m)}
+	}
+	for _, f := range fs {
+		ids = append(ids, f.(map[string]any)["feature_id"].(string))
+	}
+	return ids
+}
+
+func TestQueryLifecycle(t *testing.T) {
+	t.Parallel()
+	qh := setupQueries(t, true)
+	rel := qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"b100": east(100), "b900": east(900), "b3000": east(3000)})
+	k := qh.key(qh.account(0), nil, "queries:run", "sites:read", "sites:write")
+	pointSite := map[string]any{"kind": "point", "longitude": origin[0], "latitude": origin[1]}
+
+	r := qh.query(k.Secret, map[string]any{"site": pointSite, "layer_ids": []string{"nsw.bores"}, "radius_m": 1000, "page_size": 1}, "Prefer", "wait=3")
+	if r.status != 200 {
+		t.Fatalf("query: %d %s", r.status, r.body)
+	}
+	m := r.json(t)
+	layer := m["layers"].([]any)[0].(map[string]any)
+	if m["status"] != "succeeded" || layer["data_status"] != "data_present" || layer["matched_feature_count"] != float64(2) {
+		t.Fatalf("result %s", r.body)
+	}
+	if prov := layer["provenance"].([]any)[0].(map[string]any); prov["release_id"] != rel || prov["provider"] != "Test Survey" {
+		t.Fatalf("provenance %v", prov)
+	}
+	if got := fmt.Sprint(featureIDs(m)); got != "[b100]" {
+		t.Fatalf("first page %s", got)
+	}
+	qid := m["query_id"].(string)
+	next := m["page"].(map[string]any)["next_cursor"].(string)
+	p2 := qh.do("GET", "/queries/"+qid+"/results?limit=1&cursor="+url.QueryEscape(next), k.Secret, nil).json(t)
+	if got := fmt.Sprint(featureIDs(p2)); got != "[b900]" || p2["page"].(map[string]any)["has_more"] != false {
+		t.Fatalf("second page %v", p2)
+	}
+	f := p2["features"].([]any)[0].(map[string]any)
+	if d := f["distance_m"].(float64); d < 899 || d > 901 || f["geometry"] == nil {
+		t.Fatalf("feature %v", f)
+	}
+	noGeom := qh.do("GET", "/queries/"+qid+"?include_geometry=false", k.Secret, nil).json(t)
+	if noGeom["features"].([]any)[0].(map[string]any)["geometry"] != nil {
+		t.Fatal("include_geometry=false returned geometry")
+	}
+	// A cursor of one projection does not continue another.
+	qh.do("GET", "/queries/"+qid+"?include_geometry=false&limit=1&cursor="+url.QueryEscape(next), k.Secret, nil).problem(t, "invalid_cursor", 400)
+
+	sch := qh.do("GET", "/queries/"+qid+"/layers/nsw.bores/schema", k.Secret, nil).json(t)
+	if sch["properties"].(map[string]any)["depth_m"] == nil {
+		t.Fatalf("frozen schema %v", sch)
+	}
+	hist := qh.do("GET", "/queries", k.Secret, nil).json(t)["queries"].([]any)
+	if len(hist) != 1 || hist[0].(map[string]any)["results_status"] != "available" {
+		t.Fatalf("history %v", hist)
+	}
+	u := qh.do("GET", "/context", k.Secret, nil).json(t)["usage"].(map[string]any)
+	if u["retained_result_bytes"].(float64) <= 0 || u["next_result_expiry"] == nil {
+		t.Fatalf("usage %v", u)
+	}
+
+	// Radius 0 at a point: only features exactly there (none).
+	m = qh.query(k.Secret, map[string]any{"site": pointSite, "layer_ids": []string{"nsw.bores"}, "radius_m": 0}, "Prefer", "wait=3").json(t)
+	if l := m["layers"].([]any)[0].(map[string]any); l["data_status"] != "no_data" || l["reason"] != "no_matches" || l["matched_feature_count"] != float64(0) {
+		t.Fatalf("radius 0: %v", l)
+	}
+
+	// Release: 204, then 410 result_released, never restored.
+	if r := qh.do("DELETE", "/queries/"+qid, k.Secret, nil); r.status != 204 {
+		t.Fatalf("delete %d %s", r.status, r.body)
+	}
+	qh.do("GET", "/queries/"+qid, k.Secret, nil).problem(t, "result_released", 410)
+	qh.do("GET", "/queries/"+qid+"/results", k.Secret, nil).problem(t, "result_released", 410)
+	if r := qh.do("DELETE", "/queries/"+qid, k.Secret, nil); r.status != 204 {
+		t.Fatalf("repeat delete %d", r.status)
+	}
+	// Another account's query is not found.
+	other := qh.key(qh.account(0), nil, "queries:run", "sites:read")
+	sameApartFromRequestID(t, qh.do("GET", "/queries/"+qid, other.Secret, nil), qh.do("GET", "/queries/"+uuid.NewString(), other.Secret, nil))
+}
+
+func TestQueryAccessAndValidation(t *testing.T) {
+	t.Parallel()
+	qh := setupQueries(t, true)
+	qh.points("nsw.contam", "contamination", 30, 2000, nil, map[string]orb.Point{"c1": east(50)})
+	qh.points("nsw.bores", "water", 0, 1000, nil, map[string]orb.Point{"b1": east(50)})
+	acct := qh.account(100)
+	k := qh.key(acct, nil, "queries:run", "sites:read", "sites:write", "access:acquire")
+	site := map[string]any{"kind": "point", "longitude": origin[0], "latitude": origin[1]}
+
+	qh.query(k.Secret, map[string]any{"site": site, "layer_ids": []string{"nsw.contam"}, "radius_m": 500}).problem(t, "access_required", 403)
+	qh.query(k.Secret, map[string]any{"site": site, "layer_ids": []string{"nsw.bores"}, "radius_m": 1500}).problem(t, "invalid_request", 400)
+	qh.query(k.Secret, map[string]any{"site": site, "layer_ids": []string{"nsw.none"}, "radius_m": 100}).problem(t, "not_found", 404)
+	qh.query(k.Secret, map[string]any{"site": site, "layer_ids": []string{"nsw.bores", "nsw.bores"}, "radius_m": 100}).problem(t, "invalid_request", 400)
+	qh.query(k.Secret, map[string]any{"site": site, "layer_ids": []string{"nsw.bores"}, "radius_m": 10001}).problem(t, "invalid_request", 400)
+	qh.query(k.Secret, map[string]any{"site": site, "layer_ids": []string{"nsw.bores"}, "radius_m": 10}, "Prefer", "wait=9").problem(t, "invalid_request", 400)
+	narrow := qh.key(acct, []string{"nsw.contam"}, "queries:run", "sites:read", "sites:write")
+	qh.query(narrow.Secret, map[string]any{"site": site, "layer_ids": []string{"nsw.bores"}, "radius_m": 100}).problem(t, "not_found", 404)
+	// A new site needs sites:write.
+	ro := qh.key(acct, nil, "queries:run", "sites:read")
+	qh.query(ro.Secret, map[string]any{"site": map[string]any{"kind": "point", "longitude": 151.5, "latitude": -33.5}, "layer_ids": []string{"nsw.bores"}, "radius_m": 100}).problem(t, "scope_insufficient", 403)
+
+	// After buying the section the query runs.
+	m := qh.query(k.Secret, map[string]any{"site": site, "layer_ids": []string{"nsw.bores"}, "radius_m": 100}, "Prefer", "wait=3").json(t)
+	siteID, _ := uuid.Parse(m["site_id"].(string))
+	qh.buy(k.Secret, "q-buy", siteID, "contamination")
+	if r := qh.query(k.Secret, map[string]any{"site": site, "layer_ids": []string{"nsw.contam", "nsw.bores"}, "radius_m": 100}, "Prefer", "wait=3"); r.status != 200 {
+		t.Fatalf("after purchase %d %s", r.status, r.body)
+	}
+}
+
+func TestQueryResultsAreFrozenAcrossReleases(t *testing.T) {
+	t.Parallel()
+	qh := setupQueries(t, true)
+	qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"old": east(200)})
+	k := qh.key(qh.account(0), nil, "queries:run", "sites:read", "sites:write")
+	body := map[string]any{"site": map[string]any{"kind": "point", "longitude": origin[0], "latitude": origin[1]}, "layer_ids": []string{"nsw.bores"}, "radius_m": 1000}
+	first := qh.query(k.Secret, body, "Prefer", "wait=3").json(t)
+	qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"new": east(300)})
+	again := qh.do("GET", "/queries/"+first["query_id"].(string), k.Secret, nil).json(t)
+	if fmt.Sprint(featureIDs(again)) != "[old]" {
+		t.Fatalf("old query changed: %v", featureIDs(again))
+	}
+	second := qh.query(k.Secret, body, "Prefer", "wait=3").json(t)
+	if fmt.Sprint(featureIDs(second)) != "[new]" {
+		t.Fatalf("new query: %v", featureIDs(second))
+	}
+}
+
+func TestQueryCoverageAndExpiry(t *testing.T) {
+	t.Parallel()
+	qh := setupQueries(t, false)
+	cover := orb.Polygon{{{150.9, -33.9}, {150.95, -33.9}, {150.95, -33.7}, {150.9, -33.7}, {150.9, -33.9}}}
+	qh.points("nsw.flood", "flood", 0, 10000, &cover, map[string]orb.Point{"f1": east(100)})
+	k := qh.key(qh.account(0), nil, "queries:run", "sites:read", "sites:write")
+	body := map[string]any{"site": map[string]any{"kind": "point", "longitude": origin[0], "latitude": origin[1]}, "layer_ids": []string{"nsw.flood"}, "radius_m": 500}
+	r := qh.query(k.Secret, body)
+	if r.status != 202 || r.header.Get("Location") == "" {
+		t.Fatalf("without workers the query is queued: %d %s", r.status, r.body)
+	}
+	qid := r.json(t)["query_id"].(string)
+	qh.do("GET", "/queries/"+qid+"/results", k.Secret, nil).problem(t, "result_not_ready", 409)
+	if ran, err := qh.runner.RunOnce(qh.ctx); err != nil || !ran {
+		t.Fatalf("run: %v %v", ran, err)
+	}
+	m := qh.do("GET", "/queries/"+qid, k.Secret, nil).json(t)
+	l := m["layers"].([]any)[0].(map[string]any)
+	if l["coverage"] != "none" || l["data_status"] != "no_data" || l["reason"] != "outside_coverage" {
+		t.Fatalf("outside coverage: %v", l)
+	}
+	// Results expire 24 h after completion and are never restored.
+	qh.clock.Advance(24*time.Hour + time.Second)
+	if err := qh.runner.Sweep(qh.ctx); err != nil {
+		t.Fatal(err)
+	}
+	qh.do("GET", "/queries/"+qid, k.Secret, nil).problem(t, "result_expired", 410)
+	hist := qh.do("GET", "/queries", k.Secret, nil).json(t)["queries"].([]any)
+	if hist[0].(map[string]any)["results_status"] != "expired" {
+		t.Fatalf("history %v", hist[0])
+	}
+	// A query queued for more than 10 minutes fails with queue_timeout.
+	q2 := qh.query(k.Secret, body).json(t)["query_id"].(string)
+	qh.clock.Advance(11 * time.Minute)
+	if err := qh.runner.Sweep(qh.ctx); err != nil {
+		t.Fatal(err)
+	}
+	m = qh.do("GET", "/queries/"+q2, k.Secret, nil).json(t)
+	if m["status"] != "failed" || m["layers"].([]any)[0].(map[string]any)["reason"] != "queue_timeout" {
+		t.Fatalf("queue timeout: %v", m)
+	}
+}
+
+func TestQueryAdmissionLimits(t *testing.T) {
+	t.Parallel()
+	qh := setupQueries(t, false)
+	qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"b": east(10)})
+	k := qh.key(qh.account(0), nil, "queries:run", "sites:read", "sites:write", "usage:read")
+	body := map[string]any{"site": map[string]any{"kind": "point", "longitude": origin[0], "latitude": origin[1]}, "layer_ids": []string{"nsw.bores"}, "radius_m": 10}
+	queued := 0
+	for batch := 0; batch < 4 && queued < 100; batch++ {
+		for i := 0; i < 30 && queued < 100; i++ {
+			if r := qh.query(k.Secret, body); r.status != 202 {
+				t.Fatalf("query %d: %d %s", queued, r.status, r.body)
+			}
+			queued++
+		}
+		if queued%30 == 0 {
+			r := qh.query(k.Secret, body)
+			r.problem(t, "rate_limited", 429)
+			assertProblemShape(t, r)
+		}
+		qh.clock.Advance(time.Minute)
+	}
+	r := qh.query(k.Secret, body)
+	r.problem(t, "capacity_exceeded", 429)
+	assertProblemShape(t, r)
+	u := qh.do("GET", "/usage", k.Secret, nil).json(t)["queries"].(map[string]any)
+	if u["queued"] != float64(100) {
+		t.Fatalf("usage %v", u)
+	}
+}

@@ -1,0 +1,350 @@
+// Package jobs runs asynchronous work claimed from the ledger, so any number
+// of replicas share one queue: spatial queries now, reports later.
+package jobs
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/paulmach/orb/geojson"
+
+	"siteenv/engine"
+	"siteenv/ledger"
+	"siteenv/tiles"
+)
+
+// Config configures a Runner. Zero values take the documented defaults.
+type Config struct {
+	// Workers executing queries in this process; default 2.
+	Workers int
+	// MaxRunning queries per account across replicas; default 4.
+	MaxRunning int
+	// Attempt bounds one execution; default 120 s.
+	Attempt time.Duration
+	// QueueLimit fails queries queued longer; default 10 min.
+	QueueLimit time.Duration
+	// Retain keeps results after completion; default 24 h.
+	Retain time.Duration
+	// MaxAttempts before a repeatedly crashing query fails; default 3.
+	MaxAttempts int
+	// Poll is how often idle workers look for work queued by other replicas; default 500 ms.
+	Poll   time.Duration
+	Logger *slog.Logger
+	// TempDir for result files before upload; default os.TempDir().
+	TempDir string
+}
+
+func (c *Config) fill() {
+	if c.Workers == 0 {
+		c.Workers = 2
+	}
+	if c.MaxRunning == 0 {
+		c.MaxRunning = 4
+	}
+	if c.Attempt == 0 {
+		c.Attempt = 120 * time.Second
+	}
+	if c.QueueLimit == 0 {
+		c.QueueLimit = 10 * time.Minute
+	}
+	if c.Retain == 0 {
+		c.Retain = 24 * time.Hour
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = 3
+	}
+	if c.Poll == 0 {
+		c.Poll = 500 * time.Millisecond
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Runner executes queued queries. Safe for concurrent use.
+type Runner struct {
+	cfg   Config
+	led   *ledger.Ledger
+	eng   *engine.Engine
+	store tiles.Store
+	wake  chan struct{}
+	mu    struct {
+		sync.Mutex
+		waiters map[uuid.UUID][]chan struct{}
+	}
+}
+
+// New makes a Runner; Start launches its workers.
+func New(cfg Config, led *ledger.Ledger, eng *engine.Engine, store tiles.Store) *Runner {
+	cfg.fill()
+	r := &Runner{cfg: cfg, led: led, eng: eng, store: store, wake: make(chan struct{}, 1)}
+	r.mu.waiters = map[uuid.UUID][]chan struct{}{}
+	return r
+}
+
+// ResultKey is where a query's retained result lives in the store.
+func ResultKey(account, query uuid.UUID) string {
+	return "results/" + account.String() + "/" + query.String() + ".ndjson"
+}
+
+// Start runs workers and the janitor until ctx ends.
+func (r *Runner) Start(ctx context.Context) {
+	for i := 0; i < r.cfg.Workers; i++ {
+		go r.work(ctx)
+	}
+	go r.janitor(ctx)
+}
+
+// Notify wakes a worker: a query was just queued here.
+func (r *Runner) Notify() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Wait blocks until query id finishes in this process, ctx ends or d passes.
+// It reports whether the query finished here (callers re-read the ledger either way).
+func (r *Runner) Wait(ctx context.Context, id uuid.UUID, d time.Duration) bool {
+	if d <= 0 {
+		return false
+	}
+	ch := make(chan struct{})
+	r.mu.Lock()
+	r.mu.waiters[id] = append(r.mu.waiters[id], ch)
+	r.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	ws := r.mu.waiters[id]
+	for i, w := range ws {
+		if w == ch {
+			r.mu.waiters[id] = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(r.mu.waiters[id]) == 0 {
+		delete(r.mu.waiters, id)
+	}
+	r.mu.Unlock()
+	return false
+}
+
+func (r *Runner) finished(id uuid.UUID) {
+	r.mu.Lock()
+	ws := r.mu.waiters[id]
+	delete(r.mu.waiters, id)
+	r.mu.Unlock()
+	for _, w := range ws {
+		close(w)
+	}
+}
+
+func (r *Runner) work(ctx context.Context) {
+	t := time.NewTicker(r.cfg.Poll)
+	defer t.Stop()
+	for {
+		for {
+			ran, err := r.RunOnce(ctx)
+			if err != nil && ctx.Err() == nil {
+				r.cfg.Logger.Error("query worker", "err", err)
+			}
+			if !ran {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake:
+		case <-t.C:
+		}
+	}
+}
+
+func (r *Runner) janitor(ctx context.Context) {
+	t := time.NewTicker(30 * time.Second)
+	defer t.Stop()
+	for {
+		if err := r.Sweep(ctx); err != nil && ctx.Err() == nil {
+			r.cfg.Logger.Error("query janitor", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Sweep fails queries past their queue time, requeues crashed attempts and
+// deletes expired results. Expired payloads are never restored.
+func (r *Runner) Sweep(ctx context.Context) error {
+	if err := r.led.FailStaleQueries(ctx, r.cfg.QueueLimit, r.cfg.MaxAttempts); err != nil {
+		return err
+	}
+	keys, err := r.led.ExpireResults(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, k := range keys {
+		if err := r.store.Delete(ctx, k); err != nil && !errors.Is(err, tiles.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RunOnce claims and executes one queued query; false when none was ready.
+func (r *Runner) RunOnce(ctx context.Context) (bool, error) {
+	q, err := r.led.ClaimQuery(ctx, r.cfg.MaxRunning, r.cfg.Attempt)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer r.finished(q.ID)
+	actx, cancel := context.WithTimeout(ctx, r.cfg.Attempt)
+	defer cancel()
+	return true, r.execute(actx, q)
+}
+
+// FeatureRecord is one line of a retained result, as the API pages it.
+type FeatureRecord struct {
+	LayerID    string            `json:"layer_id"`
+	FeatureID  string            `json:"feature_id"`
+	DistanceM  float64           `json:"distance_m"`
+	Properties map[string]any    `json:"properties"`
+	Geometry   *geojson.Geometry `json:"geometry"`
+}
+
+func (r *Runner) execute(ctx context.Context, q ledger.Query) error {
+	site, err := geojson.UnmarshalGeometry(q.SiteGeometry)
+	if err != nil {
+		return fmt.Errorf("jobs: query %s site: %w", q.ID, err)
+	}
+	req := engine.Request{Site: site.Geometry(), RadiusM: q.RadiusM}
+	unavailable := map[string]bool{}
+	for _, f := range q.Frozen {
+		if f.ReleaseID == nil {
+			unavailable[f.LayerID] = true
+			continue
+		}
+		lr := engine.LayerRequest{LayerID: f.LayerID, ReleaseID: *f.ReleaseID, IncludeGeometry: q.IncludeGeometry}
+		if len(f.Coverage) > 0 && string(f.Coverage) != "null" {
+			if g, err := geojson.UnmarshalGeometry(f.Coverage); err == nil {
+				lr.Coverage = g.Geometry()
+			}
+		}
+		req.Layers = append(req.Layers, lr)
+	}
+	results, err := r.eng.Query(ctx, req)
+	if err != nil {
+		return r.fail(ctx, q, "source_unavailable", err)
+	}
+	byLayer := map[string]engine.LayerResult{}
+	for _, res := range results {
+		byLayer[res.LayerID] = res
+	}
+	f, err := os.CreateTemp(r.cfg.TempDir, "siteenv-result-*.ndjson")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	w := bufio.NewWriterSize(f, 1<<20)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	var outcome []ledger.LayerOutcome
+	var total int64
+	failed := 0
+	for _, id := range q.LayerIDs {
+		if unavailable[id] {
+			outcome = append(outcome, ledger.LayerOutcome{LayerID: id, DataStatus: "unavailable", Reason: "source_unavailable", Coverage: "unknown"})
+			failed++
+			continue
+		}
+		res := byLayer[id]
+		o := ledger.LayerOutcome{LayerID: id, DataStatus: res.Status, Reason: res.Reason, Coverage: res.Coverage}
+		if res.Count != nil {
+			n := int64(*res.Count)
+			o.Count = &n
+			total += n
+		}
+		if res.Status == "unavailable" {
+			failed++
+		}
+		for _, feat := range res.Features {
+			rec := FeatureRecord{LayerID: id, FeatureID: feat.ID, DistanceM: feat.DistanceM, Properties: feat.Properties}
+			if q.IncludeGeometry && feat.Geometry != nil {
+				rec.Geometry = geojson.NewGeometry(feat.Geometry)
+			}
+			if err := enc.Encode(rec); err != nil {
+				return err
+			}
+		}
+		outcome = append(outcome, o)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	size, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	status := ledger.QuerySucceeded
+	switch {
+	case failed == len(q.LayerIDs):
+		status = ledger.QueryFailed
+	case failed > 0:
+		status = ledger.QueryPartial
+	}
+	key := ResultKey(q.AccountID, q.ID)
+	if err := r.store.Put(ctx, key, f, size); err != nil && !errors.Is(err, tiles.ErrExists) {
+		return r.fail(ctx, q, "source_unavailable", err)
+	}
+	var count *int64
+	if failed == 0 {
+		count = &total
+	}
+	kept, err := r.led.FinishQuery(ctx, q.ID, status, outcome, key, size, count, r.cfg.Retain)
+	if err != nil {
+		return err
+	}
+	if !kept {
+		// Cancelled while running: its result is not retained.
+		return r.store.Delete(context.WithoutCancel(ctx), key)
+	}
+	return nil
+}
+
+// fail records an execution failure: every layer unavailable with reason.
+func (r *Runner) fail(ctx context.Context, q ledger.Query, reason string, cause error) error {
+	r.cfg.Logger.Error("query failed", "query_id", q.ID, "err", cause)
+	var outcome []ledger.LayerOutcome
+	for _, id := range q.LayerIDs {
+		outcome = append(outcome, ledger.LayerOutcome{LayerID: id, DataStatus: "unavailable", Reason: reason, Coverage: "unknown"})
+	}
+	_, err := r.led.FinishQuery(context.WithoutCancel(ctx), q.ID, ledger.QueryFailed, outcome, "", 0, nil, r.cfg.Retain)
+	return err
+}

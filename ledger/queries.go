@@ -1,0 +1,337 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Query statuses.
+const (
+	QueryQueued    = "queued"
+	QueryRunning   = "running"
+	QuerySucceeded = "succeeded"
+	QueryPartial   = "partial"
+	QueryFailed    = "failed"
+	QueryCancelled = "cancelled"
+)
+
+// ErrCapacity: the account's query queue or retained storage is full.
+var ErrCapacity = errors.New("ledger: query capacity exceeded")
+
+// FrozenLayer is what a query captured of a layer when it was created.
+type FrozenLayer struct {
+	LayerID       string          `json:"layer_id"`
+	ReleaseID     *string         `json:"release_id"`
+	SectionKey    string          `json:"section_key"`
+	SchemaVersion string          `json:"schema_version"`
+	FieldSchema   json.RawMessage `json:"field_schema"`
+	Sources       json.RawMessage `json:"sources"`
+	Coverage      json.RawMessage `json:"coverage"`
+}
+
+// LayerOutcome is one layer's result.
+type LayerOutcome struct {
+	LayerID    string `json:"layer_id"`
+	DataStatus string `json:"data_status"`
+	Reason     string `json:"reason,omitempty"`
+	Coverage   string `json:"coverage"`
+	Count      *int64 `json:"count"`
+}
+
+// Query is an asynchronous spatial query.
+type Query struct {
+	ID              uuid.UUID
+	AccountID       uuid.UUID
+	IntegrationID   uuid.UUID
+	SiteID          uuid.UUID
+	SiteGeometry    json.RawMessage
+	RadiusM         float64
+	LayerIDs        []string
+	IncludeGeometry bool
+	Frozen          []FrozenLayer
+	Status          string
+	Outcome         []LayerOutcome
+	ResultKey       *string
+	ResultBytes     int64
+	ResultCount     *int64
+	Attempts        int
+	CreatedAt       time.Time
+	ComputedAt      *time.Time
+	ExpiresAt       *time.Time
+	ReleasedAt      *time.Time
+}
+
+const queryColumns = `query_id, account_id, integration_id, site_id, site_geometry, radius_m, layer_ids, include_geometry, frozen, status,
+	outcome, result_key, result_bytes, result_count, attempts, created_at, computed_at, expires_at, released_at`
+
+func scanQuery(row pgx.Row) (Query, error) {
+	var q Query
+	var frozen, outcome []byte
+	err := row.Scan(&q.ID, &q.AccountID, &q.IntegrationID, &q.SiteID, &q.SiteGeometry, &q.RadiusM, &q.LayerIDs, &q.IncludeGeometry,
+		&frozen, &q.Status, &outcome, &q.ResultKey, &q.ResultBytes, &q.ResultCount, &q.Attempts, &q.CreatedAt, &q.ComputedAt,
+		&q.ExpiresAt, &q.ReleasedAt)
+	if err != nil {
+		return q, err
+	}
+	if err := json.Unmarshal(frozen, &q.Frozen); err != nil {
+		return q, err
+	}
+	if outcome != nil {
+		if err := json.Unmarshal(outcome, &q.Outcome); err != nil {
+			return q, err
+		}
+	}
+	return q, nil
+}
+
+// QueryLimits are the per-account admission limits.
+type QueryLimits struct {
+	MaxQueued        int64
+	MaxRetainedBytes int64
+}
+
+// CreateQuery admits a query: within the account's queue and retained-bytes
+// limits (else ErrCapacity) it is stored queued, its inputs frozen.
+func (l *Ledger) CreateQuery(ctx context.Context, q Query, lim QueryLimits) (Query, error) {
+	q.ID, q.Status, q.CreatedAt = newID(), QueryQueued, l.now()
+	frozen, err := json.Marshal(q.Frozen)
+	if err != nil {
+		return Query{}, err
+	}
+	err = l.tx(ctx, func(tx pgx.Tx) error {
+		if err := lockAccount(ctx, tx, q.AccountID); err != nil {
+			return err
+		}
+		var queued, retained int64
+		if err := tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'queued'), coalesce(sum(result_bytes) FILTER (WHERE result_key IS NOT NULL), 0)
+			FROM queries WHERE account_id = $1`, q.AccountID).Scan(&queued, &retained); err != nil {
+			return err
+		}
+		if queued >= lim.MaxQueued || retained >= lim.MaxRetainedBytes {
+			return ErrCapacity
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO queries (query_id, account_id, integration_id, site_id, site_geometry, radius_m, layer_ids,
+				include_geometry, frozen, status, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'queued', $10)`,
+			q.ID, q.AccountID, q.IntegrationID, q.SiteID, q.SiteGeometry, q.RadiusM, q.LayerIDs, q.IncludeGeometry, frozen, q.CreatedAt)
+		return err
+	})
+	if errors.Is(err, ErrCapacity) {
+		return Query{}, err
+	}
+	return q, translate(err)
+}
+
+// Query reads one of an account's queries.
+func (l *Ledger) Query(ctx context.Context, account, id uuid.UUID) (Query, error) {
+	q, err := scanQuery(l.pool.QueryRow(ctx, `SELECT `+queryColumns+` FROM queries WHERE query_id = $1 AND account_id = $2`, id, account))
+	return q, translate(err)
+}
+
+// ClaimQuery hands the oldest queued query whose account runs fewer than
+// maxRunning queries to a worker, for attempt (then it may be reclaimed).
+// Replicas share the queue: FOR UPDATE SKIP LOCKED. ErrNotFound: nothing to do.
+func (l *Ledger) ClaimQuery(ctx context.Context, maxRunning int, attempt time.Duration) (Query, error) {
+	var q Query
+	err := l.tx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT query_id, account_id FROM queries WHERE status = 'queued'
+			ORDER BY created_at, query_id FOR UPDATE SKIP LOCKED LIMIT 32`)
+		if err != nil {
+			return err
+		}
+		type cand struct{ id, account uuid.UUID }
+		var cands []cand
+		for rows.Next() {
+			var c cand
+			if err := rows.Scan(&c.id, &c.account); err != nil {
+				rows.Close()
+				return err
+			}
+			cands = append(cands, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, c := range cands {
+			// The account lock makes the running count exact across replicas.
+			if err := lockAccount(ctx, tx, c.account); err != nil {
+				return err
+			}
+			var running int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM queries WHERE account_id = $1 AND status = 'running'`, c.account).Scan(&running); err != nil {
+				return err
+			}
+			if running >= maxRunning {
+				continue
+			}
+			now := l.now()
+			q, err = scanQuery(tx.QueryRow(ctx, `UPDATE queries SET status = 'running', attempts = attempts + 1, started_at = $2, claimed_until = $3
+				WHERE query_id = $1 RETURNING `+queryColumns, c.id, now, now.Add(attempt)))
+			return err
+		}
+		return pgx.ErrNoRows
+	})
+	return q, translate(err)
+}
+
+// FinishQuery records a query's outcome and retained result, unless it was
+// cancelled meanwhile (then the result is not kept: returns false).
+func (l *Ledger) FinishQuery(ctx context.Context, id uuid.UUID, status string, outcome []LayerOutcome, resultKey string, resultBytes int64, resultCount *int64, retain time.Duration) (bool, error) {
+	oj, err := json.Marshal(outcome)
+	if err != nil {
+		return false, err
+	}
+	now := l.now()
+	var key *string
+	var expires *time.Time
+	if resultKey != "" {
+		key = &resultKey
+		e := now.Add(retain)
+		expires = &e
+	}
+	tag, err := l.pool.Exec(ctx, `UPDATE queries SET status = $2, outcome = $3, result_key = $4, result_bytes = $5, result_count = $6,
+			computed_at = $7, expires_at = $8, claimed_until = NULL
+		WHERE query_id = $1 AND status = 'running'`, id, status, oj, key, resultBytes, resultCount, now, expires)
+	if err != nil {
+		return false, translate(err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// CancelOrRelease cancels a queued or running query, or releases a finished
+// query's retained result. It returns the result key to delete (if any).
+// Repeating it is safe.
+func (l *Ledger) CancelOrRelease(ctx context.Context, account, id uuid.UUID) (resultKey string, err error) {
+	err = l.tx(ctx, func(tx pgx.Tx) error {
+		q, err := scanQuery(tx.QueryRow(ctx, `SELECT `+queryColumns+` FROM queries WHERE query_id = $1 AND account_id = $2 FOR UPDATE`, id, account))
+		if err != nil {
+			return err
+		}
+		now := l.now()
+		switch q.Status {
+		case QueryQueued, QueryRunning:
+			_, err = tx.Exec(ctx, `UPDATE queries SET status = 'cancelled', computed_at = $2, claimed_until = NULL WHERE query_id = $1`, id, now)
+			return err
+		}
+		if q.ResultKey != nil {
+			resultKey = *q.ResultKey
+		}
+		_, err = tx.Exec(ctx, `UPDATE queries SET released_at = coalesce(released_at, $2), result_key = NULL, result_bytes = 0 WHERE query_id = $1`, id, now)
+		return err
+	})
+	return resultKey, translate(err)
+}
+
+// ExpireResults drops retained results past their expiry and returns their
+// keys for deletion from the store.
+func (l *Ledger) ExpireResults(ctx context.Context) ([]string, error) {
+	rows, err := l.pool.Query(ctx, `WITH expired AS (
+			SELECT query_id, result_key FROM queries WHERE result_key IS NOT NULL AND expires_at <= $1 FOR UPDATE)
+		UPDATE queries q SET result_key = NULL, result_bytes = 0 FROM expired e
+		WHERE q.query_id = e.query_id RETURNING e.result_key`, l.now())
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var keys []string
+	for rows.Next() {
+		var k *string
+		if err := rows.Scan(&k); err != nil {
+			return nil, translate(err)
+		}
+		if k != nil {
+			keys = append(keys, *k)
+		}
+	}
+	return keys, translate(rows.Err())
+}
+
+// FailStaleQueries fails queries queued longer than queueLimit (queue_timeout)
+// and requeues running queries whose attempt expired (a crashed worker), up
+// to maxAttempts; beyond that they fail.
+func (l *Ledger) FailStaleQueries(ctx context.Context, queueLimit time.Duration, maxAttempts int) error {
+	now := l.now()
+	err := l.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE queries SET status = 'failed', computed_at = $2,
+				outcome = (SELECT jsonb_agg(jsonb_build_object('layer_id', l, 'data_status', 'unavailable', 'reason', 'queue_timeout', 'coverage', 'unknown', 'count', NULL))
+				           FROM unnest(layer_ids) AS l)
+			WHERE status = 'queued' AND created_at <= $1`, now.Add(-queueLimit), now); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE queries SET status = CASE WHEN attempts >= $2 THEN 'failed' ELSE 'queued' END, claimed_until = NULL,
+				outcome = CASE WHEN attempts >= $2 THEN (SELECT jsonb_agg(jsonb_build_object('layer_id', l, 'data_status', 'unavailable',
+					'reason', 'source_unavailable', 'coverage', 'unknown', 'count', NULL)) FROM unnest(layer_ids) AS l) ELSE outcome END,
+				computed_at = CASE WHEN attempts >= $2 THEN $1 ELSE computed_at END
+			WHERE status = 'running' AND claimed_until <= $1`, now, maxAttempts); err != nil {
+			return err
+		}
+		return nil
+	})
+	return translate(err)
+}
+
+// QueryUsage is an account's query footprint for /usage and /context.
+type QueryUsage struct {
+	RetainedBytes    int64
+	Queued, Running  int64
+	NextResultExpiry *time.Time
+}
+
+// QueryUsage counts an account's retained results and queue.
+func (l *Ledger) QueryUsage(ctx context.Context, account uuid.UUID) (QueryUsage, error) {
+	var u QueryUsage
+	err := l.pool.QueryRow(ctx, `SELECT coalesce(sum(result_bytes) FILTER (WHERE result_key IS NOT NULL), 0),
+			count(*) FILTER (WHERE status = 'queued'), count(*) FILTER (WHERE status = 'running'),
+			min(expires_at) FILTER (WHERE result_key IS NOT NULL)
+		FROM queries WHERE account_id = $1`, account).Scan(&u.RetainedBytes, &u.Queued, &u.Running, &u.NextResultExpiry)
+	return u, translate(err)
+}
+
+// QueryFilter narrows ListQueries.
+type QueryFilter struct {
+	SiteID        *uuid.UUID
+	Status        string
+	CreatedFrom   *time.Time
+	CreatedBefore *time.Time
+	// Snapshot excludes queries created after the traversal began.
+	Snapshot  time.Time
+	AfterTime *time.Time
+	AfterID   uuid.UUID
+	// DatasetIDs nil: all; otherwise only queries whose layers are all in it.
+	DatasetIDs []string
+	Limit      int
+}
+
+// ListQueries returns an account's queries newest first, at most Limit+1.
+func (l *Ledger) ListQueries(ctx context.Context, account uuid.UUID, f QueryFilter) ([]Query, error) {
+	rows, err := l.pool.Query(ctx, `SELECT `+queryColumns+` FROM queries
+		WHERE account_id = $1
+		  AND ($2::uuid IS NULL OR site_id = $2)
+		  AND ($3 = '' OR status = $3)
+		  AND ($4::timestamptz IS NULL OR created_at >= $4)
+		  AND ($5::timestamptz IS NULL OR created_at < $5)
+		  AND created_at <= $6
+		  AND ($7::timestamptz IS NULL OR (created_at, query_id) < ($7, $8))
+		  AND ($9::text[] IS NULL OR layer_ids <@ $9)
+		ORDER BY created_at DESC, query_id DESC LIMIT $10`,
+		account, f.SiteID, f.Status, f.CreatedFrom, f.CreatedBefore, f.Snapshot, f.AfterTime, f.AfterID, f.DatasetIDs, f.Limit+1)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []Query
+	for rows.Next() {
+		q, err := scanQuery(rows)
+		if err != nil {
+			return nil, translate(err)
+		}
+		out = append(out, q)
+	}
+	return out, translate(rows.Err())
+}
