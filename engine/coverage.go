@@ -1,9 +1,7 @@
-// Package engine is the in-memory spatial engine over immutable release tiles.
 package engine
 
 import (
 	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/planar"
 )
 
 // Coverage says how much of an area a release's coverage polygon covers.
@@ -17,83 +15,73 @@ const (
 	CoverageUnknown  Coverage = "unknown"
 )
 
-// CoverageOf classifies area against cover (nil cover: unknown). An area is
-// completely covered when every vertex lies inside cover, not covered when
-// none does and their boxes do not meet, and partially covered otherwise.
-// The vertex test is exact for convex covers and conservative enough for the
-// catalogue; the engine refines it for query search areas.
+// CoverageOf classifies area (a site geometry, CRS84) against cover
+// (Polygon or MultiPolygon; nil or any other type: unknown): complete when
+// area lies inside cover, none when they do not meet, partial otherwise.
+// It is the engine's search-area test with radius 0: exact with geodesic
+// edges (an area touching the cover's boundary is partial).
 func CoverageOf(area, cover orb.Geometry) Coverage {
-	if cover == nil {
+	if !isPolygonal(cover) {
 		return CoverageUnknown
 	}
-	if area == nil || !area.Bound().Intersects(cover.Bound()) {
+	if area == nil {
 		return CoverageNone
 	}
-	in, out := 0, 0
-	visit(area, func(p orb.Point) {
-		if contains(cover, p) {
-			in++
-		} else {
-			out++
+	var f flat
+	f.setOrb(area)
+	if len(f.pts) == 0 {
+		return CoverageNone
+	}
+	for _, p := range f.pts {
+		if !finite(p[0]) || !finite(p[1]) {
+			return CoverageUnknown
 		}
-	})
-	switch {
-	case out == 0 && in > 0:
-		return CoverageComplete
-	case in == 0 && !anyCoverVertexInside(cover, area):
-		return CoverageNone
 	}
-	return CoveragePartial
+	return newEvaluator(prepareSite(area), 0).coverage(cover)
 }
 
-func contains(cover orb.Geometry, p orb.Point) bool {
-	switch c := cover.(type) {
-	case orb.Polygon:
-		return planar.PolygonContains(c, p)
-	case orb.MultiPolygon:
-		return planar.MultiPolygonContains(c, p)
+func isPolygonal(g orb.Geometry) bool {
+	switch g.(type) {
+	case orb.Polygon, orb.MultiPolygon:
+		return true
 	}
 	return false
 }
 
-// anyCoverVertexInside catches a cover lying wholly inside a polygonal area.
-func anyCoverVertexInside(cover, area orb.Geometry) bool {
-	found := false
-	visit(cover, func(p orb.Point) {
-		if !found && contains(area, p) {
-			found = true
-		}
-	})
-	return found
-}
-
-func visit(g orb.Geometry, fn func(orb.Point)) {
-	switch g := g.(type) {
-	case orb.Point:
-		fn(g)
-	case orb.MultiPoint:
-		for _, p := range g {
-			fn(p)
-		}
-	case orb.LineString:
-		for _, p := range g {
-			fn(p)
-		}
-	case orb.MultiLineString:
-		for _, l := range g {
-			visit(l, fn)
-		}
-	case orb.Ring:
-		for _, p := range g {
-			fn(p)
-		}
-	case orb.Polygon:
-		for _, r := range g {
-			visit(r, fn)
-		}
-	case orb.MultiPolygon:
-		for _, p := range g {
-			visit(p, fn)
+// coverage classifies the search area, the site buffered by the radius,
+// against cover. With d the distance from the site to the cover's boundary
+// (its rings): d <= r means the search area reaches across the boundary
+// (partial); otherwise each connected component of the site lies wholly
+// inside or outside the cover, and the components decide: all inside is
+// complete, none inside is none (a cover lying inside the site would have
+// put its boundary at distance 0).
+func (ev *evaluator) coverage(cover orb.Geometry) Coverage {
+	if !isPolygonal(cover) {
+		return CoverageUnknown
+	}
+	var f flat
+	f.setOrb(cover)
+	if !f.hasArea() {
+		return CoverageUnknown
+	}
+	for k := range ev.s.parts {
+		n := near{d: ev.limit}
+		ev.partDistance(k, &f, &n)
+		if n.found && n.d <= ev.r {
+			return CoveragePartial
 		}
 	}
+	in := 0
+	for _, u := range ev.s.comps {
+		if flatContains(&f, u) {
+			in++
+		}
+	}
+	switch in {
+	case len(ev.s.comps):
+		return CoverageComplete
+	case 0:
+		return CoverageNone
+	}
+	return CoveragePartial
 }

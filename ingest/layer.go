@@ -75,15 +75,19 @@ func ParseLayerDef(b []byte) (*LayerDef, error) {
 	if err := dec.Decode(&d); err != nil {
 		return nil, &LayerError{Problems: []string{"not a valid layer.json: " + err.Error()}}
 	}
-	var req struct {
-		Description   *json.RawMessage `json:"description"`
-		Coverage      *json.RawMessage `json:"coverage"`
-		FieldSchema   *json.RawMessage `json:"field_schema"`
-		Units         *json.RawMessage `json:"units"`
-		RadiusMaxM    *json.RawMessage `json:"radius_max_m"`
-		Jurisdictions *json.RawMessage `json:"jurisdictions"`
+	// Presence of members that may legitimately be null (decoding null into
+	// a *json.RawMessage leaves it nil, so look at the keys).
+	var members map[string]json.RawMessage
+	_ = json.Unmarshal(b, &members)
+	present := func(k string) *json.RawMessage {
+		if v, ok := members[k]; ok {
+			return &v
+		}
+		return nil
 	}
-	_ = json.Unmarshal(b, &req)
+	req := struct {
+		Description, Coverage, FieldSchema, Units, RadiusMaxM, Jurisdictions *json.RawMessage
+	}{present("description"), present("coverage"), present("field_schema"), present("units"), present("radius_max_m"), present("jurisdictions")}
 	var p []string
 	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
 	if !layerIDRE.MatchString(d.LayerID) {

@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"math"
+
+	"github.com/paulmach/orb"
+	"github.com/tidwall/geodesic"
+)
+
+// Feature and site edges are geodesics (as for PostGIS geography), not
+// straight lines in longitude, latitude. This file holds the few facts about
+// the ellipsoid the engine needs beyond engine/geo: conservative boxes in
+// degrees, how far a geodesic strays from the straight line between its ends
+// in degrees, and points along a geodesic. geo exposes distances and the
+// local projection but not the direct problem, so interpolation uses the
+// same Karney implementation (github.com/tidwall/geodesic) directly.
+
+const (
+	deg = math.Pi / 180
+	// earthA is the WGS 84 / GRS80 equatorial radius; a*cos(lat) bounds the
+	// radius of a parallel from below (N >= a).
+	earthA = 6378137.0
+	// earthMMin is the smallest meridional radius of curvature, a(1-e^2),
+	// at the equator: metres per radian of latitude are at least this.
+	earthMMin = 6335439.327
+	// earthR2Min is the smallest product of the principal radii of
+	// curvature, a^2(1-e^2), used for curvature error bounds.
+	earthR2Min = earthA * earthA * (1 - 0.0066943799901413165)
+)
+
+// padBox expands b (degrees) by m metres on every side, conservatively:
+// every point within geodesic distance m of a point of b lies inside.
+func padBox(b orb.Bound, m float64) orb.Bound {
+	m = m*1.001 + 0.05
+	dlat := m / earthMMin / deg
+	latMax := math.Max(math.Abs(b.Min[1]), math.Abs(b.Max[1])) + dlat
+	dlon := 360.0
+	if latMax < 89.5 {
+		dlon = m / (earthA * math.Cos(latMax*deg)) / deg
+	}
+	return orb.Bound{
+		Min: orb.Point{b.Min[0] - dlon, b.Min[1] - dlat},
+		Max: orb.Point{b.Max[0] + dlon, b.Max[1] + dlat},
+	}
+}
+
+// padDeg expands b by d degrees on every side.
+func padDeg(b orb.Bound, d float64) orb.Bound {
+	return orb.Bound{Min: orb.Point{b.Min[0] - d, b.Min[1] - d}, Max: orb.Point{b.Max[0] + d, b.Max[1] + d}}
+}
+
+// bulgeDeg bounds, in degrees of longitude or latitude, how far the
+// geodesic from a to b strays from the straight line between them in
+// longitude, latitude. The straight line in degrees has geodesic curvature
+// of about tan(lat) sin(azimuth) / R, and departs further from a rhumb line
+// as latitude changes; together the departure is under
+// dlon (dlon + 2 dlat) / 8 radians of arc (angles in radians). The bound is
+// twice that, in degrees of longitude at the edge's most poleward latitude
+// (so it also bounds degrees of latitude). The tests check it against
+// geodesics up to 5 degrees long. Edges across the antimeridian are not
+// supported.
+func bulgeDeg(a, b orb.Point) float64 {
+	dl := math.Abs(a[0]-b[0]) * deg
+	if dl == 0 {
+		return 1e-9 // meridians are straight
+	}
+	dp := math.Abs(a[1]-b[1]) * deg
+	lat := math.Min(math.Max(math.Abs(a[1]), math.Abs(b[1])), 89)
+	return dl*(dl+2*dp)/4/math.Cos(lat*deg)/deg + 1e-9
+}
+
+// edgeBox is the box of the geodesic from a to b (conservative).
+func edgeBox(a, b orb.Point) orb.Bound {
+	m := bulgeDeg(a, b)
+	return orb.Bound{
+		Min: orb.Point{math.Min(a[0], b[0]) - m, math.Min(a[1], b[1]) - m},
+		Max: orb.Point{math.Max(a[0], b[0]) + m, math.Max(a[1], b[1]) + m},
+	}
+}
+
+// geodesicPoints appends to out the n-1 points dividing the geodesic from
+// a to b into n equal pieces (a and b themselves excluded).
+func geodesicPoints(out []orb.Point, a, b orb.Point, n int) []orb.Point {
+	line := geodesic.WGS84.InverseLine(a[1], a[0], b[1], b[0], geodesic.Latitude|geodesic.Longitude|geodesic.DistanceIn)
+	s := line.S13()
+	for i := 1; i < n; i++ {
+		var lat, lon float64
+		line.Position(s*float64(i)/float64(n), &lat, &lon, nil)
+		out = append(out, orb.Point{lon, lat})
+	}
+	return out
+}
+
+// sagitta bounds how far the image of the geodesic between projected
+// points a and b strays from the chord a-b in a site-centred azimuthal
+// equidistant projection: h*d^2/(12 R^2), h the distance from the centre to
+// the chord's line and d its length (the difference between the azimuthal
+// equidistant and gnomonic radial scales is r^3/(3R^2)), doubled for
+// safety.
+func sagitta(a, b orb.Point) float64 {
+	d := hypot(a, b)
+	if d == 0 {
+		return 0
+	}
+	h := math.Abs(cross(a, b)) / d
+	return 2 * h * d * d / (12 * earthR2Min)
+}

@@ -1,0 +1,398 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/paulmach/orb"
+)
+
+// flat is a geometry held in flat, reusable buffers: its positions
+// (longitude, latitude) and the elements they form. Decoding a feature's WKB
+// into a flat that is reused across features allocates nothing once the
+// buffers have grown, which keeps the per-candidate cost of a query low.
+//
+// A flat is owned by one goroutine.
+type flat struct {
+	pts   []orb.Point
+	elems []elem
+	polys int32     // number of polygons (rings carry their polygon's index)
+	comps []int32   // index into pts of one position of each connected component
+	box   orb.Bound // bounding box of pts
+}
+
+type elemKind uint8
+
+const (
+	elemPoint elemKind = iota // pts[start:end] are isolated points
+	elemLine                  // pts[start:end] is a line string (at least 2 positions)
+	elemRing                  // pts[start:end] is a closed ring of polygon poly
+)
+
+type elem struct {
+	kind       elemKind
+	start, end int32
+	poly       int32 // rings: the polygon; otherwise -1
+}
+
+func (f *flat) reset() {
+	f.pts = f.pts[:0]
+	f.elems = f.elems[:0]
+	f.comps = f.comps[:0]
+	f.polys = 0
+	f.box = orb.Bound{Min: orb.Point{math.Inf(1), math.Inf(1)}, Max: orb.Point{math.Inf(-1), math.Inf(-1)}}
+}
+
+func (f *flat) hasArea() bool { return f.polys > 0 }
+
+func (f *flat) add(p orb.Point) {
+	f.pts = append(f.pts, p)
+	f.box.Min[0] = math.Min(f.box.Min[0], p[0])
+	f.box.Min[1] = math.Min(f.box.Min[1], p[1])
+	f.box.Max[0] = math.Max(f.box.Max[0], p[0])
+	f.box.Max[1] = math.Max(f.box.Max[1], p[1])
+}
+
+// addPoints records isolated points.
+func (f *flat) addPoints(ps ...orb.Point) {
+	if len(ps) == 0 {
+		return
+	}
+	start := int32(len(f.pts))
+	for i, p := range ps {
+		f.comps = append(f.comps, start+int32(i))
+		f.add(p)
+	}
+	f.elems = append(f.elems, elem{kind: elemPoint, start: start, end: int32(len(f.pts)), poly: -1})
+}
+
+func (f *flat) addLine(ls []orb.Point) {
+	switch len(ls) {
+	case 0:
+		return
+	case 1:
+		f.addPoints(ls[0])
+		return
+	}
+	start := int32(len(f.pts))
+	f.comps = append(f.comps, start)
+	for _, p := range ls {
+		f.add(p)
+	}
+	f.elems = append(f.elems, elem{kind: elemLine, start: start, end: int32(len(f.pts)), poly: -1})
+}
+
+func (f *flat) addPolygon(p orb.Polygon) {
+	if len(p) == 0 || len(p[0]) == 0 {
+		return
+	}
+	poly := f.polys
+	f.polys++
+	for i, r := range p {
+		if len(r) == 0 {
+			continue
+		}
+		start := int32(len(f.pts))
+		if i == 0 {
+			f.comps = append(f.comps, start)
+		}
+		for _, q := range r {
+			f.add(q)
+		}
+		if r[0] != r[len(r)-1] { // close the ring
+			f.add(r[0])
+		}
+		f.elems = append(f.elems, elem{kind: elemRing, start: start, end: int32(len(f.pts)), poly: poly})
+	}
+}
+
+// setOrb fills f with an orb geometry: Point, MultiPoint, LineString,
+// MultiLineString, Polygon, MultiPolygon, Ring, Bound or Collection.
+func (f *flat) setOrb(g orb.Geometry) {
+	f.reset()
+	f.appendOrb(g)
+}
+
+func (f *flat) appendOrb(g orb.Geometry) {
+	switch g := g.(type) {
+	case orb.Point:
+		f.addPoints(g)
+	case orb.MultiPoint:
+		f.addPoints(g...)
+	case orb.LineString:
+		f.addLine(g)
+	case orb.MultiLineString:
+		for _, l := range g {
+			f.addLine(l)
+		}
+	case orb.Ring:
+		f.addPolygon(orb.Polygon{g})
+	case orb.Bound:
+		f.addPolygon(g.ToPolygon())
+	case orb.Polygon:
+		f.addPolygon(g)
+	case orb.MultiPolygon:
+		for _, p := range g {
+			f.addPolygon(p)
+		}
+	case orb.Collection:
+		for _, h := range g {
+			f.appendOrb(h)
+		}
+	}
+}
+
+// WKB decoding. Tiles hold ISO WKB written by orb (2D); Z, M and ZM
+// variants, in ISO or EWKB form, are read too, keeping x and y.
+
+var errWKB = errors.New("engine: malformed WKB")
+
+const (
+	wkbPoint              = 1
+	wkbLineString         = 2
+	wkbPolygon            = 3
+	wkbMultiPoint         = 4
+	wkbMultiLineString    = 5
+	wkbMultiPolygon       = 6
+	wkbGeometryCollection = 7
+
+	wkbMaxDepth = 16
+)
+
+type wkbReader struct {
+	b     []byte
+	off   int
+	order binary.ByteOrder
+}
+
+func (r *wkbReader) u32() (uint32, error) {
+	if r.off+4 > len(r.b) {
+		return 0, errWKB
+	}
+	v := r.order.Uint32(r.b[r.off:])
+	r.off += 4
+	return v, nil
+}
+
+// header reads a geometry's byte order and type; it returns the base type
+// (1..7) and the number of ordinates per position.
+func (r *wkbReader) header() (typ uint32, dims int, err error) {
+	if r.off >= len(r.b) {
+		return 0, 0, errWKB
+	}
+	switch r.b[r.off] {
+	case 0:
+		r.order = binary.BigEndian
+	case 1:
+		r.order = binary.LittleEndian
+	default:
+		return 0, 0, errWKB
+	}
+	r.off++
+	raw, err := r.u32()
+	if err != nil {
+		return 0, 0, err
+	}
+	dims = 2
+	if raw&0x80000000 != 0 { // EWKB Z
+		dims++
+	}
+	if raw&0x40000000 != 0 { // EWKB M
+		dims++
+	}
+	if raw&0x20000000 != 0 { // EWKB SRID
+		if _, err := r.u32(); err != nil {
+			return 0, 0, err
+		}
+	}
+	raw &= 0x0fffffff
+	switch raw / 1000 {
+	case 0:
+	case 1, 2:
+		dims++
+	case 3:
+		dims += 2
+	default:
+		return 0, 0, errWKB
+	}
+	typ = raw % 1000
+	if typ < wkbPoint || typ > wkbGeometryCollection {
+		return 0, 0, fmt.Errorf("%w: geometry type %d", errWKB, raw)
+	}
+	return typ, dims, nil
+}
+
+// count reads an element count that must fit in the remaining bytes, each
+// element taking at least minBytes.
+func (r *wkbReader) count(minBytes int) (int, error) {
+	n, err := r.u32()
+	if err != nil {
+		return 0, err
+	}
+	if int64(n)*int64(minBytes) > int64(len(r.b)-r.off) {
+		return 0, errWKB
+	}
+	return int(n), nil
+}
+
+func (r *wkbReader) point(dims int) orb.Point {
+	x := math.Float64frombits(r.order.Uint64(r.b[r.off:]))
+	y := math.Float64frombits(r.order.Uint64(r.b[r.off+8:]))
+	r.off += 8 * dims
+	return orb.Point{x, y}
+}
+
+// positions appends n positions to f.pts (without elements).
+func (r *wkbReader) positions(f *flat, n, dims int) error {
+	if n*8*dims > len(r.b)-r.off {
+		return errWKB
+	}
+	for i := 0; i < n; i++ {
+		p := r.point(dims)
+		if !finite(p[0]) || !finite(p[1]) {
+			return fmt.Errorf("%w: non-finite coordinate", errWKB)
+		}
+		f.add(p)
+	}
+	return nil
+}
+
+// decodeWKB fills f with the geometry encoded in b. Empty points (NaN
+// coordinates, as WKB writes them) are skipped.
+func (f *flat) decodeWKB(b []byte) error {
+	f.reset()
+	r := wkbReader{b: b}
+	if err := f.readGeometry(&r, 0); err != nil {
+		return err
+	}
+	if r.off != len(b) {
+		return fmt.Errorf("%w: %d trailing bytes", errWKB, len(b)-r.off)
+	}
+	return nil
+}
+
+func (f *flat) readGeometry(r *wkbReader, depth int) error {
+	if depth > wkbMaxDepth {
+		return fmt.Errorf("%w: nested too deeply", errWKB)
+	}
+	typ, dims, err := r.header()
+	if err != nil {
+		return err
+	}
+	switch typ {
+	case wkbPoint:
+		if r.off+8*dims > len(r.b) {
+			return errWKB
+		}
+		p := r.point(dims)
+		if math.IsNaN(p[0]) && math.IsNaN(p[1]) {
+			return nil // POINT EMPTY
+		}
+		if !finite(p[0]) || !finite(p[1]) {
+			return fmt.Errorf("%w: non-finite coordinate", errWKB)
+		}
+		start := int32(len(f.pts))
+		f.comps = append(f.comps, start)
+		f.add(p)
+		// Merge consecutive isolated points into one element.
+		if n := len(f.elems); n > 0 && f.elems[n-1].kind == elemPoint && f.elems[n-1].end == start {
+			f.elems[n-1].end++
+		} else {
+			f.elems = append(f.elems, elem{kind: elemPoint, start: start, end: start + 1, poly: -1})
+		}
+		return nil
+	case wkbLineString:
+		n, err := r.count(16)
+		if err != nil {
+			return err
+		}
+		start := int32(len(f.pts))
+		if err := r.positions(f, n, dims); err != nil {
+			return err
+		}
+		switch n {
+		case 0:
+		case 1:
+			f.comps = append(f.comps, start)
+			f.elems = append(f.elems, elem{kind: elemPoint, start: start, end: start + 1, poly: -1})
+		default:
+			f.comps = append(f.comps, start)
+			f.elems = append(f.elems, elem{kind: elemLine, start: start, end: int32(len(f.pts)), poly: -1})
+		}
+		return nil
+	case wkbPolygon:
+		nr, err := r.count(4)
+		if err != nil {
+			return err
+		}
+		poly := f.polys
+		rings := 0
+		for i := 0; i < nr; i++ {
+			n, err := r.count(16)
+			if err != nil {
+				return err
+			}
+			start := int32(len(f.pts))
+			if err := r.positions(f, n, dims); err != nil {
+				return err
+			}
+			if n == 0 {
+				continue
+			}
+			if rings == 0 {
+				f.comps = append(f.comps, start)
+			}
+			rings++
+			if f.pts[start] != f.pts[len(f.pts)-1] {
+				f.add(f.pts[start])
+			}
+			f.elems = append(f.elems, elem{kind: elemRing, start: start, end: int32(len(f.pts)), poly: poly})
+		}
+		if rings > 0 {
+			f.polys++
+		}
+		return nil
+	default: // multi-geometries and collections: nested geometries
+		n, err := r.count(5)
+		if err != nil {
+			return err
+		}
+		for i := 0; i < n; i++ {
+			order := r.order
+			if err := f.readGeometry(r, depth+1); err != nil {
+				return err
+			}
+			r.order = order
+		}
+		return nil
+	}
+}
+
+// wkbPointXY decodes b when it is a 2D ISO Point, without touching a flat:
+// the fast path for point layers.
+func wkbPointXY(b []byte) (orb.Point, bool) {
+	if len(b) != 21 {
+		return orb.Point{}, false
+	}
+	var order binary.ByteOrder
+	switch b[0] {
+	case 0:
+		order = binary.BigEndian
+	case 1:
+		order = binary.LittleEndian
+	default:
+		return orb.Point{}, false
+	}
+	if order.Uint32(b[1:]) != wkbPoint {
+		return orb.Point{}, false
+	}
+	p := orb.Point{math.Float64frombits(order.Uint64(b[5:])), math.Float64frombits(order.Uint64(b[13:]))}
+	if !finite(p[0]) || !finite(p[1]) {
+		return orb.Point{}, false
+	}
+	return p, true
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

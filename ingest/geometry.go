@@ -1,0 +1,671 @@
+package ingest
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/paulmach/orb"
+
+	"siteenv/engine/geo"
+)
+
+// Geometry handling for source rows. Sources are not client sites: real
+// layers hold self-intersecting and touching polygons, and those are kept.
+// The checks here are geo.Validate's structural ones (type, vertex cap,
+// finite coordinates in range, enough positions, closed rings) with its
+// wording, without the topology checks (self-intersection, ring crossing,
+// containment). geo.DecodeGeometry cannot be used on source input: it runs
+// the full Validate (refusing self-intersections) and range-checks positions
+// before they are reprojected from MGA eastings and northings.
+
+// geomError is a per-row geometry problem; Path is as in geo.ValidationError.
+type geomError struct {
+	Path   string
+	Reason string
+}
+
+func (e *geomError) Error() string {
+	if e.Path == "" {
+		return "invalid geometry: " + e.Reason
+	}
+	return "invalid geometry: " + e.Path + ": " + e.Reason
+}
+
+func badGeom(path, format string, args ...any) *geomError {
+	return &geomError{Path: path, Reason: fmt.Sprintf(format, args...)}
+}
+
+func tooManyPositions(max int) *geomError {
+	return badGeom("coordinates", "geometry has more than %d positions (the vertex cap)", max)
+}
+
+// coordPath formats "coordinates[i][j]...".
+func coordPath(idx ...int) string {
+	var b strings.Builder
+	b.WriteString("coordinates")
+	for _, i := range idx {
+		b.WriteByte('[')
+		b.WriteString(strconv.Itoa(i))
+		b.WriteByte(']')
+	}
+	return b.String()
+}
+
+// geometryDepth is the nesting depth of coordinates per GeoJSON type.
+var geometryDepth = map[string]int{
+	"Point": 0, "MultiPoint": 1, "LineString": 1,
+	"MultiLineString": 2, "Polygon": 2, "MultiPolygon": 3,
+}
+
+// decodeGeoJSONGeometry parses the GeoJSON geometry object at p (which must
+// be at the object's first byte, or at null) and leaves p after it. A null
+// geometry yields (nil, nil). Positions are counted as they are parsed and
+// the parse stops as soon as more than maxVertices (<= 0: no cap) are seen.
+// Members other than type, coordinates and bbox (such as a legacy crs) are
+// skipped. Coordinates are not range-checked here: they may be in metres.
+func decodeGeoJSONGeometry(p *jparser, maxVertices int) (orb.Geometry, error) {
+	switch p.peek() {
+	case 'n':
+		if err := p.literal("null"); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	case '{':
+	default:
+		return nil, badGeom("", "geometry must be a JSON object or null")
+	}
+	p.i++
+	d := geomDecoder{p: p, max: maxVertices}
+	var (
+		typ        string
+		haveType   bool
+		coordsAt   = -1
+		haveCoords bool
+		g          orb.Geometry
+	)
+	if p.peek() == '}' {
+		p.i++
+	} else {
+		for {
+			key, err := p.key()
+			if err != nil {
+				return nil, err
+			}
+			switch key {
+			case "type":
+				if p.peek() != '"' {
+					return nil, badGeom("type", "must be a string")
+				}
+				if typ, err = p.str(); err != nil {
+					return nil, err
+				}
+				haveType = true
+				if _, ok := geometryDepth[typ]; !ok {
+					return nil, badGeom("type", "geometry type %s is not supported; use Point, MultiPoint, LineString, MultiLineString, Polygon or MultiPolygon", strconv.Quote(truncate(typ, 64)))
+				}
+				if coordsAt >= 0 {
+					save := p.i
+					p.i = coordsAt
+					if g, err = d.coordinates(typ); err != nil {
+						return nil, err
+					}
+					p.i = save
+				}
+			case "coordinates":
+				haveCoords = true
+				if haveType {
+					if g, err = d.coordinates(typ); err != nil {
+						return nil, err
+					}
+				} else {
+					coordsAt = p.i
+					if err := p.skip(0); err != nil {
+						return nil, err
+					}
+				}
+			default: // bbox, crs and foreign members
+				if err := p.skip(0); err != nil {
+					return nil, err
+				}
+			}
+			if p.consume(',') {
+				continue
+			}
+			if p.consume('}') {
+				break
+			}
+			return nil, p.syntax("',' or '}'")
+		}
+	}
+	switch {
+	case !haveType:
+		return nil, badGeom("type", "member is missing")
+	case !haveCoords:
+		return nil, badGeom("coordinates", "member is missing")
+	}
+	return g, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+type geomDecoder struct {
+	p     *jparser
+	max   int
+	count int
+	path  []int
+}
+
+func (d *geomDecoder) here() string { return coordPath(d.path...) }
+
+func (d *geomDecoder) coordinates(typ string) (orb.Geometry, error) {
+	d.count = 0
+	d.path = d.path[:0]
+	switch typ {
+	case "Point":
+		return d.position()
+	case "MultiPoint":
+		ps, err := d.positions()
+		return orb.MultiPoint(ps), err
+	case "LineString":
+		ps, err := d.positions()
+		return orb.LineString(ps), err
+	case "MultiLineString":
+		var out orb.MultiLineString
+		err := d.array("an array of LineString coordinates", func() error {
+			ps, err := d.positions()
+			out = append(out, orb.LineString(ps))
+			return err
+		})
+		return out, err
+	case "Polygon":
+		return d.polygon()
+	case "MultiPolygon":
+		var out orb.MultiPolygon
+		err := d.array("an array of Polygon coordinates", func() error {
+			pg, err := d.polygon()
+			out = append(out, pg)
+			return err
+		})
+		return out, err
+	}
+	return nil, badGeom("type", "unknown type")
+}
+
+func (d *geomDecoder) array(what string, elem func() error) error {
+	p := d.p
+	if p.peek() != '[' {
+		return d.wrong(what)
+	}
+	p.i++
+	if p.consume(']') {
+		return nil
+	}
+	d.path = append(d.path, 0)
+	for {
+		if err := elem(); err != nil {
+			return err
+		}
+		if p.consume(',') {
+			d.path[len(d.path)-1]++
+			continue
+		}
+		if p.consume(']') {
+			d.path = d.path[:len(d.path)-1]
+			return nil
+		}
+		return p.syntax("',' or ']'")
+	}
+}
+
+func (d *geomDecoder) wrong(what string) error {
+	switch c := d.p.peek(); {
+	case c == 0:
+		return d.p.syntax(what)
+	case c == '[' || c == '-' || (c >= '0' && c <= '9'):
+		return badGeom(d.here(), "expected %s (wrong nesting)", what)
+	}
+	return badGeom(d.here(), "expected %s", what)
+}
+
+func (d *geomDecoder) polygon() (orb.Polygon, error) {
+	var out orb.Polygon
+	err := d.array("an array of rings", func() error {
+		ps, err := d.positions()
+		out = append(out, orb.Ring(ps))
+		return err
+	})
+	return out, err
+}
+
+func (d *geomDecoder) positions() ([]orb.Point, error) {
+	var out []orb.Point
+	err := d.array("an array of positions", func() error {
+		pt, err := d.position()
+		out = append(out, pt)
+		return err
+	})
+	return out, err
+}
+
+// position parses [x, y, ...]: extra ordinates (altitude, measure) are
+// dropped.
+func (d *geomDecoder) position() (orb.Point, error) {
+	var pt orb.Point
+	p := d.p
+	if p.peek() != '[' {
+		return pt, d.wrong("a position [x, y]")
+	}
+	d.count++
+	if d.max > 0 && d.count > d.max {
+		return pt, tooManyPositions(d.max)
+	}
+	p.i++
+	n := 0
+	if !p.consume(']') {
+		for {
+			c := p.peek()
+			if c != '-' && (c < '0' || c > '9') {
+				switch c {
+				case '[':
+					return pt, badGeom(d.here(), "expected a number (wrong nesting)")
+				case 'N', 'I':
+					return pt, badGeom(d.here(), "NaN and Infinity are not valid JSON numbers")
+				case 0:
+					return pt, p.syntax("a number")
+				}
+				return pt, badGeom(d.here(), "expected a number")
+			}
+			v, err := p.number()
+			if err != nil {
+				return pt, err
+			}
+			if math.IsInf(v, 0) {
+				return pt, badGeom(d.here(), "number is out of range")
+			}
+			if n < 2 {
+				pt[n] = v
+			}
+			n++
+			if p.consume(',') {
+				continue
+			}
+			if p.consume(']') {
+				break
+			}
+			return pt, p.syntax("',' or ']'")
+		}
+	}
+	if n < 2 {
+		return pt, badGeom(d.here(), "a position needs two coordinates")
+	}
+	return pt, nil
+}
+
+// countPositions counts the positions of g (closing positions included).
+func countPositions(g orb.Geometry) int {
+	switch g := g.(type) {
+	case orb.Point:
+		return 1
+	case orb.MultiPoint:
+		return len(g)
+	case orb.LineString:
+		return len(g)
+	case orb.Ring:
+		return len(g)
+	case orb.MultiLineString:
+		n := 0
+		for _, l := range g {
+			n += len(l)
+		}
+		return n
+	case orb.Polygon:
+		n := 0
+		for _, r := range g {
+			n += len(r)
+		}
+		return n
+	case orb.MultiPolygon:
+		n := 0
+		for _, pg := range g {
+			n += countPositions(pg)
+		}
+		return n
+	case orb.Collection:
+		n := 0
+		for _, c := range g {
+			n += countPositions(c)
+		}
+		return n
+	}
+	return 0
+}
+
+// countWKTPositions counts the positions of a WKT text without parsing it:
+// a position starts wherever a number follows '(' or ','.
+func countWKTPositions(s string) int {
+	n := 0
+	expect := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '(' || c == ',':
+			expect = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		default:
+			if expect && (c == '-' || c == '+' || c == '.' || (c >= '0' && c <= '9') || c == 'N' || c == 'n' || c == 'I' || c == 'i') {
+				n++
+			}
+			expect = false
+		}
+	}
+	return n
+}
+
+// geomTypeName is the GeoJSON name of g's type, for messages.
+func geomTypeName(g orb.Geometry) string {
+	switch g.(type) {
+	case orb.Collection:
+		return "GeometryCollection"
+	case orb.Ring:
+		return "Ring"
+	case orb.Bound:
+		return "Bound"
+	}
+	return g.GeoJSONType()
+}
+
+// checkStructure applies the structural checks to g in its source CRS:
+// allowed type, finite coordinates, non-empty, LineStrings of at least 2
+// distinct positions, closed rings of at least 4 positions enclosing an
+// area. Self-intersections are allowed.
+func checkStructure(g orb.Geometry, allowed map[string]bool) *geomError {
+	if g == nil {
+		return badGeom("", "geometry is null")
+	}
+	name := geomTypeName(g)
+	if !allowed[name] {
+		return badGeom("type", "geometry type %s is not allowed in this layer (allowed: %s)", name, allowedList(allowed))
+	}
+	switch g := g.(type) {
+	case orb.Point:
+		return checkFinite(g, "coordinates")
+	case orb.MultiPoint:
+		if len(g) == 0 {
+			return badGeom("coordinates", "empty geometry: MultiPoint has no positions")
+		}
+		for i, pt := range g {
+			if err := checkFinite(pt, coordPath(i)); err != nil {
+				return err
+			}
+		}
+	case orb.LineString:
+		return checkLine(g, nil)
+	case orb.MultiLineString:
+		if len(g) == 0 {
+			return badGeom("coordinates", "empty geometry: MultiLineString has no LineStrings")
+		}
+		for i, ls := range g {
+			if err := checkLine(ls, []int{i}); err != nil {
+				return err
+			}
+		}
+	case orb.Polygon:
+		return checkPolygon(g, nil)
+	case orb.MultiPolygon:
+		if len(g) == 0 {
+			return badGeom("coordinates", "empty geometry: MultiPolygon has no Polygons")
+		}
+		for i, pg := range g {
+			if err := checkPolygon(pg, []int{i}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func allowedList(allowed map[string]bool) string {
+	var out []string
+	for _, t := range GeometryTypes {
+		if allowed[t] {
+			out = append(out, t)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func checkFinite(pt orb.Point, path string) *geomError {
+	switch {
+	case math.IsNaN(pt[0]) || math.IsInf(pt[0], 0):
+		return badGeom(path, "longitude (x) is not a finite number")
+	case math.IsNaN(pt[1]) || math.IsInf(pt[1], 0):
+		return badGeom(path, "latitude (y) is not a finite number")
+	}
+	return nil
+}
+
+func checkLine(ls orb.LineString, prefix []int) *geomError {
+	if len(ls) == 0 {
+		return badGeom(coordPath(prefix...), "empty geometry: LineString has no positions")
+	}
+	if len(ls) < 2 {
+		return badGeom(coordPath(prefix...), "LineString has %d positions; at least 2 are required", len(ls))
+	}
+	distinct := false
+	for i, pt := range ls {
+		if err := checkFinite(pt, coordPath(append(prefix, i)...)); err != nil {
+			return err
+		}
+		if pt != ls[0] {
+			distinct = true
+		}
+	}
+	if !distinct {
+		return badGeom(coordPath(prefix...), "LineString has fewer than 2 distinct positions")
+	}
+	return nil
+}
+
+func checkPolygon(pg orb.Polygon, prefix []int) *geomError {
+	if len(pg) == 0 {
+		return badGeom(coordPath(prefix...), "empty geometry: Polygon has no rings")
+	}
+	for ri, ring := range pg {
+		idx := append(append([]int(nil), prefix...), ri)
+		path := coordPath(idx...)
+		if len(ring) < 4 {
+			return badGeom(path, "ring has %d positions; at least 4 are required", len(ring))
+		}
+		for i, pt := range ring {
+			if err := checkFinite(pt, coordPath(append(idx, i)...)); err != nil {
+				return err
+			}
+		}
+		if ring[0] != ring[len(ring)-1] {
+			return badGeom(path, "ring is not closed: its last position must repeat the first")
+		}
+		var seen [3]orb.Point
+		distinct := 0
+		for _, pt := range ring[:len(ring)-1] {
+			if distinct < 3 && !seenBefore(seen[:distinct], pt) {
+				seen[distinct] = pt
+				distinct++
+			}
+		}
+		if distinct < 3 {
+			return badGeom(path, "ring has fewer than 3 distinct positions (zero area)")
+		}
+		if collinear(ring) {
+			return badGeom(path, "ring has zero area: all its positions are on one line")
+		}
+	}
+	return nil
+}
+
+func seenBefore(pts []orb.Point, p orb.Point) bool {
+	for _, q := range pts {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// collinear reports whether every position of r lies on the line through
+// its first two distinct positions (a self-intersecting ring whose lobes
+// cancel out has zero signed area, but is not collinear).
+func collinear(r orb.Ring) bool {
+	o := r[0]
+	var d orb.Point
+	found := false
+	for _, p := range r[1:] {
+		if p != o {
+			d, found = orb.Point{p[0] - o[0], p[1] - o[1]}, true
+			break
+		}
+	}
+	if !found {
+		return true
+	}
+	for _, p := range r[1:] {
+		if d[0]*(p[1]-o[1])-d[1]*(p[0]-o[0]) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// checkRange checks every position of g (in CRS84) is within longitude
+// -180..180 and latitude -90..90.
+func checkRange(g orb.Geometry) *geomError {
+	var bad *geomError
+	var path []int
+	var walk func(g orb.Geometry)
+	pts := func(ps []orb.Point) {
+		for i, p := range ps {
+			if bad != nil {
+				return
+			}
+			if p[0] < -180 || p[0] > 180 || math.IsNaN(p[0]) {
+				bad = badGeom(coordPath(append(path, i)...), "longitude %s out of range -180..180", fmtNum(p[0]))
+			} else if p[1] < -90 || p[1] > 90 || math.IsNaN(p[1]) {
+				bad = badGeom(coordPath(append(path, i)...), "latitude %s out of range -90..90", fmtNum(p[1]))
+			}
+		}
+	}
+	walk = func(g orb.Geometry) {
+		switch g := g.(type) {
+		case orb.Point:
+			if g[0] < -180 || g[0] > 180 || math.IsNaN(g[0]) {
+				bad = badGeom(coordPath(path...), "longitude %s out of range -180..180", fmtNum(g[0]))
+			} else if g[1] < -90 || g[1] > 90 || math.IsNaN(g[1]) {
+				bad = badGeom(coordPath(path...), "latitude %s out of range -90..90", fmtNum(g[1]))
+			}
+		case orb.MultiPoint:
+			pts(g)
+		case orb.LineString:
+			pts(g)
+		case orb.Ring:
+			pts(g)
+		case orb.MultiLineString:
+			for i, l := range g {
+				path = append(path, i)
+				pts(l)
+				path = path[:len(path)-1]
+			}
+		case orb.Polygon:
+			for i, r := range g {
+				path = append(path, i)
+				pts(r)
+				path = path[:len(path)-1]
+			}
+		case orb.MultiPolygon:
+			for i, pg := range g {
+				path = append(path, i)
+				walk(pg)
+				path = path[:len(path)-1]
+			}
+		}
+	}
+	walk(g)
+	return bad
+}
+
+func fmtNum(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// reproject converts g from c to CRS84 in place (g must not be shared).
+func reproject(c geo.CRS, g orb.Geometry) (orb.Geometry, *geomError) {
+	if c.IsGeographic() {
+		return g, nil
+	}
+	out, err := geo.ReprojectToCRS84(c, g)
+	if err != nil {
+		return nil, badGeom("coordinates", "cannot convert from %s: %v", c, err)
+	}
+	return out, nil
+}
+
+// appendWKB appends g, one of the six GeoJSON types, as little-endian ISO
+// WKB (2D).
+func appendWKB(b []byte, g orb.Geometry) ([]byte, error) {
+	hdr := func(b []byte, typ uint32) []byte {
+		b = append(b, 1)
+		return binary.LittleEndian.AppendUint32(b, typ)
+	}
+	pt := func(b []byte, p orb.Point) []byte {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p[0]))
+		return binary.LittleEndian.AppendUint64(b, math.Float64bits(p[1]))
+	}
+	pts := func(b []byte, ps []orb.Point) []byte {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(ps)))
+		for _, p := range ps {
+			b = pt(b, p)
+		}
+		return b
+	}
+	poly := func(b []byte, pg orb.Polygon) []byte {
+		b = hdr(b, 3)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(pg)))
+		for _, r := range pg {
+			b = pts(b, r)
+		}
+		return b
+	}
+	switch g := g.(type) {
+	case orb.Point:
+		return pt(hdr(b, 1), g), nil
+	case orb.LineString:
+		return pts(hdr(b, 2), g), nil
+	case orb.Polygon:
+		return poly(b, g), nil
+	case orb.MultiPoint:
+		b = hdr(b, 4)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(g)))
+		for _, p := range g {
+			b = pt(hdr(b, 1), p)
+		}
+		return b, nil
+	case orb.MultiLineString:
+		b = hdr(b, 5)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(g)))
+		for _, l := range g {
+			b = pts(hdr(b, 2), l)
+		}
+		return b, nil
+	case orb.MultiPolygon:
+		b = hdr(b, 6)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(g)))
+		for _, pg := range g {
+			b = poly(b, pg)
+		}
+		return b, nil
+	}
+	return b, fmt.Errorf("ingest: cannot encode %T as WKB", g)
+}
