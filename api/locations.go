@@ -710,7 +710,9 @@ func dissolve(polys []orb.Polygon) (orb.Geometry, bool) {
 				break
 			}
 		}
-		rings = append(rings, splitRing(ring)...)
+		for _, r := range splitRing(ring) {
+			rings = append(rings, dropStraightVertices(r))
+		}
 	}
 
 	// Exteriors are counter-clockwise, holes clockwise; each hole goes in the
@@ -771,6 +773,25 @@ func splitRing(r orb.Ring) []orb.Ring {
 		return out
 	}
 	return []orb.Ring{r}
+}
+
+// dropStraightVertices removes the vertices of a closed ring where it goes
+// exactly straight on (left where a shared edge was dissolved): the same
+// point set, fewer vertices.
+func dropStraightVertices(r orb.Ring) orb.Ring {
+	pts := r[:len(r)-1]
+	for changed := true; changed && len(pts) > 3; {
+		changed = false
+		for i := 0; i < len(pts) && len(pts) > 3; i++ {
+			a, b, c := pts[(i+len(pts)-1)%len(pts)], pts[i], pts[(i+1)%len(pts)]
+			ux, uy, vx, vy := b[0]-a[0], b[1]-a[1], c[0]-b[0], c[1]-b[1]
+			if ux*vy-uy*vx == 0 && ux*vx+uy*vy > 0 {
+				pts = append(pts[:i:i], pts[i+1:]...)
+				changed = true
+			}
+		}
+	}
+	return append(pts, pts[0])
 }
 
 // leftmost picks, among the ends of edges leaving cur, the one turning

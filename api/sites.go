@@ -74,7 +74,7 @@ func (s *Server) boundary(r *request, sel selector, field string) (orb.Geometry,
 		if err != nil {
 			return nil, nil, err
 		}
-		var mp orb.MultiPolygon
+		var parts []orb.Geometry
 		var fe []FieldError
 		for i, id := range sel.CadastreIDs {
 			raw, ok := found[id]
@@ -86,17 +86,13 @@ func (s *Server) boundary(r *request, sel selector, field string) (orb.Geometry,
 			if err != nil {
 				return nil, nil, err
 			}
-			switch p := g.Geometry().(type) {
-			case orb.Polygon:
-				mp = append(mp, p)
-			case orb.MultiPolygon:
-				mp = append(mp, p...)
-			}
+			parts = append(parts, g.Geometry())
 		}
 		if len(fe) > 0 {
 			return nil, nil, &Problem{Code: "cadastre_incomplete", Detail: fmt.Sprintf("%d of the %d parcels were not found; check the identifiers and the jurisdiction.", len(fe), len(sel.CadastreIDs)), FieldErrors: fe}
 		}
-		return geo.Canonical(mp), nil, nil
+		// The same union as the resolve preview, so the saved site matches it.
+		return parcelBoundary(parts), nil, nil
 	}
 	return nil, nil, invalid("Unsupported selector kind.", FieldError{Field: field + ".kind", Message: "not accepted here"})
 }

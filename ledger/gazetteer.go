@@ -54,6 +54,10 @@ func (l *Ledger) ReplaceGazetteer(ctx context.Context, nextAddress func() (Addre
 			}))
 		return err
 	})
+	if err == nil {
+		// Fresh statistics keep the search plans good after a wholesale reload.
+		_, err = l.pool.Exec(ctx, `ANALYZE addresses, parcels`)
+	}
 	return addresses, parcels, translate(err)
 }
 
