@@ -79,6 +79,11 @@ func (s *Server) listActivity(r *request) error {
 			body.Page.NextCursor = &next
 			break
 		}
+		// Dataset restrictions are rechecked on every page: records about a
+		// layer the key may no longer use are left out.
+		if a.ResourceType != nil && *a.ResourceType == "layer" && a.ResourceID != nil && !r.principal.PermitsDataset(*a.ResourceID) {
+			continue
+		}
 		body.Activity = append(body.Activity, activityItem{
 			ActivityID: a.ID.String(), Operation: a.Operation, Outcome: a.Outcome, RequestID: a.RequestID.String(),
 			CreatedAt: a.CreatedAt.UTC(), HTTPStatus: a.HTTPStatus, ErrorCode: a.ErrorCode,

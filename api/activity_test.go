@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"siteenv/ledger"
 )
 
 func TestActivityFeed(t *testing.T) {
@@ -119,4 +121,30 @@ func TestCursorsAreBoundAndSigned(t *testing.T) {
 	h.clock.Advance(2 * time.Hour)
 	r := h.do("GET", "/activity?limit=1&cursor="+url.QueryEscape(cur), k.Secret, nil)
 	r.problem(t, "invalid_cursor", 400)
+}
+
+func TestActivityRechecksDatasetRestrictions(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	h.publish("nsw.flood", "flood", 0, []string{"NSW"}, "")
+	acct := h.account(0)
+	all := h.key(acct, nil, "layers:read", "usage:read")
+	h.do("GET", "/layers/nsw.flood", all.Secret, nil)
+	// A restricted key of the same integration does not see records about the layer.
+	narrow, err := h.led.CreateKey(h.ctx, ledger.KeyParams{Account: acct, Scopes: []string{"usage:read"}, Datasets: []string{"other.layer"}, Integration: &all.IntegrationID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range h.do("GET", "/activity", narrow.Secret, nil).json(t)["activity"].([]any) {
+		if it.(map[string]any)["resource_id"] == "nsw.flood" {
+			t.Fatal("a restricted key sees activity about a layer outside its datasets")
+		}
+	}
+	seen := false
+	for _, it := range h.do("GET", "/activity", all.Secret, nil).json(t)["activity"].([]any) {
+		seen = seen || it.(map[string]any)["resource_id"] == "nsw.flood"
+	}
+	if !seen {
+		t.Fatal("the unrestricted key lost the record")
+	}
 }
