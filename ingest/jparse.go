@@ -293,7 +293,7 @@ func (p *jparser) skip(depth int) error {
 }
 
 // scalar parses any value into a Go value for FieldSchema.Normalize:
-// strings, json.Number, bools and nil; objects and arrays are decoded with
+// strings, int64 or float64 (see numberValue), bools and nil; objects and arrays are decoded with
 // encoding/json (the schema then refuses them).
 func (p *jparser) scalar() (any, error) {
 	switch c := p.peek(); {
@@ -322,8 +322,22 @@ func (p *jparser) scalar() (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return json.Number(raw), nil
+		return numberValue(raw), nil
 	}
+}
+
+// numberValue converts a JSON number: an integer literal that fits int64
+// stays exact; anything else is a float64 (±Inf when out of range, which
+// the schema refuses).
+func numberValue(raw []byte) any {
+	s := unsafe.String(unsafe.SliceData(raw), len(raw)) // only read during the calls
+	if !bytes.ContainsAny(raw, ".eE") {
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return i
+		}
+	}
+	f, _ := strconv.ParseFloat(s, 64)
+	return f
 }
 
 // properties parses a properties object (or null) into a map.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -415,6 +416,10 @@ func idString(v any) (string, bool) {
 		return strconv.Itoa(x), true
 	case int32:
 		return strconv.FormatInt(int64(x), 10), true
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return strconv.FormatInt(int64(x), 10), true
+		}
 	}
 	return "", false
 }

@@ -68,6 +68,15 @@ func (e *scanError) Error() string {
 
 var errEmptyFile = errors.New("file is empty")
 
+// skipBOM skips a UTF-8 byte order mark at the start of the input.
+func (s *jsonScanner) skipBOM() {
+	for s.end-s.pos < 3 && s.fill() {
+	}
+	if s.end-s.pos >= 3 && string(s.buf[s.pos:s.pos+3]) == "\ufeff" {
+		s.pos += 3
+	}
+}
+
 func (s *jsonScanner) offset() int64 { return s.base + int64(s.pos) }
 
 func (s *jsonScanner) errAt(format string, args ...any) error {
@@ -506,6 +515,7 @@ func (s *jsonScanner) captureValue(depth int) ([]byte, error) {
 // crs is called with the raw value of a legacy top-level "crs" member;
 // its second argument tells whether features were already read.
 func (s *jsonScanner) featureCollection(fn func(scannedFeature) error, crs func(raw []byte, afterFeatures bool) error) error {
+	s.skipBOM()
 	c, ok := s.skipWS()
 	if !ok {
 		if s.rerr != nil {
@@ -653,6 +663,7 @@ func (s *jsonScanner) featureCollection(fn func(scannedFeature) error, crs func(
 func (s *jsonScanner) sequence(fn func(scannedFeature) error) error {
 	var rows int64
 	sawRS := false
+	s.skipBOM()
 	for {
 		if _, ok := s.skipWSRS(&sawRS); !ok {
 			break

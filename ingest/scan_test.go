@@ -252,3 +252,15 @@ func mustSchema(tb testing.TB) tiles.FieldSchema {
 	}
 	return def.Schema
 }
+
+func TestScannerBOM(t *testing.T) {
+	ok := `{"type":"Feature","geometry":null,"properties":{}}`
+	got, err := scanAll(iotest.OneByteReader(strings.NewReader("\ufeff"+`{"type":"FeatureCollection","features":[`+ok+`]}`)), false, false, 0, 0)
+	if err != nil || len(got) != 1 || got[0].Raw != ok {
+		t.Errorf("FeatureCollection with a BOM: %+v, %v", got, err)
+	}
+	got, err = scanAll(strings.NewReader("\ufeff"+ok+"\n"), true, true, 0, 0)
+	if err != nil || len(got) != 1 || got[0].Raw != ok {
+		t.Errorf("NDJSON with a BOM: %+v, %v", got, err)
+	}
+}

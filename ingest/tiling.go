@@ -282,6 +282,9 @@ func publish(ctx context.Context, cfg *config, outs []tileOut) (*tiles.Manifest,
 		m.Tiles[i].Key = tiles.TileKey(def.LayerID, id, o.name)
 	}
 
+	if err := m.Validate(); err != nil { // before uploading anything
+		return nil, false, fmt.Errorf("ingest: %w", err)
+	}
 	already := false
 	if _, err := cfg.Store.Stat(ctx, tiles.ManifestKey(def.LayerID, id)); err == nil {
 		already = true
