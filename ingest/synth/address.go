@@ -196,7 +196,7 @@ type planRun struct {
 //	TAS  "<lot>/SP<plan>", older "<lot>/P<plan>"         e.g. 7/SP145678
 //	NT   "<lot>/S<plan>" (survey plan)                    e.g. 9/S2001123
 //	ACT  "B<block>/S<section>/<DIVISION>"                e.g. B12/S34/AINSLIE
-func newPlan(r *rand.Rand, p *plans, l *locality, actSection *int) planRun {
+func newPlan(r *rand.Rand, p *plans, l *locality) planRun {
 	first := 1
 	if chance(r, 0.25) {
 		first = intBetween(r, 2, 300)
@@ -258,9 +258,10 @@ func newPlan(r *rand.Rand, p *plans, l *locality, actSection *int) planRun {
 		n := p.number("NT/S", 1_970_000, 2_030_000)
 		f = func(lot int) string { return strconv.Itoa(lot) + "/S" + u(n) }
 	case "ACT":
-		*actSection++
-		sec := *actSection
-		f = func(lot int) string { return "B" + strconv.Itoa(lot) + "/S" + strconv.Itoa(sec) + "/" + l.Name }
+		// Sections are numbered per division name: several localities (one per
+		// postcode) can share a division, and ids must stay unique.
+		sec := p.number("ACT/S/"+l.Name, 1, 100_000)
+		f = func(lot int) string { return "B" + strconv.Itoa(lot) + "/S" + u(sec) + "/" + l.Name }
 	default:
 		panic(fmt.Sprintf("synth: no cadastre convention for state %q", l.State)) // states are fixed by parseLocalities
 	}
@@ -336,7 +337,6 @@ func (g *Generator) localityLots(i, n int, pl *plans, lt *lot, yield func(*lot) 
 	spare := capLots - n // lots that may stay vacant
 	fr := newFrame(l.Lon, l.Lat, r.Float64()*math.Pi)
 	namer := &streetNamer{r: r, used: map[string]bool{}}
-	actSection := 0
 	nrows := rows(h)
 	// Streets nearest the centroid first.
 	order := make([]int, nrows)
@@ -366,7 +366,7 @@ func (g *Generator) localityLots(i, n int, pl *plans, lt *lot, yield func(*lot) 
 					}
 					depth := between(r, minDepth, maxDepth)
 					if runLeft == 0 {
-						plan = newPlan(r, pl, l, &actSection)
+						plan = newPlan(r, pl, l)
 						runLeft = intBetween(r, 4, 20)
 					}
 					runLeft--

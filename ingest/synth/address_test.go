@@ -265,3 +265,23 @@ func TestParcelsStop(t *testing.T) {
 		t.Errorf("Parcels: %v after %d", err, n)
 	}
 }
+
+// TestCadastreIDsUniquePerJurisdiction: the gazetteer's key is (jurisdiction,
+// cadastre id); several localities share an ACT division name.
+func TestCadastreIDsUniquePerJurisdiction(t *testing.T) {
+	g, err := New(20261122, Small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	if err := g.Parcels(func(p Parcel) error {
+		k := p.Jurisdiction + "|" + p.CadastreID
+		if seen[k] {
+			t.Fatalf("duplicate parcel id %s", k)
+		}
+		seen[k] = true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
