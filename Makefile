@@ -4,7 +4,7 @@ BIN      := bin/siteenv
 ADDR     ?= 127.0.0.1:8080
 DATA_DIR ?= ./var
 # Packages whose goroutines share memory run again under the race detector.
-RACE_PKGS := ./api/... ./clock/... ./ledger/...
+RACE_PKGS := ./api/... ./clock/... ./ledger/... ./engine/... ./jobs/...
 
 .DEFAULT_GOAL := help
 .PHONY: help run build test lint bench tools
@@ -18,8 +18,9 @@ build: ## build the binary to bin/siteenv
 run: build ## build, then serve on 127.0.0.1:8080 with the embedded database, file store and demo data
 	$(BIN) serve --addr $(ADDR) --data-dir $(DATA_DIR) --demo
 
-tools: ## install what the tests need (versitygw S3 server)
+tools: ## install what the tests need (versitygw S3 server; PostGIS and GDAL for the benchmark baseline)
 	./scripts/install-test-tools.sh
+	./scripts/install-bench-tools.sh
 
 test: tools lint ## the whole suite: vet, gofmt, every test, race detector on shared-memory packages
 	$(GO) test -count=1 -timeout 30m ./...
@@ -30,5 +31,7 @@ lint: ## go vet and a gofmt check
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-bench: ## Go benchmarks (speed and memory goals are checked here, never in tests)
+bench: build tools ## benchmarks: Go benchmarks, then the engine vs PostGIS harness (goals live here, never in tests)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(BIN) bench engine --scale $(or $(SCALE),small)
+	$(BIN) bench ingest --scale $(or $(SCALE),small)

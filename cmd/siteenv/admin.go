@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -148,6 +151,32 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			p, err := l.CreatePortfolio(ctx, id, *name)
 			return map[string]any{"portfolio_id": p.ID}, err
 		}
+	case "legacy import":
+		if len(rest) < 1 || strings.HasPrefix(rest[0], "-") {
+			return usageError{"usage: admin legacy import FILE (CSV: legacy_id,account_id,credits,created_at,site_id)"}
+		}
+		path := rest[0]
+		rest = rest[1:]
+		op = func(ctx context.Context, l *ledger.Ledger) (any, error) {
+			entries, err := readLegacyCSV(path)
+			if err != nil {
+				return nil, err
+			}
+			n, err := l.ImportLegacy(ctx, entries)
+			return map[string]any{"imported": n, "already_present": len(entries) - n}, err
+		}
+	case "ledger check":
+		op = func(ctx context.Context, l *ledger.Ledger) (any, error) {
+			v, err := l.Check(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if len(v) > 0 {
+				b, _ := json.Marshal(v)
+				return nil, fmt.Errorf("ledger invariants broken: %s", b)
+			}
+			return map[string]any{"ok": true, "violations": []any{}}, nil
+		}
 	default:
 		fmt.Fprint(stderr, usage)
 		return usageError{fmt.Sprintf("unknown admin command %q", cmd)}
@@ -196,3 +225,54 @@ func splitList(s string) []string {
 }
 
 var sectionKeyRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,99}$`)
+
+// readLegacyCSV reads legacy usage transactions: a header row, then
+// legacy_id,account_id,credits,created_at (RFC 3339 or empty),site_id (or empty).
+func readLegacyCSV(path string) ([]ledger.LegacyUsage, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rd := csv.NewReader(f)
+	rd.FieldsPerRecord = 5
+	head, err := rd.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if strings.Join(head, ",") != "legacy_id,account_id,credits,created_at,site_id" {
+		return nil, fmt.Errorf("%s: header must be legacy_id,account_id,credits,created_at,site_id", path)
+	}
+	var out []ledger.LegacyUsage
+	for line := 2; ; line++ {
+		rec, err := rd.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		e := ledger.LegacyUsage{LegacyID: rec[0]}
+		if e.AccountID, err = uuid.Parse(rec[1]); err != nil {
+			return nil, fmt.Errorf("%s:%d: account_id is not a UUID", path, line)
+		}
+		if e.Credits, err = strconv.ParseInt(rec[2], 10, 64); err != nil || e.Credits < 0 {
+			return nil, fmt.Errorf("%s:%d: credits must be an integer >= 0", path, line)
+		}
+		if rec[3] != "" {
+			t, err := time.Parse(time.RFC3339, rec[3])
+			if err != nil {
+				return nil, fmt.Errorf("%s:%d: created_at must be RFC 3339 with a timezone, or empty", path, line)
+			}
+			e.CreatedAt = &t
+		}
+		if rec[4] != "" {
+			id, err := uuid.Parse(rec[4])
+			if err != nil {
+				return nil, fmt.Errorf("%s:%d: site_id is not a UUID", path, line)
+			}
+			e.SiteID = &id
+		}
+		out = append(out, e)
+	}
+}

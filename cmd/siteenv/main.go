@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
@@ -24,10 +25,20 @@ Usage:
   siteenv admin section set --key KEY --name NAME --price N
   siteenv admin config set report-price N
   siteenv admin portfolio create --account ID --name NAME
+  siteenv admin legacy import FILE     (CSV: legacy_id,account_id,credits,created_at,site_id)
+  siteenv admin ledger check           (verifies the credit ledger's invariants)
+  siteenv ingest --layer layer.json [--source-crs EPSG:N] [--id-property NAME]
+          [--max-rejects N] [--rejects FILE] FILE...
+  siteenv ingest gazetteer --addresses FILE --parcels FILE
+  siteenv demo [--scale small|medium|large] [--seed N]
+  siteenv bench engine [--scale small|medium|large] [--queries N]   (engine vs PostGIS)
+  siteenv bench ingest [--scale small|medium|large]                 (ingest vs ogr2ogr)
 
 Every command takes --data-dir (or SITEENV_DATA_DIR) and reaches the same
 database and store as serve, whether or not a server is running.
-Environment: SITEENV_DATA_DIR, SITEENV_DATABASE_URL, SITEENV_SECRET, SITEENV_LOG_LEVEL.
+Environment: SITEENV_DATA_DIR, SITEENV_DATABASE_URL, SITEENV_STORE (file:///path or
+s3://bucket/prefix with SITEENV_S3_ENDPOINT, SITEENV_S3_ACCESS_KEY, SITEENV_S3_SECRET_KEY),
+SITEENV_SECRET, SITEENV_LOG_LEVEL.
 `
 
 // usageError marks bad command lines (exit status 2).
@@ -60,10 +71,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serve(ctx, args[1:], stdout, stderr)
 	case "admin":
 		return admin(ctx, args[1:], stdout, stderr)
+	case "ingest":
+		boundMemory()
+		return ingestCmd(ctx, args[1:], stdout, stderr)
+	case "demo":
+		boundMemory()
+		return demoCmd(ctx, args[1:], stdout, stderr)
+	case "bench":
+		return benchCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
 	fmt.Fprint(stderr, usage)
 	return usageError{fmt.Sprintf("unknown command %q", args[0])}
+}
+
+// boundMemory keeps ingest well under 1 GiB resident: without GOMEMLIMIT the
+// collector lets the heap grow to twice the live data between cycles.
+func boundMemory() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(640 << 20)
+	}
 }

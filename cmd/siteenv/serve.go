@@ -9,9 +9,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"siteenv/api"
-	"siteenv/ledger"
+	"siteenv/engine"
+	"siteenv/ingest/synth"
+	"siteenv/jobs"
 )
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -19,7 +23,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
 	dataDir := dataDirFlag(fs)
-	demo := fs.Bool("demo", false, "on first start, create a demo account and key (written to <data-dir>/demo-key)")
+	demo := fs.Bool("demo", false, "on first start, load the small synthetic demo dataset and create a demo account and key (kept in <data-dir>/demo-key)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
@@ -38,7 +42,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	srv, err := api.New(api.Config{Secret: secret, Logger: log}, e.led)
+	store, err := e.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	mem, err := engineMemory()
+	if err != nil {
+		return err
+	}
+	eng := engine.New(store, engine.Options{MemoryBudget: mem})
+	runner := jobs.New(jobs.Config{Logger: log}, e.led, eng, store)
+	runner.Start(ctx)
+	srv, err := api.New(api.Config{Secret: secret, Logger: log, Store: store, Runner: runner}, e.led)
 	if err != nil {
 		return err
 	}
@@ -59,26 +74,39 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return hs.Shutdown()
 }
 
-// ensureDemo creates, on first start only, a demo account with credits and an
-// all-scopes key, shown once on stdout and kept in <data-dir>/demo-key (0600).
+// ensureDemo loads the small demo dataset and key on first start only.
 func ensureDemo(ctx context.Context, e *env, stdout io.Writer) error {
-	path := filepath.Join(e.dataDir, "demo-key")
-	if _, err := os.Stat(path); err == nil {
+	if _, err := os.Stat(filepath.Join(e.dataDir, "demo-key")); err == nil {
 		return nil
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	acct, err := e.led.CreateAccount(ctx, "Demo account", 1000)
+	res, err := loadDemo(ctx, e, synth.Small, demoSeed, stdout)
 	if err != nil {
-		return err
+		return fmt.Errorf("demo data: %w", err)
 	}
-	k, err := e.led.CreateKey(ctx, ledger.KeyParams{Account: acct.ID, Scopes: ledger.Scopes})
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, []byte(k.Secret+"\n"), 0o600); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "demo account %s with 1000 credits; its all-scopes key is in %s\n", acct.ID, path)
+	fmt.Fprintf(stdout, "demo: %d layers, %d features, %d addresses in %.1fs; account %s; its all-scopes key is in %s\n",
+		res.Layers, res.Features, res.Addresses, res.ElapsedS, res.AccountID, res.KeyFile)
 	return nil
+}
+
+// engineMemory reads SITEENV_ENGINE_MEMORY: bytes, or a number with KiB,
+// MiB or GiB; unset means the engine's default.
+func engineMemory() (int64, error) {
+	v := strings.TrimSpace(os.Getenv("SITEENV_ENGINE_MEMORY"))
+	if v == "" {
+		return 0, nil
+	}
+	mult := int64(1)
+	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+		if strings.HasSuffix(v, suffix) {
+			v, mult = strings.TrimSuffix(v, suffix), m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("SITEENV_ENGINE_MEMORY must be bytes or a number with KiB, MiB or GiB, e.g. 2GiB")
+	}
+	return n * mult, nil
 }

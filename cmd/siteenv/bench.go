@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"siteenv/bench"
+	"siteenv/ingest/synth"
+)
+
+const benchUsage = `usage:
+  siteenv bench engine [--scale small|medium|large] [--queries 10000] [--seed N] [--workers 2]
+          [--strict] [--cpuprofile FILE] [--data-dir DIR]
+  siteenv bench ingest [--scale small|medium|large] [--seed N] [--layers id,id] [--data-dir DIR]`
+
+// benchCmd runs the benchmarks of package bench. Their scratch data (file
+// store, PostgreSQL cluster, GeoJSON) goes in a temporary directory under
+// the data dir, removed at the end; the service's own data is not touched.
+func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{benchUsage}
+	}
+	switch args[0] {
+	case "engine":
+		return benchEngine(ctx, args[1:], stdout, stderr)
+	case "ingest":
+		return benchIngest(ctx, args[1:], stdout, stderr)
+	case "ingest-run":
+		// Internal: the child process `bench ingest` measures.
+		return bench.IngestChild(ctx, args[1:], stdout, stderr)
+	}
+	return usageError{fmt.Sprintf("unknown bench %q\n%s", args[0], benchUsage)}
+}
+
+func benchEngine(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench engine", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := dataDirFlag(fs)
+	scale := fs.String("scale", "medium", "small (~200k features), medium (~2M) or large (~20M)")
+	queries := fs.Int("queries", bench.DefaultQueries, "queries in the mix")
+	seed := fs.Int64("seed", bench.DefaultSeed, "seed of the data and the query mix")
+	workers := fs.Int("workers", bench.DefaultWorkers, "clients of the concurrent pass (1: none)")
+	strict := fs.Bool("strict", false, "also fail when PostGIS, not the engine, disagrees with the geodesic reference")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the engine's single-client pass to this file")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	sc, err := synth.ParseScale(*scale)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	work, err := benchWorkDir(*dataDir)
+	if err != nil {
+		return err
+	}
+	opt := bench.EngineOptions{
+		WorkDir: work, Scale: sc, Seed: *seed, Queries: *queries, Workers: *workers, Logger: newLogger(stderr),
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer f.Close()
+		opt.CPUProfile = f
+	}
+	r, err := bench.RunEngine(ctx, opt)
+	if err != nil {
+		return err
+	}
+	r.Print(stdout)
+	return r.Err(*strict)
+}
+
+func benchIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench ingest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := dataDirFlag(fs)
+	scale := fs.String("scale", "medium", "small (~200k features), medium (~2M) or large (~20M)")
+	seed := fs.Int64("seed", bench.DefaultSeed, "seed of the data")
+	layers := fs.String("layers", "", "comma-separated layer ids (default: every layer)")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	sc, err := synth.ParseScale(*scale)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	work, err := benchWorkDir(*dataDir)
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("bench: own executable: %w", err)
+	}
+	var ids []string
+	if *layers != "" {
+		ids = splitList(*layers)
+	}
+	r, err := bench.RunIngest(ctx, bench.IngestOptions{
+		WorkDir: work, Scale: sc, Seed: *seed, Layers: ids,
+		Command: []string{self, "bench", "ingest-run"}, Logger: newLogger(stderr),
+	})
+	if err != nil {
+		return err
+	}
+	r.Print(stdout)
+	return nil
+}
+
+// benchWorkDir is <data-dir>/bench, made traversable (0755 up from it) so
+// the postgres user can reach the cluster when we run as root.
+func benchWorkDir(dataDir string) (string, error) {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(abs, "bench")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("bench: %w", err)
+	}
+	for _, d := range []string{abs, dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			return "", fmt.Errorf("bench: %w", err)
+		}
+	}
+	return dir, nil
+}

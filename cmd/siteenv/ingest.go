@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"siteenv/ingest"
+	"siteenv/tiles"
+)
+
+// openStore opens SITEENV_STORE, or file://<data-dir>/store.
+func (e *env) openStore(ctx context.Context) (tiles.Store, error) {
+	u := os.Getenv("SITEENV_STORE")
+	if u == "" {
+		dir := filepath.Join(e.dataDir, "store")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		u = "file://" + dir
+	}
+	return tiles.OpenStore(ctx, u, tiles.S3ConfigFromEnv())
+}
+
+func ingestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "gazetteer" {
+		return gazetteerCmd(ctx, args[1:], stdout, stderr)
+	}
+	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := dataDirFlag(fs)
+	layerPath := fs.String("layer", "", "layer.json (required)")
+	srcCRS := fs.String("source-crs", "", "CRS of the inputs: OGC:CRS84 (default), EPSG:4326, EPSG:7844, EPSG:7847..7858")
+	idProp := fs.String("id-property", "", "property holding each feature's unique id")
+	maxRejects := fs.Int64("max-rejects", 0, "abort without publishing when more rows are rejected")
+	rejects := fs.String("rejects", "", "rejects CSV (file,row,reason); default <layer_id>.rejects.csv")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if *layerPath == "" || fs.NArg() == 0 {
+		return usageError{"usage: siteenv ingest --layer layer.json [--source-crs EPSG:N] [--id-property NAME] FILE..."}
+	}
+	def, err := ingest.ReadLayerDef(*layerPath)
+	if err != nil {
+		return err
+	}
+	if *rejects == "" {
+		*rejects = def.LayerID + ".rejects.csv"
+	}
+	log := newLogger(stderr)
+	e, err := openEnv(ctx, *dataDir, log)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	store, err := e.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	sum, err := ingest.Run(ctx, ingest.Options{
+		Layer: def, SourceCRS: *srcCRS, IDProperty: *idProp, MaxRejects: *maxRejects, RejectsPath: *rejects,
+		Store: store, Publisher: ingest.LedgerPublisher{Ledger: e.led}, Progress: os.Stderr,
+	}, fs.Args()...)
+	if err != nil {
+		if sum.Rejected > 0 {
+			return fmt.Errorf("%w (rejected rows are listed in %s)", err, *rejects)
+		}
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(sum)
+}
