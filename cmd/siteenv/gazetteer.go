@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"flag"
 	"io"
 	"iter"
@@ -80,7 +81,11 @@ func loadGazetteer(ctx context.Context, led *ledger.Ledger, addrs func(func(synt
 	})
 	defer stopP()
 	na, np, err := led.ReplaceGazetteer(ctx, nextA, nextP)
-	return na, np, errors.Join(err, *errA, *errP)
+	// A reader's error explains the aborted load better than the database's.
+	if rerr := errors.Join(*errA, *errP); rerr != nil {
+		return 0, 0, fmt.Errorf("%w (nothing was loaded)", rerr)
+	}
+	return na, np, err
 }
 
 var errStopped = errors.New("stopped")
