@@ -108,3 +108,36 @@ func TestIngestGazetteerCommand(t *testing.T) {
 		t.Fatalf("a bad state was loaded: %v", err)
 	}
 }
+
+func TestAdminLegacyImportAndLedgerCheck(t *testing.T) {
+	t.Setenv("SITEENV_DATABASE_URL", ledgertest.DSN(t))
+	dir := t.TempDir()
+	t.Setenv("SITEENV_DATA_DIR", filepath.Join(dir, "var"))
+	acct, err := cli(t, "admin", "account", "create", "--name", "Legacy Co", "--credits", "40")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := acct["account_id"].(string)
+	csvPath := filepath.Join(dir, "legacy.csv")
+	_ = os.WriteFile(csvPath, []byte("legacy_id,account_id,credits,created_at,site_id\n"+
+		"U-1,"+id+",12,2024-05-01T10:00:00+10:00,\n"+
+		"U-2,"+id+",3,,\n"), 0o644)
+	out, err := cli(t, "admin", "legacy", "import", csvPath)
+	if err != nil || out["imported"] != float64(2) {
+		t.Fatalf("%v %v", out, err)
+	}
+	out, err = cli(t, "admin", "legacy", "import", csvPath)
+	if err != nil || out["imported"] != float64(0) || out["already_present"] != float64(2) {
+		t.Fatalf("re-import %v %v", out, err)
+	}
+	if _, err := cli(t, "admin", "credits", "grant", "--account", id, "--amount", "10"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cli(t, "admin", "ledger", "check"); err != nil || out["ok"] != true {
+		t.Fatalf("ledger check %v %v", out, err)
+	}
+	_ = os.WriteFile(csvPath, []byte("legacy_id,account_id,credits,created_at,site_id\nU-3,"+id+",5,2024-05-01 10:00,\n"), 0o644)
+	if _, err := cli(t, "admin", "legacy", "import", csvPath); err == nil || !strings.Contains(err.Error(), ":2:") {
+		t.Fatalf("a date without timezone was accepted: %v", err)
+	}
+}
