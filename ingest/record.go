@@ -173,45 +173,10 @@ func decodeRecord(rec []byte, schema tiles.FieldSchema) (tiles.Feature, error) {
 const keyOrder = 31
 
 func spatialKey(b orb.Bound) uint64 {
-	c := b.Center()
-	const n = 1 << keyOrder
-	return hilbertXY(n, gridCoord(c[0], -180, 360, n), gridCoord(c[1], -90, 180, n))
+	return tiles.HilbertIndex(world, b.Center(), keyOrder)
 }
 
-func gridCoord(v, lo, span float64, n uint32) uint32 {
-	f := (v - lo) / span * float64(n)
-	switch {
-	case !(f > 0): // also NaN
-		return 0
-	case f >= float64(n):
-		return n - 1
-	}
-	return uint32(f)
-}
-
-// hilbertXY is the classic xy -> d conversion for an n x n grid (n a power
-// of two).
-func hilbertXY(n, x, y uint32) uint64 {
-	var d uint64
-	for s := n / 2; s > 0; s /= 2 {
-		var rx, ry uint32
-		if x&s != 0 {
-			rx = 1
-		}
-		if y&s != 0 {
-			ry = 1
-		}
-		d += uint64(s) * uint64(s) * uint64((3*rx)^ry)
-		if ry == 0 {
-			if rx == 1 {
-				x = n - 1 - x
-				y = n - 1 - y
-			}
-			x, y = y, x
-		}
-	}
-	return d
-}
+var world = orb.Bound{Min: orb.Point{-180, -90}, Max: orb.Point{180, 90}}
 
 // hilbertD2XY is the inverse of hilbertXY for an n x n grid.
 func hilbertD2XY(n uint32, d uint64) (x, y uint32) {

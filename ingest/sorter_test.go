@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/paulmach/orb"
+
+	"siteenv/tiles"
 )
 
 // TestHilbertPrefix: the top 2L bits of a key are the level-L Hilbert index
@@ -20,7 +22,8 @@ func TestHilbertPrefix(t *testing.T) {
 	const n = 1 << keyOrder
 	for i := 0; i < 2000; i++ {
 		x, y := r.Uint32N(n), r.Uint32N(n)
-		d := hilbertXY(n, x, y)
+		grid := orb.Bound{Max: orb.Point{n, n}}
+		d := tiles.HilbertIndex(grid, orb.Point{float64(x) + 0.5, float64(y) + 0.5}, keyOrder)
 		if gx, gy := hilbertD2XY(n, d); gx != x || gy != y {
 			t.Fatalf("d2xy(xy2d(%d, %d)) = %d, %d", x, y, gx, gy)
 		}

@@ -8,7 +8,14 @@ const hilbertOrder = 16
 // hilbertIndex maps p, which lies in extent, to its distance along a Hilbert
 // curve of order 16 filling extent. Points outside extent are clamped.
 func hilbertIndex(extent orb.Bound, p orb.Point) uint64 {
-	const n = 1 << hilbertOrder
+	return HilbertIndex(extent, p, hilbertOrder)
+}
+
+// HilbertIndex maps p to its distance along a Hilbert curve of the given
+// order (bits per axis, at most 31) filling extent; points outside extent
+// are clamped. Ingest sorts by it over the whole world before tiling.
+func HilbertIndex(extent orb.Bound, p orb.Point, order uint) uint64 {
+	n := uint32(1) << order
 	x := gridCoord(p[0], extent.Min[0], extent.Max[0], n)
 	y := gridCoord(p[1], extent.Min[1], extent.Max[1], n)
 	return hilbertXY(n, x, y)
