@@ -77,7 +77,9 @@ func (e *Engine) load(ctx context.Context, se *shardEntry, te tiles.TileEntry) {
 	close(se.done)
 	if err != nil {
 		delete(e.mu.shards, se.key)
-		e.mu.loadErrors++
+		if !isContextError(err) {
+			e.mu.loadErrors++
+		}
 		return
 	}
 	e.mu.loads++

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"github.com/paulmach/orb"
+
+	"siteenv/engine/geo"
 )
 
 // Coverage says how much of an area a release's coverage polygon covers.
@@ -37,7 +39,7 @@ func CoverageOf(area, cover orb.Geometry) Coverage {
 			return CoverageUnknown
 		}
 	}
-	return newEvaluator(prepareSite(area), 0).coverage(cover)
+	return newEvaluator(prepareSite(area, geo.NewLocal), 0).coverage(cover)
 }
 
 func isPolygonal(g orb.Geometry) bool {
@@ -52,9 +54,9 @@ func isPolygonal(g orb.Geometry) bool {
 // against cover. With d the distance from the site to the cover's boundary
 // (its rings): d <= r means the search area reaches across the boundary
 // (partial); otherwise each connected component of the site lies wholly
-// inside or outside the cover, and the components decide: all inside is
-// complete, none inside is none (a cover lying inside the site would have
-// put its boundary at distance 0).
+// inside or outside the cover, and so does each cover polygon with respect
+// to the site: a cover polygon inside the site makes it partial; otherwise
+// the site's components decide: all inside is complete, none is none.
 func (ev *evaluator) coverage(cover orb.Geometry) Coverage {
 	if !isPolygonal(cover) {
 		return CoverageUnknown
@@ -69,6 +71,14 @@ func (ev *evaluator) coverage(cover orb.Geometry) Coverage {
 		ev.partDistance(k, &f, &n)
 		if n.found && n.d <= ev.r {
 			return CoveragePartial
+		}
+	}
+	// A cover polygon inside the site's polygons.
+	if ev.s.area != nil {
+		for _, i := range f.comps {
+			if ev.s.area.contains(f.pts[i]) {
+				return CoveragePartial
+			}
 		}
 	}
 	in := 0

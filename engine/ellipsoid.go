@@ -60,18 +60,35 @@ func padDeg(b orb.Bound, d float64) orb.Bound {
 // geodesics up to 5 degrees long. Edges across the antimeridian are not
 // supported.
 func bulgeDeg(a, b orb.Point) float64 {
+	return bulgeWith(a, b, bulgeScale(math.Max(math.Abs(a[1]), math.Abs(b[1]))))
+}
+
+// bulgeScale is the factor bulgeWith needs for edges whose latitudes stay
+// within lat of the equator (1 / (cos(lat) * deg)), so that callers testing
+// many edges of one geometry compute the cosine once.
+func bulgeScale(lat float64) float64 {
+	return 1 / (math.Cos(math.Min(lat, 89)*deg) * deg)
+}
+
+// boundScale is bulgeScale for the edges of a geometry with box b.
+func boundScale(b orb.Bound) float64 {
+	return bulgeScale(math.Max(math.Abs(b.Min[1]), math.Abs(b.Max[1])))
+}
+
+// bulgeWith is bulgeDeg with a precomputed bulgeScale.
+func bulgeWith(a, b orb.Point, scale float64) float64 {
 	dl := math.Abs(a[0]-b[0]) * deg
 	if dl == 0 {
 		return 1e-9 // meridians are straight
 	}
 	dp := math.Abs(a[1]-b[1]) * deg
-	lat := math.Min(math.Max(math.Abs(a[1]), math.Abs(b[1])), 89)
-	return dl*(dl+2*dp)/4/math.Cos(lat*deg)/deg + 1e-9
+	return dl*(dl+2*dp)/4*scale + 1e-9
 }
 
-// edgeBox is the box of the geodesic from a to b (conservative).
-func edgeBox(a, b orb.Point) orb.Bound {
-	m := bulgeDeg(a, b)
+// edgeBox is the box of the geodesic from a to b (conservative), scale
+// being a bulgeScale valid for the edge.
+func edgeBox(a, b orb.Point, scale float64) orb.Bound {
+	m := bulgeWith(a, b, scale)
 	return orb.Bound{
 		Min: orb.Point{math.Min(a[0], b[0]) - m, math.Min(a[1], b[1]) - m},
 		Max: orb.Point{math.Max(a[0], b[0]) + m, math.Max(a[1], b[1]) + m},

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -82,6 +83,7 @@ type Engine struct {
 		idle      shardEntry             // sentinel of the idle list
 		manifests map[string]*manifestEntry
 		tick      uint64
+		locals    map[[2]int32]geo.Local // by snapped centre (localFor)
 
 		resident, features, indexBytes int64
 		loads, loadErrors, evictions   int64
@@ -98,6 +100,7 @@ func New(store tiles.Store, opt Options) *Engine {
 	e := &Engine{store: store, budget: opt.MemoryBudget}
 	e.mu.shards = map[string]*shardEntry{}
 	e.mu.manifests = map[string]*manifestEntry{}
+	e.mu.locals = map[[2]int32]geo.Local{}
 	e.mu.idle.next, e.mu.idle.prev = &e.mu.idle, &e.mu.idle
 	return e
 }
@@ -178,7 +181,7 @@ type Stats struct {
 	Features      int64 // features in loaded shards
 	Manifests     int
 	Loads         int64 // shard loads completed
-	LoadErrors    int64
+	LoadErrors    int64 // failed loads (not counting abandoned ones)
 	// LoadedFeatures and LoadSeconds total every load;
 	// LoadFeaturesPerSec is their ratio.
 	LoadedFeatures     int64
@@ -267,7 +270,7 @@ func (e *Engine) Query(ctx context.Context, req Request) ([]LayerResult, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ev := newEvaluator(prepareSite(req.Site), req.RadiusM)
+	ev := newEvaluator(prepareSite(req.Site, e.local), req.RadiusM)
 	out := make([]LayerResult, len(req.Layers))
 	for i, lr := range req.Layers {
 		res, err := e.queryLayer(ctx, ev, lr.withDefaults())
@@ -277,6 +280,39 @@ func (e *Engine) Query(ctx context.Context, req Request) ([]LayerResult, error) 
 		out[i] = res
 	}
 	return out, nil
+}
+
+// Site projections are shared: a query's projection is centred on the
+// centre of a localSnap-degree cell rather than on the site itself (at most
+// ~1.1 km away), so sites in the same area reuse one geo.Local instead of
+// paying NewLocal's 36 geodesic solutions (tens of microseconds, the largest
+// fixed cost of a small query). Exactness does not depend on the centre:
+// ErrorBound holds for any pair within 16 km of it, and prepareSite splits
+// sites that reach too far from it.
+const (
+	localSnap      = 0.02
+	maxLocalsCache = 4096
+)
+
+func (e *Engine) local(c orb.Point) geo.Local {
+	key := [2]int32{int32(math.Floor(c[0] / localSnap)), int32(math.Floor(c[1] / localSnap))}
+	e.mu.Lock()
+	l, ok := e.mu.locals[key]
+	e.mu.Unlock()
+	if ok {
+		return l
+	}
+	l = geo.NewLocal(orb.Point{(float64(key[0]) + 0.5) * localSnap, (float64(key[1]) + 0.5) * localSnap})
+	e.mu.Lock()
+	if len(e.mu.locals) >= maxLocalsCache {
+		for k := range e.mu.locals { // drop an arbitrary one
+			delete(e.mu.locals, k)
+			break
+		}
+	}
+	e.mu.locals[key] = l
+	e.mu.Unlock()
+	return l
 }
 
 // tileBulgeMargin widens the search box when pruning tiles that hold
@@ -335,29 +371,50 @@ func (e *Engine) queryLayer(ctx context.Context, ev *evaluator, lr LayerRequest)
 		res.Status, res.Reason = StatusNoData, ReasonNoMatches
 		return res, nil
 	}
-	slices.SortFunc(col.feats, func(a, b Feature) int {
-		switch {
-		case a.DistanceM < b.DistanceM:
-			return -1
-		case a.DistanceM > b.DistanceM:
-			return 1
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
 	res.Status = StatusDataPresent
-	res.Features = col.feats
+	res.Features = sortFeatures(col.feats)
 	res.EncodedBytes = col.bytes
 	return res, nil
+}
+
+// sortFeatures orders features by distance, then id. It sorts small keys
+// and permutes once, which is cheaper than moving Features around.
+func sortFeatures(feats []Feature) []Feature {
+	type key struct {
+		d float64
+		i int32
+	}
+	keys := make([]key, len(feats))
+	for i := range feats {
+		keys[i] = key{feats[i].DistanceM, int32(i)}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		switch {
+		case a.d < b.d:
+			return -1
+		case a.d > b.d:
+			return 1
+		}
+		return strings.Compare(feats[a.i].ID, feats[b.i].ID)
+	})
+	out := make([]Feature, len(feats))
+	for i, k := range keys {
+		out[i] = feats[k.i]
+	}
+	return out
 }
 
 // mayMatch reports whether tile te can hold features within the radius.
 func (ev *evaluator) mayMatch(te tiles.TileEntry) bool {
 	b := te.BBox.Bound()
+	pointsOnly := len(te.GeometryTypes) > 0
 	for _, t := range te.GeometryTypes {
 		if t != "Point" && t != "MultiPoint" {
-			b = padDeg(b, tileBulgeMargin)
-			break
+			pointsOnly = false
 		}
+	}
+	if !pointsOnly {
+		b = padDeg(b, tileBulgeMargin)
 	}
 	if !b.Intersects(ev.union) {
 		return false

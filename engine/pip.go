@@ -26,6 +26,7 @@ import (
 // union). Positions on a chord count as inside or outside arbitrarily;
 // callers decide touching separately through distances.
 func flatContains(f *flat, p orb.Point) bool {
+	scale := boundScale(f.box)
 	inside := false
 	poly := int32(-1)
 	for _, e := range f.elems {
@@ -39,7 +40,7 @@ func flatContains(f *flat, p orb.Point) bool {
 			poly = e.poly
 		}
 		for i := e.start; i+1 < e.end; i++ {
-			if crosses(f.pts[i], f.pts[i+1], p) {
+			if crosses(f.pts[i], f.pts[i+1], p, scale) {
 				inside = !inside
 			}
 		}
@@ -48,8 +49,9 @@ func flatContains(f *flat, p orb.Point) bool {
 }
 
 // crosses reports whether the geodesic from a to b crosses the ray due
-// east of p along its parallel (half-open rule on latitude).
-func crosses(a, b, p orb.Point) bool {
+// east of p along its parallel (half-open rule on latitude); scale is a
+// bulgeScale valid for the edge.
+func crosses(a, b, p orb.Point, scale float64) bool {
 	c := false
 	if (a[1] > p[1]) != (b[1] > p[1]) {
 		o := orientLL(a, b, p)
@@ -59,7 +61,7 @@ func crosses(a, b, p orb.Point) bool {
 		return c // a meridian: the geodesic is the chord
 	}
 	// Lens correction: only for points within the bulge of the chord.
-	m := bulgeDeg(a, b)
+	m := bulgeWith(a, b, scale)
 	if p[0] < math.Min(a[0], b[0])-m || p[0] > math.Max(a[0], b[0])+m ||
 		p[1] < math.Min(a[1], b[1])-m || p[1] > math.Max(a[1], b[1])+m {
 		return c
@@ -101,6 +103,7 @@ func geodesicSide(a, b, p orb.Point) int {
 type ringSet struct {
 	f      *flat
 	box    orb.Bound
+	scale  float64
 	npoly  int
 	bands  [][]int32 // edge start indices (into f.pts) per latitude band; nil for few edges
 	lat0   float64
@@ -111,7 +114,7 @@ type ringSet struct {
 const ringSetBandEdges = 8
 
 func newRingSet(f *flat) *ringSet {
-	rs := &ringSet{f: f, npoly: int(f.polys)}
+	rs := &ringSet{f: f, npoly: int(f.polys), scale: boundScale(f.box)}
 	rs.box = orb.Bound{Min: orb.Point{math.Inf(1), math.Inf(1)}, Max: orb.Point{math.Inf(-1), math.Inf(-1)}}
 	edges := 0
 	for _, e := range f.elems {
@@ -119,7 +122,7 @@ func newRingSet(f *flat) *ringSet {
 			continue
 		}
 		for i := e.start; i+1 < e.end; i++ {
-			rs.box = rs.box.Union(edgeBox(f.pts[i], f.pts[i+1]))
+			rs.box = rs.box.Union(edgeBox(f.pts[i], f.pts[i+1], rs.scale))
 			edges++
 		}
 	}
@@ -138,7 +141,7 @@ func newRingSet(f *flat) *ringSet {
 			continue
 		}
 		for i := e.start; i+1 < e.end; i++ {
-			b := edgeBox(f.pts[i], f.pts[i+1])
+			b := edgeBox(f.pts[i], f.pts[i+1], rs.scale)
 			lo, hi := rs.band(b.Min[1]), rs.band(b.Max[1])
 			for k := lo; k <= hi; k++ {
 				rs.bands[k] = append(rs.bands[k], i)
@@ -182,7 +185,7 @@ func (rs *ringSet) contains(p orb.Point) bool {
 	clear(rs.parity)
 	pts := rs.f.pts
 	for _, i := range rs.bands[rs.band(p[1])] {
-		if crosses(pts[i], pts[i+1], p) {
+		if crosses(pts[i], pts[i+1], p, rs.scale) {
 			k := rs.polyOf(i)
 			rs.parity[k] = !rs.parity[k]
 		}

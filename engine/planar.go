@@ -16,7 +16,12 @@ func sub(a, b orb.Point) orb.Point { return orb.Point{a[0] - b[0], a[1] - b[1]} 
 
 func cross(a, b orb.Point) float64 { return a[0]*b[1] - a[1]*b[0] }
 
-func hypot(a, b orb.Point) float64 { return math.Hypot(a[0]-b[0], a[1]-b[1]) }
+// hypot is the distance between a and b (coordinates are metres, far from
+// overflow, so math.Hypot's scaling is not needed).
+func hypot(a, b orb.Point) float64 {
+	dx, dy := a[0]-b[0], a[1]-b[1]
+	return math.Sqrt(dx*dx + dy*dy)
+}
 
 // orient is the sign of the turn a -> b -> c: +1 counter-clockwise, -1
 // clockwise, 0 collinear.

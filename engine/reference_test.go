@@ -230,6 +230,11 @@ func refEvaluate(s, f *refGeom, r float64) refResult {
 	if dc+s.radius+f.radius < r-0.05 {
 		return refResult{member: true, margin: dc + s.radius + f.radius}
 	}
+	return refExact(s, f, r)
+}
+
+// refExact computes the distance between s and f and decides membership.
+func refExact(s, f *refGeom, r float64) refResult {
 	// Vertex-to-vertex distances.
 	ns, nf := len(s.verts), len(f.verts)
 	md := make([]float64, ns*nf)

@@ -121,3 +121,35 @@ func cmpS(a, b string) int {
 	}
 	return 0
 }
+
+// TestLongEdges: edges are geodesics. A 200 km east-west edge at 34°S bows
+// about 530 m south of the straight line in degrees; a site between the two
+// lies inside the polygon, and distances follow the geodesic.
+func TestLongEdges(t *testing.T) {
+	t.Parallel()
+	poly := orb.Polygon{{{150, -34}, {152.17, -34}, {152.17, -33}, {150, -33}, {150, -34}}}
+	line := orb.LineString{{150, -34.2}, {152.17, -34.2}}
+	store := newStore(t)
+	rel := publish(t, store, "long", [][]tiles.Feature{{feat("poly", poly), feat("line", line)}}, nil)
+	e := New(store, Options{})
+	fp, fl := newRefGeom(poly), newRefGeom(line)
+	m := newMetric(orb.Point{151.085, -34})
+	for _, y := range []float64{-200, -400, -800, -1500} {
+		site := m.at(0, y)
+		sref := newRefGeom(site)
+		for _, r := range []float64{0, 100, 300, 700} {
+			res := query(t, e, site, r, layerReq(rel))[0]
+			got := map[string]float64{}
+			for _, f := range res.Features {
+				got[f.ID] = f.DistanceM
+			}
+			for id, fg := range map[string]*refGeom{"poly": fp, "line": fl} {
+				rr := refExact(sref, fg, r)
+				d, in := got[id]
+				if in != rr.member || (in && math.Abs(d-rr.dist) > 1e-3) {
+					t.Errorf("site %.0f m south, r=%v: %s found=%v dist=%.4f; reference %v %.4f", -y, r, id, in, d, rr.member, rr.dist)
+				}
+			}
+		}
+	}
+}

@@ -76,13 +76,14 @@ func buildShard(t *tiles.Tile, name string) (*shard, error) {
 // geodesicBox is the box of f's positions widened by its edges' bulges.
 func geodesicBox(f *flat) orb.Bound {
 	b := f.box
+	scale := boundScale(b)
 	var m float64
 	for _, e := range f.elems {
 		if e.kind == elemPoint {
 			continue
 		}
 		for i := e.start; i+1 < e.end; i++ {
-			m = math.Max(m, bulgeDeg(f.pts[i], f.pts[i+1]))
+			m = math.Max(m, bulgeWith(f.pts[i], f.pts[i+1], scale))
 		}
 	}
 	return padDeg(b, m)

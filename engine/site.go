@@ -52,16 +52,21 @@ type part struct {
 	tree *itemTree      // index over pts and segs (nil when few)
 }
 
+// localFunc returns a geo.Local centred at or near a point (within
+// localSnap/2 degrees of it in each coordinate).
+type localFunc func(orb.Point) geo.Local
+
 // prepareSite prepares g, which must have passed geo.Validate (or be a
 // Polygon/MultiPolygon/line/point geometry with finite positions).
-func prepareSite(g orb.Geometry) *site {
+func prepareSite(g orb.Geometry, local localFunc) *site {
 	s := &site{}
 	s.geom.setOrb(g)
 	f := &s.geom
 	s.box = f.box
+	scale := boundScale(f.box)
 	for _, e := range f.elems {
 		for i := e.start; i+1 < e.end && e.kind != elemPoint; i++ {
-			s.box = s.box.Union(edgeBox(f.pts[i], f.pts[i+1]))
+			s.box = s.box.Union(edgeBox(f.pts[i], f.pts[i+1], scale))
 		}
 	}
 	for _, i := range f.comps {
@@ -71,8 +76,7 @@ func prepareSite(g orb.Geometry) *site {
 		s.area = newRingSet(f)
 	}
 
-	center := f.box.Center()
-	l0 := geo.NewLocal(center)
+	l0 := local(f.box.Center())
 	far := false
 	for _, p := range f.pts {
 		x, y := l0.Forward(p)
@@ -98,7 +102,7 @@ func prepareSite(g orb.Geometry) *site {
 		s.parts = []*part{pt}
 		return s
 	}
-	s.parts = splitSite(f, l0)
+	s.parts = splitSite(f, l0, local)
 	return s
 }
 
@@ -108,7 +112,7 @@ type piece struct {
 	point bool
 }
 
-func splitSite(f *flat, l0 geo.Local) []*part {
+func splitSite(f *flat, l0 geo.Local, local localFunc) []*part {
 	type cellKey struct{ x, y int64 }
 	cells := map[cellKey][]piece{}
 	var order []cellKey
@@ -151,9 +155,9 @@ func splitSite(f *flat, l0 geo.Local) []*part {
 		pcs := cells[k]
 		box := orb.Bound{Min: pcs[0].a, Max: pcs[0].a}
 		for _, pc := range pcs {
-			box = box.Union(edgeBox(pc.a, pc.b))
+			box = box.Union(edgeBox(pc.a, pc.b, bulgeScale(math.Max(math.Abs(pc.a[1]), math.Abs(pc.b[1])))))
 		}
-		pt := &part{loc: geo.NewLocal(box.Center()), box: box}
+		pt := &part{loc: local(box.Center()), box: box}
 		for _, pc := range pcs {
 			if pc.point {
 				pt.pts = append(pt.pts, pt.loc.ForwardPoint(pc.a))

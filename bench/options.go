@@ -1,0 +1,117 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+
+	"siteenv/ingest/synth"
+)
+
+// Defaults.
+const (
+	// DefaultSeed makes runs comparable across machines and commits.
+	DefaultSeed    = 20261122
+	DefaultQueries = 10_000
+	DefaultWorkers = 2
+)
+
+// EngineOptions configure RunEngine.
+type EngineOptions struct {
+	// WorkDir receives a private temporary directory (file store, PostgreSQL
+	// cluster) removed when RunEngine returns. Required. Its ancestors must
+	// be traversable by the postgres user when running as root.
+	WorkDir string
+	// Scale of the synthetic data. Default synth.Medium.
+	Scale synth.Scale
+	// Seed of the data and of the query mix. Default DefaultSeed.
+	Seed int64
+	// Queries in the mix. Default DefaultQueries.
+	Queries int
+	// Workers of the concurrent pass (throughput with that many clients);
+	// 1 skips it. Default DefaultWorkers.
+	Workers int
+	// MaxFeaturesPerLayer keeps only the first features of each layer
+	// (tests use a few hundred). Default 0: all.
+	MaxFeaturesPerLayer int64
+	// CPUProfile, when set, receives a CPU profile (runtime/pprof) of the
+	// engine's single-client pass.
+	CPUProfile io.Writer
+	// Logger receives progress. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *EngineOptions) fill() error {
+	if o.Scale == "" {
+		o.Scale = synth.Medium
+	}
+	if o.Seed == 0 {
+		o.Seed = DefaultSeed
+	}
+	if o.Queries == 0 {
+		o.Queries = DefaultQueries
+	}
+	if o.Workers == 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	switch {
+	case o.WorkDir == "":
+		return errors.New("bench: WorkDir is required")
+	case o.Queries < 1:
+		return fmt.Errorf("bench: queries must be at least 1, not %d", o.Queries)
+	case o.Workers < 1:
+		return fmt.Errorf("bench: workers must be at least 1, not %d", o.Workers)
+	case o.MaxFeaturesPerLayer < 0:
+		return fmt.Errorf("bench: negative MaxFeaturesPerLayer")
+	}
+	_, err := synth.ParseScale(string(o.Scale))
+	return err
+}
+
+// IngestOptions configure RunIngest.
+type IngestOptions struct {
+	// WorkDir receives a private temporary directory (GeoJSON, tiles,
+	// GeoPackages) removed when RunIngest returns. Required.
+	WorkDir string
+	// Scale of the synthetic data. Default synth.Medium.
+	Scale synth.Scale
+	// Seed of the data. Default DefaultSeed.
+	Seed int64
+	// Layers restricts the run to these layer ids. Default: every layer.
+	Layers []string
+	// Command runs the ingest of one file in a child process so its peak
+	// memory can be measured on its own: Command + [--layer L --store DIR
+	// FILE] must behave like IngestChild. Required (the CLI passes its own
+	// binary and "bench ingest-run").
+	Command []string
+	// Logger receives progress. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *IngestOptions) fill() error {
+	if o.Scale == "" {
+		o.Scale = synth.Medium
+	}
+	if o.Seed == 0 {
+		o.Seed = DefaultSeed
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	switch {
+	case o.WorkDir == "":
+		return errors.New("bench: WorkDir is required")
+	case len(o.Command) == 0:
+		return errors.New("bench: Command is required")
+	}
+	_, err := synth.ParseScale(string(o.Scale))
+	return err
+}
+
+// cpus is reported with every table: ratios depend on it.
+func cpus() int { return runtime.GOMAXPROCS(0) }

@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/paulmach/orb"
+
+	"siteenv/tiles"
+)
+
+// concurrencyFixture publishes two layers of many small tiles around
+// Sydney and returns the store, the layer requests and a set of queries.
+func concurrencyFixture(t testing.TB) (tiles.Store, []LayerRequest, []Request) {
+	store := newStore(t)
+	groups := exactnessData("syd", sydney, 42)
+	// Cut each quadrant in four: 16 tiles.
+	var small [][]tiles.Feature
+	for _, g := range groups {
+		for k := 0; k < 4; k++ {
+			small = append(small, g[k*len(g)/4:(k+1)*len(g)/4])
+		}
+	}
+	a := publish(t, store, "conc-a", small, nil)
+	b := publish(t, store, "conc-b", groups[:2], nil)
+	layers := []LayerRequest{layerReq(a), layerReq(b)}
+	layers[1].IncludeGeometry = true
+	m := newMetric(sydney)
+	rng := rand.New(rand.NewPCG(9, 9))
+	var reqs []Request
+	for i := 0; i < 24; i++ {
+		reqs = append(reqs, Request{
+			Site:    randomSite(m, rng, i%4),
+			RadiusM: math.Pow(10, 4*rng.Float64()),
+			Layers:  layers,
+		})
+	}
+	return store, layers, reqs
+}
+
+// TestConcurrentQueries runs many goroutines against an engine whose
+// budget forces constant eviction (and some cancelled queries), and
+// checks every answer against an engine that keeps everything.
+func TestConcurrentQueries(t *testing.T) {
+	t.Parallel()
+	store, _, reqs := concurrencyFixture(t)
+	ctx := context.Background()
+	big := New(store, Options{})
+	want := make([][]LayerResult, len(reqs))
+	for i, req := range reqs {
+		res, err := big.Query(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = res
+	}
+	for _, budget := range []int64{1, 100 << 10} {
+		t.Run(fmt.Sprintf("budget=%d", budget), func(t *testing.T) {
+			small := New(store, Options{MemoryBudget: budget})
+			workers, rounds := 8, 3
+			if raceEnabled {
+				rounds = 1
+			}
+			var wg sync.WaitGroup
+			for w := 0; w < workers; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					rng := rand.New(rand.NewPCG(uint64(w), 1))
+					for r := 0; r < rounds; r++ {
+						for _, i := range rng.Perm(len(reqs)) {
+							qctx, cancel := context.WithCancel(ctx)
+							if rng.IntN(6) == 0 {
+								go cancel() // races with the query
+							}
+							got, err := small.Query(qctx, reqs[i])
+							cancel()
+							if err != nil {
+								if !errors.Is(err, context.Canceled) {
+									t.Errorf("query %d: %v", i, err)
+								}
+								continue
+							}
+							if !reflect.DeepEqual(got, want[i]) {
+								t.Errorf("query %d differs from the large-budget engine", i)
+							}
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			s := small.Stats()
+			if s.Evictions == 0 {
+				t.Errorf("no evictions: %+v", s)
+			}
+			if budget == 1 && (s.Shards != 0 || s.ResidentBytes != 0) {
+				t.Errorf("idle shards kept over budget: %+v", s)
+			}
+			if budget > 1 && s.ResidentBytes > budget {
+				t.Errorf("resident %d over budget %d while idle", s.ResidentBytes, budget)
+			}
+			t.Logf("%+v", s)
+		})
+	}
+}
+
+// TestReleasesAreIndependent: publishing a new release of a layer changes
+// nothing for queries on the old release id.
+func TestReleasesAreIndependent(t *testing.T) {
+	t.Parallel()
+	m := newMetric(sydney)
+	store := newStore(t)
+	v1 := publish(t, store, "roads", [][]tiles.Feature{{
+		feat("old-1", m.at(10, 0)), feat("old-2", orb.LineString{m.at(-50, 20), m.at(50, 20)}),
+	}}, nil)
+	e := New(store, Options{})
+	site := m.at(0, 0)
+	before := query(t, e, site, 100, layerReq(v1))
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var v2 *tiles.Manifest
+	go func() {
+		defer wg.Done()
+		v2 = publish(t, store, "roads", [][]tiles.Feature{{feat("new-1", m.at(5, 5))}}, nil)
+	}()
+	for i := 0; i < 20; i++ {
+		if got := query(t, e, site, 100, layerReq(v1)); !reflect.DeepEqual(got, before) {
+			t.Fatalf("release 1 changed while release 2 was published")
+		}
+	}
+	wg.Wait()
+	if v2.ReleaseID == v1.ReleaseID {
+		t.Fatal("same release id")
+	}
+	if got := query(t, e, site, 100, layerReq(v1)); !reflect.DeepEqual(got, before) {
+		t.Errorf("release 1 changed after release 2")
+	}
+	if got := ids(query(t, e, site, 100, layerReq(v2))[0]); !reflect.DeepEqual(got, []string{"new-1"}) {
+		t.Errorf("release 2: %v", got)
+	}
+	if got := ids(query(t, e, site, 100, layerReq(v1))[0]); !reflect.DeepEqual(got, []string{"old-1", "old-2"}) {
+		t.Errorf("release 1: %v", got)
+	}
+}
