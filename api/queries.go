@@ -299,6 +299,10 @@ func (s *Server) fillPage(r *request, q ledger.Query, body *queryBody, offset, o
 		return nil
 	}
 	obj, err := s.store.Open(r.c, *q.ResultKey)
+	if errors.Is(err, tiles.ErrNotExist) {
+		// Swept at its expiry between the ledger read and this one.
+		return newProblem("result_expired", "This query's results expired 24 hours after completion; submit a new query.")
+	}
 	if err != nil {
 		return err
 	}
