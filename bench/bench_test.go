@@ -27,7 +27,7 @@ func traversableTempDir(t *testing.T) string {
 }
 
 // TestEngineAgreesWithPostGIS runs the whole comparison on a small slice of
-// the synthetic data: every layer's first few hundred features and 60
+// the synthetic data: every layer's first thousand features and 100
 // queries of the mix. It proves the engine returns exactly the features
 // PostGIS's ST_DWithin(..., true) returns, except those within 1 cm of the
 // radius. It needs PostGIS: it fails (never skips) without it.
@@ -35,8 +35,8 @@ func TestEngineAgreesWithPostGIS(t *testing.T) {
 	ctx := context.Background()
 	var logs bytes.Buffer
 	r, err := RunEngine(ctx, EngineOptions{
-		WorkDir: traversableTempDir(t), Scale: synth.Small, Seed: 7, Queries: 60, Workers: 2,
-		MaxFeaturesPerLayer: 300, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		WorkDir: traversableTempDir(t), Scale: synth.Small, Seed: 7, Queries: 100, Workers: 2,
+		MaxFeaturesPerLayer: 1000, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 	})
 	if errors.Is(err, ErrNoPostGIS) {
 		t.Fatalf("%v (the test needs PostGIS; run scripts/install-bench-tools.sh)", err)

@@ -75,6 +75,42 @@ type comparison struct {
 	// Unexplained counts differing layer results whose rerun agreed, or
 	// that were not examined (beyond maxExplained).
 	Unexplained int
+	// OutsideCoverage counts layer results the engine answered
+	// outside_coverage (as the contract asks when the search area misses
+	// the release's coverage polygon) where PostGIS, which knows no
+	// coverage, found OutsideFeatures features: data that lies outside its
+	// own declared coverage, not a distance error. Examples has a few.
+	OutsideCoverage int
+	OutsideFeatures int64
+	OutsideExamples []outsideExample
+	// CoverageWrong counts examples whose feature lies wholly inside the
+	// coverage: the engine's outside_coverage was wrong.
+	CoverageWrong int
+}
+
+// outsideExample is a feature PostGIS found where the engine's answer was
+// outside_coverage, and how the feature itself relates to the coverage.
+type outsideExample struct {
+	Query     int
+	LayerID   string
+	FeatureID string
+	// FeatureCoverage is engine.CoverageOf(feature, coverage): "none" means
+	// the feature lies wholly outside its release's coverage polygon.
+	FeatureCoverage engine.Coverage
+}
+
+// engineWrong: the feature lies wholly inside the coverage and within the
+// radius, so the search area meets the coverage: outside_coverage was
+// wrong.
+func (x outsideExample) engineWrong() bool { return x.FeatureCoverage == engine.CoverageComplete }
+
+func (x outsideExample) String() string {
+	verdict := "data outside its declared coverage"
+	if x.engineWrong() {
+		verdict = "ENGINE COVERAGE WRONG: the feature lies inside the coverage"
+	}
+	return fmt.Sprintf("query %d layer %s feature %s: the engine answered outside_coverage; the feature's own coverage is %s: %s",
+		x.Query, x.LayerID, x.FeatureID, x.FeatureCoverage, verdict)
 }
 
 // compare checks the digests of both passes and examines each difference
@@ -92,6 +128,21 @@ func compare(ctx context.Context, e *engine.Engine, pg *postgis, ds *dataset, qs
 			c.Compared++
 			c.Matched += int64(a.n)
 			if a.digest == b.digest {
+				continue
+			}
+			if a.outside && a.n == 0 {
+				c.OutsideCoverage++
+				c.OutsideFeatures += int64(b.n)
+				if len(c.OutsideExamples) < maxExplained {
+					x, err := explainOutside(ctx, pg, ds, i, q, li)
+					if err != nil {
+						return c, err
+					}
+					c.OutsideExamples = append(c.OutsideExamples, x)
+					if x.engineWrong() {
+						c.CoverageWrong++
+					}
+				}
 				continue
 			}
 			c.Differing++
@@ -169,4 +220,29 @@ func explain(ctx context.Context, e *engine.Engine, pg *postgis, ds *dataset, i 
 		})
 	}
 	return out, nil
+}
+
+// explainOutside finds one feature PostGIS returned for layer li of query
+// i and classifies it against the release's coverage.
+func explainOutside(ctx context.Context, pg *postgis, ds *dataset, i int, q query, li int) (outsideExample, error) {
+	l := ds.layers[li]
+	x := outsideExample{Query: i, LayerID: l.id}
+	err := pg.query(ctx, 0, queryArgs(ds, &q, []int{li}), func(_, id []byte) {
+		if x.FeatureID == "" {
+			x.FeatureID = string(id)
+		}
+	})
+	if err != nil || x.FeatureID == "" {
+		return x, err
+	}
+	raw, _, err := pg.feature(ctx, l.id, x.FeatureID, q.wkb)
+	if err != nil {
+		return x, err
+	}
+	g, err := wkb.Unmarshal(raw)
+	if err != nil {
+		return x, fmt.Errorf("bench: feature %s/%s: %w", l.id, x.FeatureID, err)
+	}
+	x.FeatureCoverage = engine.CoverageOf(g, l.coverage)
+	return x, nil
 }

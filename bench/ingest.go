@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -158,22 +157,64 @@ func RunIngest(ctx context.Context, opt IngestOptions) (*IngestReport, error) {
 }
 
 // measure runs a child and reports its wall time, CPU time and peak
-// resident set (the kernel's ru_maxrss for the child).
+// resident set. The peak is the child's VmHWM, polled from /proc every
+// 10 ms: ru_maxrss is no good here, as Go starts children with vfork and
+// the kernel then counts the parent's resident set as the child's.
 func measure(ctx context.Context, stdout io.Writer, name string, args ...string) (run, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = stdout, &stderr
 	start := time.Now()
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return run{}, fmt.Errorf("%s: %w", filepath.Base(name), err)
+	}
+	done := make(chan struct{})
+	peak := make(chan int64, 1)
+	go func() {
+		var hwm int64
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if v, ok := vmHWM(cmd.Process.Pid); ok {
+				hwm = max(hwm, v)
+			}
+			select {
+			case <-done:
+				peak <- hwm
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	err := cmd.Wait()
 	wall := time.Since(start)
+	close(done)
+	hwm := <-peak
 	if err != nil {
 		return run{}, fmt.Errorf("%s: %w: %s", filepath.Base(name), err, tail(stderr.String(), 2000))
 	}
-	r := run{WallS: wall.Seconds(), CPUS: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.PeakRSS = ru.Maxrss * 1024 // KiB on Linux
+	return run{
+		WallS:   wall.Seconds(),
+		CPUS:    (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds(),
+		PeakRSS: hwm,
+	}, nil
+}
+
+// vmHWM reads the peak resident set of process pid, in bytes.
+func vmHWM(pid int) (int64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, false
 	}
-	return r, nil
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err == nil {
+				return kb << 10, true
+			}
+		}
+	}
+	return 0, false
 }
 
 func tail(s string, n int) string {
@@ -228,7 +269,7 @@ func (r *IngestReport) Print(w io.Writer) {
 	row("wall time, all layers (s)", r.Ingest.WallS, r.OGR.WallS, "%.2f")
 	row("features/s", ratio(float64(r.Features), r.Ingest.WallS), ratio(float64(r.Features), r.OGR.WallS), "%.0f")
 	row("CPU time, user+sys (s)", r.Ingest.CPUS, r.OGR.CPUS, "%.2f")
-	row("peak RSS, largest of the runs (MiB)", mib(r.Ingest.PeakRSS), mib(r.OGR.PeakRSS), "%.1f")
+	row("peak RSS (VmHWM), largest run (MiB)", mib(r.Ingest.PeakRSS), mib(r.OGR.PeakRSS), "%.1f")
 	row("output (MiB)", mib(r.Ingest.OutBytes), mib(r.OGR.OutBytes), "%.1f")
 	largest := fmt.Sprintf("largest layer %s (%s features)", r.Largest, group(r.LargestFeatures))
 	row(largest+", wall (s)", r.LargestIngest.WallS, r.LargestOGR.WallS, "%.2f")

@@ -42,6 +42,9 @@ type outcome struct {
 	digest
 	// failed: the engine failed the layer (a limit); it is not compared.
 	failed string
+	// outside: the engine found the search area outside the release's
+	// coverage polygon and looked no further (PostGIS knows no coverage).
+	outside bool
 }
 
 // pass is one timed run of the mix on one side.
@@ -139,6 +142,8 @@ func enginePass(ctx context.Context, e *engine.Engine, reqs []engine.Request, wo
 					return 0, fmt.Errorf("engine: layer %s: source unavailable", r.LayerID)
 				case r.Status == engine.StatusUnavailable:
 					o[j].failed = r.Reason
+				case r.Reason == engine.ReasonOutsideCoverage:
+					o[j].outside = true
 				}
 				for _, f := range r.Features {
 					o[j].add([]byte(f.ID))

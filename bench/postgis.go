@@ -5,15 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
-	"sync"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"siteenv/ledger/pgembed"
-	"siteenv/tiles"
 )
 
 // ErrNoPostGIS reports a PostgreSQL without the PostGIS extension.
@@ -76,12 +72,12 @@ const (
 
 // postgis is the baseline: a throwaway cluster with the dataset loaded.
 type postgis struct {
-	cluster *pgembed.Cluster
-	dir     string
-	log     *slog.Logger
+	cluster  *pgembed.Cluster
+	dir      string
+	log      *slog.Logger
 	version  string // PostGIS version
 	settings [][2]string
-	conns   []*pgx.Conn
+	conns    []*pgx.Conn
 
 	loadSeconds  float64 // COPY and index build, wall
 	copySeconds  float64 // summed over layers
@@ -185,216 +181,4 @@ func (pg *postgis) Close(ctx context.Context) {
 		}
 		pg.cluster = nil
 	}
-}
-
-// load copies every layer of ds into its own partition, builds the GiST
-// indexes, analyses and warms the cache. Layers load on `workers`
-// connections at once.
-func (pg *postgis) load(ctx context.Context, ds *dataset, workers int) error {
-	conn, err := pg.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, postgisCreate); err != nil {
-		return fmt.Errorf("bench: postgres: create table: %w", err)
-	}
-	start := time.Now()
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		work = make(chan int)
-	)
-	conns := make([]*pgx.Conn, 0, workers)
-	for range workers {
-		c, err := pg.connect(ctx)
-		if err != nil {
-			for _, c := range conns {
-				c.Close(ctx)
-			}
-			return err
-		}
-		conns = append(conns, c)
-	}
-	for _, c := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer c.Close(ctx)
-			for i := range work {
-				cp, ix, err := pg.loadLayer(ctx, c, ds, i)
-				mu.Lock()
-				pg.copySeconds += cp
-				pg.indexSeconds += ix
-				if err != nil {
-					errs = append(errs, fmt.Errorf("bench: postgres: layer %s: %w", ds.layers[i].id, err))
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	for i := range ds.layers {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	pg.loadSeconds = time.Since(start).Seconds()
-	if err := conn.QueryRow(ctx, postgisSize).Scan(&pg.bytes); err != nil {
-		return fmt.Errorf("bench: postgres: size: %w", err)
-	}
-	var blocks int64
-	if err := conn.QueryRow(ctx, postgisPrewarm).Scan(&blocks); err != nil {
-		return fmt.Errorf("bench: postgres: prewarm: %w", err)
-	}
-	pg.log.Info("bench: PostGIS loaded", "features", ds.features, "seconds", round3(pg.loadSeconds),
-		"bytes", pg.bytes, "prewarmed_blocks", blocks)
-	return nil
-}
-
-// loadLayer copies layer i into partition bench_feature_<i>, indexes it
-// and vacuums it (hint bits and statistics, so the first queries do not
-// pay for them).
-func (pg *postgis) loadLayer(ctx context.Context, c *pgx.Conn, ds *dataset, i int) (copySec, indexSec float64, err error) {
-	l := ds.layers[i]
-	part := fmt.Sprintf("%s_%d", postgisTable, i)
-	create := fmt.Sprintf("CREATE TABLE %s PARTITION OF %s FOR VALUES IN (%s)", part, postgisTable, quoteLiteral(l.id))
-	if _, err := c.Exec(ctx, create); err != nil {
-		return 0, 0, err
-	}
-	start := time.Now()
-	rows := make(chan []any, 1024)
-	readErr := make(chan error, 1)
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		defer close(rows)
-		readErr <- ds.eachTile(rctx, l, func(t *tiles.Tile) error {
-			for j := range t.Len() {
-				select {
-				case rows <- []any{l.id, t.IDs[j], t.WKB[j]}:
-				case <-rctx.Done():
-					return rctx.Err()
-				}
-			}
-			return nil
-		})
-	}()
-	n, err := c.CopyFrom(ctx, pgx.Identifier{part}, []string{"layer_id", "id", "geog"},
-		pgx.CopyFromFunc(func() ([]any, error) {
-			row, ok := <-rows
-			if !ok {
-				return nil, nil
-			}
-			return row, nil
-		}))
-	cancel()
-	for range rows { // let the reader finish
-	}
-	if rerr := <-readErr; err == nil && rerr != nil && !errors.Is(rerr, context.Canceled) {
-		err = rerr
-	}
-	if err != nil {
-		return 0, 0, fmt.Errorf("copy: %w", err)
-	}
-	if n != l.manifest.FeatureCount {
-		return 0, 0, fmt.Errorf("copy: %d rows for %d features", n, l.manifest.FeatureCount)
-	}
-	copySec = time.Since(start).Seconds()
-	start = time.Now()
-	if _, err := c.Exec(ctx, fmt.Sprintf("CREATE INDEX ON %s USING gist (geog)", part)); err != nil {
-		return copySec, 0, fmt.Errorf("index: %w", err)
-	}
-	indexSec = time.Since(start).Seconds()
-	if _, err := c.Exec(ctx, "VACUUM (ANALYZE) "+part); err != nil {
-		return copySec, indexSec, fmt.Errorf("vacuum: %w", err)
-	}
-	return copySec, indexSec, nil
-}
-
-func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
-// openQueryConns opens n connections with the query statements prepared
-// for every layer count in qs.
-func (pg *postgis) openQueryConns(ctx context.Context, n int, qs []query) error {
-	conn0, err := pg.connect(ctx)
-	if err != nil {
-		return err
-	}
-	// The parent table's statistics, for the planner's row estimates.
-	if _, err := conn0.Exec(ctx, "ANALYZE "+postgisTable); err != nil {
-		conn0.Close(ctx)
-		return fmt.Errorf("bench: postgres: analyze: %w", err)
-	}
-	conn0.Close(ctx)
-	counts := map[int]bool{1: true} // 1: explain reruns one layer
-	for _, q := range qs {
-		counts[len(q.layers)] = true
-	}
-	for range n {
-		c, err := pg.connect(ctx)
-		if err != nil {
-			return err
-		}
-		pg.conns = append(pg.conns, c)
-		for k := range counts {
-			if _, err := c.Prepare(ctx, queryName(k), querySQL(k)); err != nil {
-				return fmt.Errorf("bench: postgres: prepare: %w", err)
-			}
-		}
-		if _, err := c.Prepare(ctx, postgisFeatureName, postgisFeature); err != nil {
-			return fmt.Errorf("bench: postgres: prepare: %w", err)
-		}
-	}
-	return nil
-}
-
-func queryName(k int) string { return fmt.Sprintf("bench_dwithin_%d", k) }
-
-func querySQL(k int) string {
-	ps := make([]string, k)
-	for i := range ps {
-		ps[i] = fmt.Sprintf("$%d::text", i+3)
-	}
-	return fmt.Sprintf(postgisQuery, strings.Join(ps, ", "))
-}
-
-// query runs q's statement on connection w with args (site WKB, radius,
-// then the layer ids, see queryArgs) and hands each (layer id, feature id)
-// row to fn; the slices are valid only during the call.
-func (pg *postgis) query(ctx context.Context, w int, args []any, fn func(layerID, id []byte)) error {
-	rows, err := pg.conns[w].Query(ctx, queryName(len(args)-2), args...)
-	if err != nil {
-		return fmt.Errorf("bench: postgis query: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		v := rows.RawValues()
-		fn(v[0], v[1])
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("bench: postgis query: %w", err)
-	}
-	return nil
-}
-
-// queryArgs are the statement's arguments for q restricted to layers.
-func queryArgs(ds *dataset, q *query, layers []int) []any {
-	args := []any{q.wkb, q.radius}
-	for _, li := range layers {
-		args = append(args, ds.layers[li].id)
-	}
-	return args
-}
-
-// feature returns a feature's WKB and PostGIS's distance from the site.
-func (pg *postgis) feature(ctx context.Context, layerID, id string, site []byte) (wkbGeom []byte, dist float64, err error) {
-	err = pg.conns[0].QueryRow(ctx, postgisFeatureName, layerID, id, site).Scan(&wkbGeom, &dist)
-	if err != nil {
-		return nil, 0, fmt.Errorf("bench: postgis feature %s/%s: %w", layerID, id, err)
-	}
-	return wkbGeom, dist, nil
 }

@@ -73,15 +73,15 @@ func newEngineReport(opt EngineOptions, ds *dataset, qs []query, load loadStats,
 // with the engine against PostGIS.
 func (r *EngineReport) Err(strict bool) error {
 	c := r.Comparison
-	n := c.EngineWrong
+	n := c.EngineWrong + c.CoverageWrong
 	if strict {
 		n += c.PostGISWrong
 	}
 	if n == 0 && c.Unexplained == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %d features the engine got wrong, %d PostGIS got wrong, in %d differing layer results (%d unexplained)",
-		ErrMismatch, c.EngineWrong, c.PostGISWrong, c.Differing, c.Unexplained)
+	return fmt.Errorf("%w: %d features the engine got wrong, %d wrong outside_coverage answers, %d features PostGIS got wrong, in %d differing layer results (%d unexplained)",
+		ErrMismatch, c.EngineWrong, c.CoverageWrong, c.PostGISWrong, c.Differing, c.Unexplained)
 }
 
 // P50Ratio and P99Ratio are engine latency over PostGIS latency, one client.
@@ -104,6 +104,17 @@ func (r *EngineReport) Print(w io.Writer) {
 		c.Compared, group(c.Matched), c.Failed)
 	fmt.Fprintf(w, "mismatches: %d layer results differ, %d features; by the geodesic reference: %d within 1 cm of the radius (excluded), %d engine wrong, %d PostGIS wrong; %d unexplained\n",
 		c.Differing, len(c.Mismatches), c.Boundary, c.EngineWrong, c.PostGISWrong, c.Unexplained)
+	if c.OutsideCoverage > 0 {
+		fmt.Fprintf(w, "coverage: %d layer results the engine answered outside_coverage hold %d features for PostGIS, which knows no coverage (not compared); %d of %d examined have a feature wholly inside the coverage (engine wrong)\n",
+			c.OutsideCoverage, c.OutsideFeatures, c.CoverageWrong, len(c.OutsideExamples))
+		for i, x := range c.OutsideExamples {
+			if i == maxPrinted {
+				fmt.Fprintf(w, "  ... %d more\n", len(c.OutsideExamples)-maxPrinted)
+				break
+			}
+			fmt.Fprintf(w, "  outside coverage: %s\n", x)
+		}
+	}
 	for i, m := range c.Mismatches {
 		if i == maxPrinted {
 			fmt.Fprintf(w, "  ... %d more\n", len(c.Mismatches)-maxPrinted)
