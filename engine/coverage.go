@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"math"
+
 	"github.com/paulmach/orb"
 
 	"siteenv/engine/geo"
@@ -66,11 +68,16 @@ func (ev *evaluator) coverage(cover orb.Geometry) Coverage {
 	if !f.hasArea() {
 		return CoverageUnknown
 	}
-	for k := range ev.s.parts {
-		n := near{d: ev.limit}
-		ev.partDistance(k, &f, &n)
-		if n.found && n.d <= ev.r {
-			return CoveragePartial
+	// Only a cover edge near the search area can come within the radius;
+	// most queries are far from their layer's coverage boundary, so skip
+	// the exact distance (the costly part) when no edge is near.
+	if f.edgeNear(ev.union) {
+		for k := range ev.s.parts {
+			n := near{d: ev.limit}
+			ev.partDistance(k, &f, &n)
+			if n.found && n.d <= ev.r {
+				return CoveragePartial
+			}
 		}
 	}
 	// A cover polygon inside the site's polygons.
@@ -94,4 +101,31 @@ func (ev *evaluator) coverage(cover orb.Geometry) Coverage {
 		return CoverageNone
 	}
 	return CoveragePartial
+}
+
+// edgeNear reports whether any ring edge of f may pass through box. Each
+// edge's box is padded for how far a geodesic can bow from its straight
+// lon/lat chord: under L²·π/1440 degrees for an edge spanning L degrees at
+// latitudes up to 60°, doubled here, plus 0.01° for safety.
+func (f *flat) edgeNear(box orb.Bound) bool {
+	if !f.box.Intersects(box) {
+		return false
+	}
+	for _, e := range f.elems {
+		if e.kind != elemRing {
+			continue
+		}
+		for i := e.start; i+1 < e.end; i++ {
+			a, b := f.pts[i], f.pts[i+1]
+			seg := orb.Bound{Min: a, Max: a}.Extend(b)
+			l := math.Max(seg.Max[0]-seg.Min[0], seg.Max[1]-seg.Min[1])
+			pad := 0.01 + l*l*math.Pi/720
+			seg.Min[0], seg.Min[1] = seg.Min[0]-pad, seg.Min[1]-pad
+			seg.Max[0], seg.Max[1] = seg.Max[0]+pad, seg.Max[1]+pad
+			if seg.Intersects(box) {
+				return true
+			}
+		}
+	}
+	return false
 }
