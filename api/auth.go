@@ -45,8 +45,3 @@ func (s *Server) authorize(r *request, scopes ...string) error {
 	}
 	return nil
 }
-
-// authenticated reports whether a live principal is attached.
-func (r *request) authenticated() bool {
-	return r.principal.KeyID != [16]byte{} && !r.principal.Revoked
-}

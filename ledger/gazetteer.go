@@ -60,9 +60,3 @@ func (l *Ledger) ReplaceGazetteer(ctx context.Context, nextAddress func() (Addre
 	}
 	return addresses, parcels, translate(err)
 }
-
-// GazetteerCounts reports how many addresses and parcels are loaded.
-func (l *Ledger) GazetteerCounts(ctx context.Context) (addresses, parcels int64, err error) {
-	err = l.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM addresses), (SELECT count(*) FROM parcels)`).Scan(&addresses, &parcels)
-	return addresses, parcels, translate(err)
-}
