@@ -115,10 +115,8 @@ func TestRoutingErrors(t *testing.T) {
 	r = h.do("GET", "/reports", k.Secret, nil)
 	r.problem(t, "scope_insufficient", 403)
 	k2 := h.key(h.account(0), nil, "reports:read")
-	r = h.do("GET", "/reports", k2.Secret, nil)
-	if r.status == 403 {
-		r.problem(t, "feature_disabled", 403)
-	}
+	// Reports are not built yet; update this when they land.
+	h.do("GET", "/reports", k2.Secret, nil).problem(t, "feature_disabled", 403)
 }
 
 func TestQueryParameterErrorsNameTheFields(t *testing.T) {

@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -271,5 +270,4 @@ func TestPurchaseHistory(t *testing.T) {
 		t.Fatalf("legacy purchase %v", lp)
 	}
 	h.checkLedger()
-	_ = context.Background
 }

@@ -419,15 +419,11 @@ func (s *Server) deleteQuery(r *request) error {
 	if err := r.query().err(); err != nil {
 		return err
 	}
-	id, err := r.pathUUID("query_id")
+	q, err := s.readQuery(r)
 	if err != nil {
 		return err
 	}
-	r.resourceType, r.resourceID = "query", id.String()
-	if _, err := s.readQuery(r); err != nil {
-		return err
-	}
-	key, err := s.led.CancelOrRelease(r.c, r.principal.AccountID, id)
+	key, err := s.led.CancelOrRelease(r.c, r.principal.AccountID, q.ID)
 	if err != nil {
 		return err
 	}

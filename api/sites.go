@@ -269,26 +269,26 @@ func (s *Server) updateSite(r *request) error {
 	if err != nil {
 		return err
 	}
-	var raw map[string]json.RawMessage
-	if err := decodeBody(string(r.ctx.Request.Header.ContentType()), r.ctx.Request.Body(), &struct {
+	// RawMessage keeps a JSON null as "null", so presence and null differ.
+	var body struct {
 		Name        json.RawMessage `json:"name"`
 		PortfolioID json.RawMessage `json:"portfolio_id"`
 		Geometry    json.RawMessage `json:"geometry"`
 		Site        json.RawMessage `json:"site"`
-	}{}); err != nil {
+	}
+	if err := decodeBody(string(r.ctx.Request.Header.ContentType()), r.ctx.Request.Body(), &body); err != nil {
 		return err
 	}
-	_ = json.Unmarshal(r.ctx.Request.Body(), &raw)
 	r.resourceType, r.resourceID = "site", id.String()
-	if _, ok := raw["geometry"]; ok {
+	if body.Geometry != nil {
 		return boundaryImmutable("geometry")
 	}
-	if _, ok := raw["site"]; ok {
+	if body.Site != nil {
 		return boundaryImmutable("site")
 	}
 	var u ledger.SiteUpdate
 	var fe []FieldError
-	if v, ok := raw["name"]; ok {
+	if v := body.Name; v != nil {
 		u.SetName = true
 		if string(v) != "null" {
 			var name string
@@ -298,7 +298,7 @@ func (s *Server) updateSite(r *request) error {
 			u.Name = &name
 		}
 	}
-	if v, ok := raw["portfolio_id"]; ok {
+	if v := body.PortfolioID; v != nil {
 		u.SetPortfolio = true
 		if string(v) != "null" {
 			var sid string
