@@ -35,8 +35,13 @@ const (
 // record returns the encoded size of one feature line. g nil means
 // "geometry":null.
 func (z *sizer) record(layerID, featureID string, dist float64, props map[string]any, g orb.Geometry) int64 {
+	return z.recordLen(layerID, featureID, dist, z.mapLen(props), g)
+}
+
+// recordLen is record with the properties' encoded length.
+func (z *sizer) recordLen(layerID, featureID string, dist float64, propsLen int, g orb.Geometry) int64 {
 	n := recPrefix + jsonStringLen(layerID) + recFeature + jsonStringLen(featureID) +
-		recDistance + z.floatLen(dist) + recProps + z.mapLen(props) + recGeometry + recEnd
+		recDistance + z.floatLen(dist) + recProps + propsLen + recGeometry + recEnd
 	if g == nil {
 		n += 4
 	} else {

@@ -5,6 +5,8 @@ import (
 
 	"github.com/paulmach/orb"
 
+	"github.com/tidwall/geodesic"
+
 	"siteenv/engine/geo"
 )
 
@@ -116,14 +118,9 @@ func (ev *evaluator) point(v orb.Point) (bool, float64) {
 
 // feature evaluates the geometry in f.
 func (ev *evaluator) feature(f *flat) (bool, float64) {
-	for k := range ev.s.parts {
-		ev.res[k] = near{d: ev.limit}
-		ev.partDistance(k, f, &ev.res[k])
-		if ev.res[k].found && ev.res[k].d == 0 {
-			return true, 0
-		}
-	}
-	// No boundary meets the feature: containment either way gives 0.
+	gb, m := featureBox(f)
+	// Containment first: it decides distance 0 without projecting
+	// anything, and large features often hold the site.
 	if ev.s.area != nil && f.box.Intersects(ev.s.area.box) {
 		for _, i := range f.comps {
 			if ev.s.area.contains(f.pts[i]) {
@@ -132,19 +129,44 @@ func (ev *evaluator) feature(f *flat) (bool, float64) {
 		}
 	}
 	if f.hasArea() {
-		var gb orb.Bound
-		many := len(ev.s.comps) > 4
-		if many {
-			gb = geodesicBox(f)
-		}
 		for _, u := range ev.s.comps {
-			if (!many || gb.Contains(u)) && flatContains(f, u) {
+			if gb.Contains(u) && flatContains(f, u) {
 				return true, 0
 			}
 		}
 	}
+	for k := range ev.s.parts {
+		ev.res[k] = near{d: ev.limit}
+		if !gb.Intersects(ev.boxes[k]) {
+			continue
+		}
+		ev.partDistanceBox(k, f, m, &ev.res[k])
+		if ev.res[k].found && ev.res[k].d == 0 {
+			return true, 0
+		}
+	}
 	return ev.decide()
 }
+
+// featureBox returns f's box widened by the bulge of its geodesic edges
+// and, when that bulge is small, the bulge itself (a bound for every edge:
+// bulgeWith grows with both spans, so the box's diagonal bounds any edge
+// inside it); m < 0 means edges need their own bounds.
+func featureBox(f *flat) (orb.Bound, float64) {
+	if len(f.elems) == 1 && f.elems[0].kind == elemPoint {
+		return f.box, 0
+	}
+	m := bulgeWith(f.box.Min, f.box.Max, boundScale(f.box))
+	if m <= maxSharedBulge {
+		return padDeg(f.box, m), m
+	}
+	return geodesicBox(f), -1
+}
+
+// maxSharedBulge (degrees, ~10 m) is the largest box bulge partDistance
+// uses for every edge of a geometry instead of bounding each edge: it only
+// widens the boxes that prune edges.
+const maxSharedBulge = 1e-4
 
 // decide turns the per-part closest pairs into membership and distance.
 func (ev *evaluator) decide() (bool, float64) {
@@ -187,14 +209,52 @@ func refine(l geo.Local, n *near) float64 {
 // partDistance offers to best the distance from part k to the feature's
 // positions and edges inside the part's search box.
 func (ev *evaluator) partDistance(k int, f *flat, best *near) {
+	ev.partDistanceBox(k, f, -1, best)
+}
+
+// partDistanceBox is partDistance with m, f's shared edge bulge from
+// featureBox (m < 0: bound each edge).
+//
+// It first offers the position of f nearest the part (judged cheaply in
+// degrees), a true distance, and then skips every position and edge whose
+// box lies farther than best.d from the part's box: in the usual case only
+// the few edges around the closest point are projected and measured.
+func (ev *evaluator) partDistanceBox(k int, f *flat, m float64, best *near) {
 	pt := ev.s.parts[k]
 	sb := ev.boxes[k]
 	scale := boundScale(f.box)
+
+	c := pt.box.Center()
+	cosLat := math.Cos(c[1] * deg)
+	seed, seedD := int32(-1), math.Inf(1)
+	for _, e := range f.elems {
+		for i := e.start; i < e.end; i++ {
+			v := f.pts[i]
+			if !inBox(&sb, v) {
+				continue
+			}
+			dx, dy := (v[0]-c[0])*cosLat, v[1]-c[1]
+			if d := dx*dx + dy*dy; d < seedD {
+				seed, seedD = i, d
+			}
+		}
+	}
+	if seed >= 0 && pt.loc.Fitted(f.pts[seed]) {
+		pt.nearPoint(pt.loc.ForwardPoint(f.pts[seed]), best)
+		if best.found && best.d == 0 {
+			return
+		}
+	}
+	prune, pruneD := sb, best.d
+	if best.found {
+		prune = padBox(pt.box, best.d)
+	}
+
 	for _, e := range f.elems {
 		if e.kind == elemPoint {
 			for i := e.start; i < e.end; i++ {
 				v := f.pts[i]
-				if sb.Contains(v) {
+				if inBox(&prune, v) {
 					pt.nearPoint(pt.loc.ForwardPoint(v), best)
 				}
 			}
@@ -202,23 +262,82 @@ func (ev *evaluator) partDistance(k int, f *flat, best *near) {
 		}
 		prevIdx := int32(-1)
 		var prev orb.Point
+		// With a shared bulge, each position gets an outcode against the
+		// prune box widened by it, and an edge whose ends are both beyond
+		// the same side is skipped: one code per position, not a box per
+		// edge.
+		var wide orb.Bound
+		var codeA uint8
+		if m >= 0 {
+			wide = padDeg(prune, m)
+			codeA = outcode(&wide, f.pts[e.start])
+		}
 		for i := e.start; i+1 < e.end; i++ {
 			A, B := f.pts[i], f.pts[i+1]
-			if !edgeBox(A, B, scale).Intersects(sb) {
+			if m >= 0 {
+				codeB := outcode(&wide, B)
+				skip := codeA&codeB != 0
+				codeA = codeB
+				if skip {
+					continue
+				}
+			} else if !edgeMeets(A, B, bulgeWith(A, B, scale), &prune) {
 				continue
 			}
-			a := prev
-			if prevIdx != i {
-				a = pt.loc.ForwardPoint(A)
+			if !pt.loc.Fitted(A) || !pt.loc.Fitted(B) {
+				ev.farEdge(pt, A, B, best)
+				prevIdx = -1
+			} else {
+				a := prev
+				if prevIdx != i {
+					a = pt.loc.ForwardPoint(A)
+				}
+				b := pt.loc.ForwardPoint(B)
+				prevIdx, prev = i+1, b
+				ev.edge(pt, A, B, a, b, best)
 			}
-			b := pt.loc.ForwardPoint(B)
-			prevIdx, prev = i+1, b
-			ev.edge(pt, A, B, a, b, best)
-			if best.found && best.d == 0 {
-				return
+			if best.found {
+				if best.d == 0 {
+					return
+				}
+				if best.d < 0.9*pruneD {
+					prune, pruneD = padBox(pt.box, best.d), best.d
+					if m >= 0 {
+						wide = padDeg(prune, m)
+						codeA = outcode(&wide, B)
+					}
+				}
 			}
 		}
 	}
+}
+
+// outcode says on which sides of b point p lies (0: inside).
+func outcode(b *orb.Bound, p orb.Point) uint8 {
+	var c uint8
+	if p[0] < b.Min[0] {
+		c |= 1
+	} else if p[0] > b.Max[0] {
+		c |= 2
+	}
+	if p[1] < b.Min[1] {
+		c |= 4
+	} else if p[1] > b.Max[1] {
+		c |= 8
+	}
+	return c
+}
+
+// inBox reports whether p lies in b (b not empty).
+func inBox(b *orb.Bound, p orb.Point) bool {
+	return p[0] >= b.Min[0] && p[0] <= b.Max[0] && p[1] >= b.Min[1] && p[1] <= b.Max[1]
+}
+
+// edgeMeets reports whether the box of the edge A-B widened by m degrees
+// meets b.
+func edgeMeets(A, B orb.Point, m float64, b *orb.Bound) bool {
+	return math.Min(A[0], B[0])-m <= b.Max[0] && math.Max(A[0], B[0])+m >= b.Min[0] &&
+		math.Min(A[1], B[1])-m <= b.Max[1] && math.Max(A[1], B[1])+m >= b.Min[1]
 }
 
 // edge offers the distance from the part to the geodesic edge A-B,
@@ -243,4 +362,59 @@ func (ev *evaluator) edge(pt *part, A, B, a, b orb.Point, best *near) {
 		prev = c
 	}
 	pt.nearSeg(prev, b, best)
+}
+
+// farReachMargin (metres) covers the difference between planar and
+// geodesic distances within the fitted square (millimetres) in farEdge's
+// pruning.
+const farReachMargin = 1.0
+
+// farEdge offers the distance from the part to the geodesic edge A-B, an
+// end of which lies outside the part's fitted projection (a long coverage
+// or polygon edge passing by). Projecting such ends exactly and cutting
+// the whole edge into chords would cost thousands of geodesic solutions for
+// an edge hundreds of kilometres long; instead the edge is bisected along
+// the geodesic and a piece is dropped as soon as the triangle inequality
+// shows every point of it is farther from the projection's centre C than
+// anything within best.d of the part: for a piece P-Q of length L, every
+// point X on it has |CX| >= (|CP| + |CQ| - L)/2. Pieces that survive with
+// both ends in the fitted square are measured by edge as usual.
+func (ev *evaluator) farEdge(pt *part, A, B orb.Point, best *near) {
+	c := pt.loc.Center()
+	line := geodesic.WGS84.InverseLine(A[1], A[0], B[1], B[0], geodesic.Latitude|geodesic.Longitude|geodesic.DistanceIn)
+	ev.farPiece(pt, &line, c, 0, line.S13(), A, B, geo.Distance(c, A), geo.Distance(c, B), best, 0)
+}
+
+// farMinPiece: pieces shorter than this are measured directly (projected
+// exactly if need be) rather than bisected further.
+const farMinPiece = 200.0
+
+func (ev *evaluator) farPiece(pt *part, line *geodesic.Line, c orb.Point, s0, s1 float64, P, Q orb.Point, dP, dQ float64, best *near, depth int) {
+	reach := pt.extent + best.d + farReachMargin
+	if (dP+dQ-(s1-s0))/2 > reach {
+		return
+	}
+	if (pt.loc.Fitted(P) && pt.loc.Fitted(Q)) || s1-s0 <= farMinPiece || depth >= 40 {
+		ev.edge(pt, P, Q, pt.loc.ForwardPoint(P), pt.loc.ForwardPoint(Q), best)
+		return
+	}
+	m := (s0 + s1) / 2
+	var lat, lon float64
+	line.Position(m, &lat, &lon, nil)
+	M := orb.Point{lon, lat}
+	dM := geo.Distance(c, M)
+	// The nearer half first: its distance shrinks best.d for the other.
+	if dP <= dQ {
+		ev.farPiece(pt, line, c, s0, m, P, M, dP, dM, best, depth+1)
+		if best.found && best.d == 0 {
+			return
+		}
+		ev.farPiece(pt, line, c, m, s1, M, Q, dM, dQ, best, depth+1)
+	} else {
+		ev.farPiece(pt, line, c, m, s1, M, Q, dM, dQ, best, depth+1)
+		if best.found && best.d == 0 {
+			return
+		}
+		ev.farPiece(pt, line, c, s0, m, P, M, dP, dM, best, depth+1)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/paulmach/orb"
 )
@@ -244,17 +245,52 @@ func (r *wkbReader) point(dims int) orb.Point {
 	return orb.Point{x, y}
 }
 
-// positions appends n positions to f.pts (without elements).
+// positions appends n positions to f.pts (without elements). It is the
+// innermost loop of every query (each candidate is decoded), hence the
+// direct byte order and the bitwise finiteness test.
 func (r *wkbReader) positions(f *flat, n, dims int) error {
-	if n*8*dims > len(r.b)-r.off {
+	step := 8 * dims
+	if n*step > len(r.b)-r.off {
 		return errWKB
 	}
-	for i := 0; i < n; i++ {
-		p := r.point(dims)
-		if !finite(p[0]) || !finite(p[1]) {
-			return fmt.Errorf("%w: non-finite coordinate", errWKB)
+	start := len(f.pts)
+	f.pts = slices.Grow(f.pts, n)[:start+n]
+	pts := f.pts[start:]
+	b := r.b[r.off : r.off+n*step]
+	// bad becomes 1 when an ordinate's exponent is all ones (infinite or
+	// NaN): exponent+1 reaches bit 11 only then.
+	var bad uint64
+	if r.order == binary.ByteOrder(binary.LittleEndian) {
+		for i := range pts {
+			ux, uy := binary.LittleEndian.Uint64(b[i*step:]), binary.LittleEndian.Uint64(b[i*step+8:])
+			bad |= (ux>>52&0x7ff+1)>>11 | (uy>>52&0x7ff+1)>>11
+			pts[i] = orb.Point{math.Float64frombits(ux), math.Float64frombits(uy)}
 		}
-		f.add(p)
+	} else {
+		for i := range pts {
+			ux, uy := binary.BigEndian.Uint64(b[i*step:]), binary.BigEndian.Uint64(b[i*step+8:])
+			bad |= (ux>>52&0x7ff+1)>>11 | (uy>>52&0x7ff+1)>>11
+			pts[i] = orb.Point{math.Float64frombits(ux), math.Float64frombits(uy)}
+		}
+	}
+	r.off += n * step
+	if bad != 0 {
+		return fmt.Errorf("%w: non-finite coordinate", errWKB)
+	}
+	bx := &f.box
+	for _, p := range pts {
+		if p[0] < bx.Min[0] {
+			bx.Min[0] = p[0]
+		}
+		if p[0] > bx.Max[0] {
+			bx.Max[0] = p[0]
+		}
+		if p[1] < bx.Min[1] {
+			bx.Min[1] = p[1]
+		}
+		if p[1] > bx.Max[1] {
+			bx.Max[1] = p[1]
+		}
 	}
 	return nil
 }

@@ -124,7 +124,7 @@ func encodeRecords(t testing.TB, layerID string, feats []Feature) int {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	for _, f := range feats {
-		rec := record{LayerID: layerID, FeatureID: f.ID, DistanceM: f.DistanceM, Properties: f.Properties}
+		rec := record{LayerID: layerID, FeatureID: f.ID, DistanceM: f.DistanceM, Properties: f.Properties()}
 		if f.Geometry != nil {
 			rec.Geometry = geojson.NewGeometry(f.Geometry)
 		}

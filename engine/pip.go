@@ -101,14 +101,13 @@ func geodesicSide(a, b, p orb.Point) int {
 // ringSet is a site's polygons prepared for many point-in-polygon tests:
 // edges bucketed by latitude band.
 type ringSet struct {
-	f      *flat
-	box    orb.Bound
-	scale  float64
-	npoly  int
-	bands  [][]int32 // edge start indices (into f.pts) per latitude band; nil for few edges
-	lat0   float64
-	dlat   float64
-	parity []bool
+	f     *flat
+	box   orb.Bound
+	scale float64
+	npoly int
+	bands [][]int32 // edge start indices (into f.pts) per latitude band; nil for few edges
+	lat0  float64
+	dlat  float64
 }
 
 const ringSetBandEdges = 8
@@ -148,7 +147,6 @@ func newRingSet(f *flat) *ringSet {
 			}
 		}
 	}
-	rs.parity = make([]bool, rs.npoly)
 	return rs
 }
 
@@ -182,15 +180,20 @@ func (rs *ringSet) contains(p orb.Point) bool {
 	if rs.bands == nil || p[1] < rs.lat0 || p[1] > rs.box.Max[1] {
 		return flatContains(rs.f, p)
 	}
-	clear(rs.parity)
+	// Per call, not per ringSet: a query's layers share the site.
+	var buf [16]bool
+	parity := buf[:]
+	if rs.npoly > len(buf) {
+		parity = make([]bool, rs.npoly)
+	}
 	pts := rs.f.pts
 	for _, i := range rs.bands[rs.band(p[1])] {
 		if crosses(pts[i], pts[i+1], p, rs.scale) {
 			k := rs.polyOf(i)
-			rs.parity[k] = !rs.parity[k]
+			parity[k] = !parity[k]
 		}
 	}
-	for _, in := range rs.parity {
+	for _, in := range parity {
 		if in {
 			return true
 		}

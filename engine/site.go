@@ -49,7 +49,10 @@ type part struct {
 	pts  []orb.Point    // isolated points, projected
 	segs [][2]orb.Point // segments, projected
 	pb   pbox           // planar box of pts and segs
-	tree *itemTree      // index over pts and segs (nil when few)
+	// extent is the largest planar (= geodesic) distance from the
+	// projection's centre to pts and segs.
+	extent float64
+	tree   *itemTree // index over pts and segs (nil when few)
 }
 
 // localFunc returns a geo.Local centred at or near a point (within
@@ -175,10 +178,12 @@ func (pt *part) finish() {
 	pt.pb = emptyPBox()
 	for _, p := range pt.pts {
 		pt.pb.extend(p)
+		pt.extent = math.Max(pt.extent, math.Hypot(p[0], p[1]))
 	}
 	for _, s := range pt.segs {
 		pt.pb.extend(s[0])
 		pt.pb.extend(s[1])
+		pt.extent = math.Max(pt.extent, math.Max(math.Hypot(s[0][0], s[0][1]), math.Hypot(s[1][0], s[1][1])))
 	}
 	if len(pt.pts)+len(pt.segs) >= treeMin {
 		pt.tree = newItemTree(pt)

@@ -101,6 +101,18 @@ func TestDecodeWKB(t *testing.T) {
 	if p, ok := wkbPointXY(wkb.MustMarshal(orb.Point{151, -33})); !ok || p != (orb.Point{151, -33}) {
 		t.Errorf("fast point path: %v %v", p, ok)
 	}
+	// Non-finite ordinates in either order and position are refused.
+	for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		for _, order := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+			for i := range 6 {
+				ls := orb.LineString{{1, 2}, {3, 4}, {5, 6}}
+				ls[i/2][i%2] = bad
+				if err := f.decodeWKB(wkb.MustMarshal(ls, order)); err == nil {
+					t.Errorf("%v at ordinate %d (%v) accepted", bad, i, order)
+				}
+			}
+		}
+	}
 	// Hostile counts do not allocate or read out of bounds.
 	huge := []byte{1, 2, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f}
 	if err := f.decodeWKB(huge); err == nil {
@@ -156,7 +168,7 @@ func TestEncodedSize(t *testing.T) {
 		}
 		id := strs[rng.IntN(len(strs))]
 		d := floats[rng.IntN(len(floats))]
-		want := encodeRecords(t, "layer<1>", []Feature{{ID: id, DistanceM: d, Properties: props, Geometry: g}})
+		want := encodeRecords(t, "layer<1>", []Feature{{ID: id, DistanceM: d, props: props, Geometry: g}})
 		if got := z.record("layer<1>", id, d, props, g); got != int64(want) {
 			b, _ := json.Marshal(props)
 			t.Fatalf("size %d, encoded %d: %s %v", got, want, b, g)

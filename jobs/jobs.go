@@ -292,7 +292,7 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query) error {
 			failed++
 		}
 		for _, feat := range res.Features {
-			rec := FeatureRecord{LayerID: id, FeatureID: feat.ID, DistanceM: feat.DistanceM, Properties: feat.Properties}
+			rec := FeatureRecord{LayerID: id, FeatureID: feat.ID, DistanceM: feat.DistanceM, Properties: feat.Properties()}
 			if q.IncludeGeometry && feat.Geometry != nil {
 				rec.Geometry = geojson.NewGeometry(feat.Geometry)
 			}

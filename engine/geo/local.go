@@ -125,6 +125,23 @@ func (l Local) Forward(p orb.Point) (x, y float64) {
 	return l.exactForward(p)
 }
 
+// Fitted reports whether Forward evaluates p with the fitted tables (p is
+// within about 16 km of the centre) rather than solving the geodesic
+// problem.
+func (l Local) Fitted(p orb.Point) bool {
+	t := l.t
+	if t == nil {
+		return false
+	}
+	dlon := p[0] - l.center[0]
+	if dlon > 180 {
+		dlon -= 360
+	} else if dlon < -180 {
+		dlon += 360
+	}
+	return math.Abs(p[1]-l.center[1]) <= t.dLat && math.Abs(dlon) <= t.dLon
+}
+
 // ForwardPoint is Forward returning an orb.Point{x, y}.
 func (l Local) ForwardPoint(p orb.Point) orb.Point {
 	x, y := l.Forward(p)
