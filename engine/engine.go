@@ -279,6 +279,13 @@ func (req *Request) validate() error {
 // (ErrInvalidRequest) or when ctx ends; everything that goes wrong with a
 // layer is reported in its LayerResult. Results are in the order of
 // req.Layers.
+//
+// The layers' coverage and tiles are found first; then every (layer, tile)
+// pair is scanned on every core, each worker with its own evaluator
+// (scratch buffers) over the shared, immutable site, so a query's latency
+// follows its total work rather than its heaviest layer. Limits are counted
+// per layer across workers as matches come, and the first failure of a
+// layer stops its other tiles.
 func (e *Engine) Query(ctx context.Context, req Request) ([]LayerResult, error) {
 	if err := req.validate(); err != nil {
 		return nil, err
@@ -287,23 +294,96 @@ func (e *Engine) Query(ctx context.Context, req Request) ([]LayerResult, error) 
 		return nil, err
 	}
 	s := prepareSite(req.Site, e.local)
-	out := make([]LayerResult, len(req.Layers))
-	workers := min(len(req.Layers), runtime.GOMAXPROCS(0))
-	if workers <= 1 {
-		ev := newEvaluator(s, req.RadiusM)
-		for i, lr := range req.Layers {
-			res, err := e.queryLayer(ctx, ev, lr.withDefaults())
-			if err != nil {
-				return nil, err
-			}
-			out[i] = res
+	ev := newEvaluator(s, req.RadiusM)
+	runs := make([]*layerRun, len(req.Layers))
+	var items []tileItem
+	for i, lr := range req.Layers {
+		run, tiles, err := e.planLayer(ctx, ev, lr.withDefaults())
+		if err != nil {
+			return nil, err
 		}
-		return out, nil
+		runs[i] = run
+		for _, te := range tiles {
+			items = append(items, tileItem{run: run, te: te})
+		}
 	}
-	// Layers are independent: run them on every core, each worker with
-	// its own evaluator (scratch buffers) over the shared, immutable site.
-	// A query's latency is then bounded by its heaviest layer rather than
-	// the sum of its layers.
+	if err := e.scanItems(ctx, ev, items); err != nil {
+		return nil, err
+	}
+	out := make([]LayerResult, len(runs))
+	for i, run := range runs {
+		out[i] = run.result(items)
+	}
+	return out, nil
+}
+
+// layerRun is one layer of a running query.
+type layerRun struct {
+	lr  LayerRequest
+	res LayerResult // identity and coverage; status when decided early
+	// decided: res is final (outside coverage, manifest unreadable).
+	decided bool
+	// count and bytes total the layer's matches so far, over all workers.
+	count, bytes atomic.Int64
+	failure      atomic.Pointer[layerFailure] // the first failure wins
+}
+
+type layerFailure struct{ reason, code string }
+
+func (r *layerRun) fail(reason, code string) {
+	r.failure.CompareAndSwap(nil, &layerFailure{reason, code})
+}
+
+func (r *layerRun) failed() bool { return r.failure.Load() != nil }
+
+// tileItem is one tile of one layer to scan, and what it matched.
+type tileItem struct {
+	run   *layerRun
+	te    tiles.TileEntry
+	feats []Feature
+}
+
+// planLayer classifies the search area against the layer's coverage and
+// lists the tiles that may hold matches.
+func (e *Engine) planLayer(ctx context.Context, ev *evaluator, lr LayerRequest) (*layerRun, []tiles.TileEntry, error) {
+	run := &layerRun{lr: lr, res: LayerResult{LayerID: lr.LayerID, ReleaseID: lr.ReleaseID}}
+	cov := ev.coverage(lr.Coverage)
+	run.res.Coverage = string(cov)
+	if cov == CoverageNone {
+		run.res.Status, run.res.Reason = StatusNoData, ReasonOutsideCoverage
+		run.res.Count = new(int)
+		run.decided = true
+		return run, nil, nil
+	}
+	m, err := e.manifest(ctx, lr.LayerID, lr.ReleaseID)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		run.fail(ReasonSourceUnavailable, "")
+		return run, nil, nil
+	}
+	var tl []tiles.TileEntry
+	for _, te := range m.Tiles {
+		if ev.mayMatch(te) {
+			tl = append(tl, te)
+		}
+	}
+	return run, tl, nil
+}
+
+// scanItems scans every item, on up to GOMAXPROCS workers; ev serves the
+// first.
+func (e *Engine) scanItems(ctx context.Context, ev *evaluator, items []tileItem) error {
+	workers := min(len(items), runtime.GOMAXPROCS(0))
+	if workers <= 1 {
+		for i := range items {
+			if err := e.scanItem(ctx, ev, &items[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -312,34 +392,90 @@ func (e *Engine) Query(ctx context.Context, req Request) ([]LayerResult, error) 
 		errOnce  sync.Once
 		firstErr error
 	)
-	for range workers {
+	for w := range workers {
+		wev := ev
+		if w > 0 {
+			wev = newEvaluator(ev.s, ev.r)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ev := newEvaluator(s, req.RadiusM)
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= len(req.Layers) || ctx.Err() != nil {
+				if i >= len(items) {
 					return
 				}
-				res, err := e.queryLayer(ctx, ev, req.Layers[i].withDefaults())
-				if err != nil {
+				if err := e.scanItem(ctx, wev, &items[i]); err != nil {
 					errOnce.Do(func() { firstErr = err })
 					cancel()
 					return
 				}
-				out[i] = res
 			}
 		}()
 	}
 	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
+	return firstErr
+}
+
+// scanItem scans one tile. Its error is ctx's: a tile that cannot be read
+// or decoded fails its layer as source_unavailable.
+func (e *Engine) scanItem(ctx context.Context, ev *evaluator, it *tileItem) error {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
-	return out, nil
+	if it.run.failed() {
+		return nil
+	}
+	se, err := e.acquire(ctx, it.te)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		it.run.fail(ReasonSourceUnavailable, "")
+		return nil
+	}
+	col := collector{run: it.run, z: &ev.z}
+	err = ev.scan(ctx, se.s, &col)
+	e.release(se)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		it.run.fail(ReasonSourceUnavailable, "")
+		return nil
+	}
+	if !it.run.failed() {
+		it.feats = col.feats
+	}
+	return nil
+}
+
+// result assembles the layer's result from its items.
+func (r *layerRun) result(items []tileItem) LayerResult {
+	res := r.res
+	if r.decided {
+		return res
+	}
+	if f := r.failure.Load(); f != nil {
+		res.Status, res.Reason, res.LimitCode = StatusUnavailable, f.reason, f.code
+		return res
+	}
+	var feats []Feature
+	for i := range items {
+		if items[i].run == r {
+			feats = append(feats, items[i].feats...)
+		}
+	}
+	n := len(feats)
+	res.Count = &n
+	if n == 0 {
+		res.Status, res.Reason = StatusNoData, ReasonNoMatches
+		return res
+	}
+	res.Status = StatusDataPresent
+	res.Features = sortFeatures(feats)
+	res.EncodedBytes = r.bytes.Load()
+	return res
 }
 
 // Site projections are shared: a query's projection is centred on the
@@ -380,62 +516,6 @@ func (e *Engine) local(c orb.Point) geo.Local {
 // geodesic edge bows poleward of its ends (bulgeDeg). 0.01 degree covers
 // edges up to about 0.7 degree (70 km) long.
 const tileBulgeMargin = 0.01
-
-func (e *Engine) queryLayer(ctx context.Context, ev *evaluator, lr LayerRequest) (LayerResult, error) {
-	res := LayerResult{LayerID: lr.LayerID, ReleaseID: lr.ReleaseID}
-	cov := ev.coverage(lr.Coverage)
-	res.Coverage = string(cov)
-	if cov == CoverageNone {
-		res.Status, res.Reason = StatusNoData, ReasonOutsideCoverage
-		res.Count = new(int)
-		return res, nil
-	}
-	unavailable := func(reason, code string) LayerResult {
-		res.Status, res.Reason, res.LimitCode = StatusUnavailable, reason, code
-		return res
-	}
-	m, err := e.manifest(ctx, lr.LayerID, lr.ReleaseID)
-	if err != nil {
-		if ctx.Err() != nil {
-			return res, ctx.Err()
-		}
-		return unavailable(ReasonSourceUnavailable, ""), nil
-	}
-	col := collector{lr: lr}
-	for _, te := range m.Tiles {
-		if !ev.mayMatch(te) {
-			continue
-		}
-		se, err := e.acquire(ctx, te)
-		if err != nil {
-			if ctx.Err() != nil {
-				return res, ctx.Err()
-			}
-			return unavailable(ReasonSourceUnavailable, ""), nil
-		}
-		err = ev.scan(ctx, se.s, &col)
-		e.release(se)
-		if err != nil {
-			if ctx.Err() != nil {
-				return res, ctx.Err()
-			}
-			return unavailable(ReasonSourceUnavailable, ""), nil
-		}
-		if col.reason != "" {
-			return unavailable(col.reason, col.code), nil
-		}
-	}
-	n := len(col.feats)
-	res.Count = &n
-	if n == 0 {
-		res.Status, res.Reason = StatusNoData, ReasonNoMatches
-		return res, nil
-	}
-	res.Status = StatusDataPresent
-	res.Features = sortFeatures(col.feats)
-	res.EncodedBytes = col.bytes
-	return res, nil
-}
 
 // sortFeatures orders features by distance, then id. It sorts small keys
 // and permutes once, which is cheaper than moving Features around.
@@ -524,7 +604,7 @@ func (ev *evaluator) scan(ctx context.Context, s *shard, col *collector) error {
 			if err := col.add(t, int(i), d); err != nil {
 				return err
 			}
-			if col.reason != "" {
+			if col.run.failed() {
 				return nil
 			}
 		}
@@ -532,39 +612,35 @@ func (ev *evaluator) scan(ctx context.Context, s *shard, col *collector) error {
 	return nil
 }
 
-// collector gathers a layer's matches and enforces its limits as they come.
+// collector gathers one tile's matches for a layer and counts them
+// against the layer's limits as they come.
 type collector struct {
-	lr           LayerRequest
-	feats        []Feature
-	bytes        int64
-	reason, code string // set when a limit failed the layer
-	z            sizer
+	run   *layerRun
+	feats []Feature
+	z     *sizer
 }
 
 func (c *collector) add(t *tiles.Tile, i int, d float64) error {
-	if len(c.feats) >= c.lr.MaxFeatures {
-		c.reason, c.code = ReasonResultLimitExceeded, LimitResultLimitExceeded
-		c.feats = nil
+	lr := &c.run.lr
+	if c.run.count.Add(1) > int64(lr.MaxFeatures) {
+		c.run.fail(ReasonResultLimitExceeded, LimitResultLimitExceeded)
 		return nil
 	}
 	f := Feature{ID: t.IDs[i], DistanceM: d, tile: t, row: int32(i)}
-	if c.lr.IncludeGeometry {
+	if lr.IncludeGeometry {
 		g, err := t.Geometry(i)
 		if err != nil {
 			return err
 		}
 		f.Geometry = g
 	}
-	size := c.z.recordLen(c.lr.LayerID, f.ID, d, c.z.mapLen(t.Properties(i)), f.Geometry)
-	if size > c.lr.MaxFeatureBytes {
-		c.reason, c.code = ReasonFeatureTooLarge, LimitFeatureTooLarge
-		c.feats = nil
+	size := c.z.recordLen(lr.LayerID, f.ID, d, c.z.mapLen(t.Properties(i)), f.Geometry)
+	if size > lr.MaxFeatureBytes {
+		c.run.fail(ReasonFeatureTooLarge, LimitFeatureTooLarge)
 		return nil
 	}
-	c.bytes += size
-	if c.bytes > c.lr.MaxBytes {
-		c.reason, c.code = ReasonResultLimitExceeded, LimitOutputTooLarge
-		c.feats = nil
+	if c.run.bytes.Add(size) > lr.MaxBytes {
+		c.run.fail(ReasonResultLimitExceeded, LimitOutputTooLarge)
 		return nil
 	}
 	c.feats = append(c.feats, f)

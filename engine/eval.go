@@ -80,6 +80,7 @@ type evaluator struct {
 	sub   []orb.Point
 	fg    flat
 	cands []int32
+	z     sizer
 }
 
 func newEvaluator(s *site, r float64) *evaluator {
