@@ -45,13 +45,14 @@ func concurrencyFixture(t testing.TB) (tiles.Store, []LayerRequest, []Request) {
 }
 
 // TestConcurrentQueries runs many goroutines against an engine whose
-// budget forces constant eviction (and some cancelled queries), and
-// checks every answer against an engine that keeps everything.
+// budget forces constant eviction (and some cancelled queries), each query
+// scanning its tiles on several workers, and checks every answer against
+// a sequential engine that keeps everything.
 func TestConcurrentQueries(t *testing.T) {
 	t.Parallel()
 	store, _, reqs := concurrencyFixture(t)
 	ctx := context.Background()
-	big := New(store, Options{})
+	big := New(store, Options{Workers: 1})
 	want := make([][]LayerResult, len(reqs))
 	for i, req := range reqs {
 		res, err := big.Query(ctx, req)
@@ -62,7 +63,7 @@ func TestConcurrentQueries(t *testing.T) {
 	}
 	for _, budget := range []int64{1, 100 << 10} {
 		t.Run(fmt.Sprintf("budget=%d", budget), func(t *testing.T) {
-			small := New(store, Options{MemoryBudget: budget})
+			small := New(store, Options{MemoryBudget: budget, Workers: 4})
 			workers, rounds := 8, 3
 			if raceEnabled {
 				rounds = 1

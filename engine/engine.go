@@ -71,13 +71,17 @@ type Options struct {
 	// SITEENV_ENGINE_MEMORY. The budget can be exceeded while running
 	// queries hold more shards than it allows.
 	MemoryBudget int64
+	// Workers bounds the goroutines one query scans tiles with. Default
+	// GOMAXPROCS.
+	Workers int
 }
 
 // Engine answers buffered intersection queries over immutable releases.
 // It is safe for concurrent use.
 type Engine struct {
-	store  tiles.Store
-	budget int64
+	store   tiles.Store
+	budget  int64
+	workers int
 
 	mu struct {
 		sync.Mutex
@@ -99,7 +103,10 @@ func New(store tiles.Store, opt Options) *Engine {
 	if opt.MemoryBudget <= 0 {
 		opt.MemoryBudget = DefaultMemoryBudget
 	}
-	e := &Engine{store: store, budget: opt.MemoryBudget}
+	if opt.Workers <= 0 {
+		opt.Workers = runtime.GOMAXPROCS(0)
+	}
+	e := &Engine{store: store, budget: opt.MemoryBudget, workers: opt.Workers}
 	e.mu.shards = map[string]*shardEntry{}
 	e.mu.manifests = map[string]*manifestEntry{}
 	e.mu.locals = map[[2]int32]geo.Local{}
@@ -372,10 +379,10 @@ func (e *Engine) planLayer(ctx context.Context, ev *evaluator, lr LayerRequest) 
 	return run, tl, nil
 }
 
-// scanItems scans every item, on up to GOMAXPROCS workers; ev serves the
-// first.
+// scanItems scans every item, on up to e.workers goroutines; ev serves
+// the first.
 func (e *Engine) scanItems(ctx context.Context, ev *evaluator, items []tileItem) error {
-	workers := min(len(items), runtime.GOMAXPROCS(0))
+	workers := min(len(items), e.workers)
 	if workers <= 1 {
 		for i := range items {
 			if err := e.scanItem(ctx, ev, &items[i]); err != nil {
