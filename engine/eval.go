@@ -150,18 +150,33 @@ func (ev *evaluator) feature(f *flat) (bool, float64) {
 }
 
 // featureBox returns f's box widened by the bulge of its geodesic edges
-// and, when that bulge is small, the bulge itself (a bound for every edge:
-// bulgeWith grows with both spans, so the box's diagonal bounds any edge
-// inside it); m < 0 means edges need their own bounds.
+// and, when that bulge is small, the bulge itself, a bound for every edge
+// (bulgeWith grows with both spans, so the largest spans bound any edge);
+// m < 0 means edges need their own bounds.
 func featureBox(f *flat) (orb.Bound, float64) {
 	if len(f.elems) == 1 && f.elems[0].kind == elemPoint {
 		return f.box, 0
 	}
-	m := bulgeWith(f.box.Min, f.box.Max, boundScale(f.box))
+	scale := boundScale(f.box)
+	m := bulgeWith(f.box.Min, f.box.Max, scale)
+	if m > maxSharedBulge {
+		var dl, dp float64
+		for _, e := range f.elems {
+			if e.kind == elemPoint {
+				continue
+			}
+			for i := e.start; i+1 < e.end; i++ {
+				a, b := f.pts[i], f.pts[i+1]
+				dl = math.Max(dl, math.Abs(a[0]-b[0]))
+				dp = math.Max(dp, math.Abs(a[1]-b[1]))
+			}
+		}
+		m = bulgeWith(orb.Point{0, 0}, orb.Point{dl, dp}, scale)
+	}
 	if m <= maxSharedBulge {
 		return padDeg(f.box, m), m
 	}
-	return geodesicBox(f), -1
+	return padDeg(f.box, m), -1
 }
 
 // maxSharedBulge (degrees, ~10 m) is the largest box bulge partDistance
