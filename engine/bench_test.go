@@ -280,6 +280,46 @@ func BenchmarkShardBuild(b *testing.B) {
 	b.ReportMetric(float64(t.Len())*float64(b.N)/b.Elapsed().Seconds(), "features/s")
 }
 
+// BenchmarkShardLoadParcels is BenchmarkShardLoad on a tile of the parcel
+// polygons.
+func BenchmarkShardLoadParcels(b *testing.B) {
+	d := benchSetup(b)
+	te := d.polys.Tiles[len(d.polys.Tiles)/2]
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	var s *shard
+	for i := 0; i < b.N; i++ {
+		var err error
+		if s, err = loadShard(ctx, d.store, te); err != nil {
+			b.Fatal(err)
+		}
+	}
+	n := float64(s.tile.Len())
+	b.ReportMetric(n*float64(b.N)/b.Elapsed().Seconds(), "features/s")
+	b.ReportMetric(float64(s.bytes)/n, "resident-B/feature")
+}
+
+// BenchmarkShardBuildParcels is BenchmarkShardBuild on a tile of the
+// parcel polygons.
+func BenchmarkShardBuildParcels(b *testing.B) {
+	d := benchSetup(b)
+	te := d.polys.Tiles[len(d.polys.Tiles)/2]
+	s, err := loadShard(context.Background(), d.store, te)
+	if err != nil {
+		b.Fatal(err)
+	}
+	t := s.tile
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := buildShard(t, te.Key); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(t.Len())*float64(b.N)/b.Elapsed().Seconds(), "features/s")
+}
+
 // BenchmarkIndexBuild compares the packed index with github.com/tidwall/rtree
 // on 50,000 Hilbert-ordered point boxes.
 func BenchmarkIndexBuild(b *testing.B) {

@@ -2,10 +2,11 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
-
-	"github.com/paulmach/orb"
+	"runtime"
+	"sync"
 
 	"siteenv/tiles"
 )
@@ -21,7 +22,9 @@ type shard struct {
 	bytes int64
 }
 
-// loadShard reads and indexes the tile te.
+// loadShard reads and indexes the tile te. Each row group's boxes are
+// computed as soon as its geometries are decoded, on the goroutines
+// decoding the tile, overlapping the decoding of the rest.
 func loadShard(ctx context.Context, store tiles.Store, te tiles.TileEntry) (*shard, error) {
 	obj, err := store.Open(ctx, te.Key)
 	if err != nil {
@@ -31,60 +34,304 @@ func loadShard(ctx context.Context, store tiles.Store, te tiles.TileEntry) (*sha
 	if obj.Size() != te.Bytes {
 		return nil, fmt.Errorf("engine: tile %s has %d bytes, manifest says %d: %w", te.Key, obj.Size(), te.Bytes, tiles.ErrInvalidTile)
 	}
-	t, err := tiles.ReadTile(ctx, obj, obj.Size())
+	if te.Rows < 0 || te.Rows > max(te.Bytes, 1<<20) {
+		// Not an allocation to make on the manifest's word.
+		return nil, fmt.Errorf("engine: tile %s: manifest says %d rows in %d bytes: %w", te.Key, te.Rows, te.Bytes, tiles.ErrInvalidTile)
+	}
+	sc := newBoxScanner(int(te.Rows))
+	// The index boxes come from the geometries: the bbox column is not read.
+	t, err := tiles.ReadTileWith(ctx, obj, obj.Size(), tiles.ReadTileOptions{SkipBounds: true, Geometry: sc.scan})
 	if err != nil {
 		return nil, fmt.Errorf("engine: tile %s: %w", te.Key, err)
 	}
 	if int64(t.Len()) != te.Rows {
 		return nil, fmt.Errorf("engine: tile %s has %d rows, manifest says %d: %w", te.Key, t.Len(), te.Rows, tiles.ErrInvalidTile)
 	}
-	return buildShard(t, te.Key)
+	if err := sc.err(t, te.Key); err != nil {
+		return nil, err
+	}
+	return newShard(t, sc.leaves), nil
 }
 
-// buildShard indexes t. Every geometry is decoded once here, so a tile
-// with malformed WKB fails to load instead of failing queries later.
-// A feature's box is its positions' box widened by the bulge of its
-// geodesic edges (a long east-west edge bows poleward of its ends).
+// boxScanner computes index boxes for rows scanned in any order, on any
+// goroutines, remembering the first malformed row.
+type boxScanner struct {
+	leaves []box32
+	mu     sync.Mutex
+	bad    int // first malformed row, or -1
+	badErr error
+}
+
+func newBoxScanner(n int) *boxScanner {
+	return &boxScanner{leaves: make([]box32, n), bad: -1}
+}
+
+var errTooManyRows = fmt.Errorf("more rows than the manifest says: %w", tiles.ErrInvalidTile)
+
+// scan computes the boxes of rows row0... from their WKB.
+func (sc *boxScanner) scan(row0 int, wkb [][]byte) error {
+	if row0+len(wkb) > len(sc.leaves) {
+		return errTooManyRows
+	}
+	for i, w := range wkb {
+		b, err := wkbIndexBox(w)
+		if err != nil {
+			sc.mu.Lock()
+			if sc.bad < 0 || row0+i < sc.bad {
+				sc.bad, sc.badErr = row0+i, err
+			}
+			sc.mu.Unlock()
+			return nil // the read goes on; err reports the first bad row
+		}
+		sc.leaves[row0+i] = b
+	}
+	return nil
+}
+
+// err reports the first malformed geometry of t, once every row is
+// scanned.
+func (sc *boxScanner) err(t *tiles.Tile, name string) error {
+	if sc.bad < 0 {
+		return nil
+	}
+	return fmt.Errorf("engine: tile %s: feature %q: %v: %w", name, t.IDs[sc.bad], sc.badErr, tiles.ErrInvalidTile)
+}
+
+// buildShardSplit is the fewest features per goroutine when buildShard
+// computes boxes concurrently.
+const buildShardSplit = 4096
+
+// buildShard indexes a decoded tile t. Every geometry is scanned here, so
+// a tile with malformed WKB fails to load instead of failing queries
+// later. Large tiles are scanned on several goroutines.
 func buildShard(t *tiles.Tile, name string) (*shard, error) {
 	n := t.Len()
-	leaves := make([]box32, n)
-	var f flat
-	for i := 0; i < n; i++ {
-		w := t.WKB[i]
-		if p, ok := wkbPointXY(w); ok {
-			leaves[i] = box32{down(p[0]), down(p[1]), up(p[0]), up(p[1])}
-			continue
-		}
-		if err := f.decodeWKB(w); err != nil {
-			return nil, fmt.Errorf("engine: tile %s: feature %q: %v: %w", name, t.IDs[i], err, tiles.ErrInvalidTile)
-		}
-		if len(f.pts) == 0 {
-			// An empty geometry matches nothing: an inverted box.
-			leaves[i] = box32{float32(math.Inf(1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.Inf(-1))}
-			continue
-		}
-		leaves[i] = toBox32(geodesicBox(&f))
+	sc := newBoxScanner(n)
+	parts := min(runtime.GOMAXPROCS(0), max(1, n/buildShardSplit))
+	var wg sync.WaitGroup
+	for p := 1; p < parts; p++ {
+		wg.Go(func() { sc.scan(p*n/parts, t.WKB[p*n/parts:(p+1)*n/parts]) })
 	}
-	ix := newIndex(leaves)
-	// The index carries the boxes; the float64 copy is not needed.
-	t.Bounds = nil
-	s := &shard{tile: t, ix: ix}
-	s.bytes = t.Bytes() - int64(n)*32 + ix.bytes()
-	return s, nil
+	sc.scan(0, t.WKB[:n/parts])
+	wg.Wait()
+	if err := sc.err(t, name); err != nil {
+		return nil, err
+	}
+	return newShard(t, sc.leaves), nil
 }
 
-// geodesicBox is the box of f's positions widened by its edges' bulges.
-func geodesicBox(f *flat) orb.Bound {
-	b := f.box
-	scale := boundScale(b)
+// newShard indexes t by its features' boxes.
+func newShard(t *tiles.Tile, leaves []box32) *shard {
+	ix := newIndex(leaves)
+	s := &shard{tile: t, ix: ix}
+	s.bytes = t.Bytes() - int64(len(t.Bounds))*32 + ix.bytes()
+	// The index carries the boxes; a float64 copy is not needed.
+	t.Bounds = nil
+	return s
+}
+
+// wkbIndexBox is the index box of the geometry encoded in w: the box of its
+// positions widened by the bulge of its geodesic edges (a long east-west
+// edge bows poleward of its ends). An empty geometry, which matches
+// nothing, gets an inverted box. It accepts and rejects exactly what
+// flat.decodeWKB does and gives the box geodesicBox would (but for the
+// sign of a zero), without building a flat: loading a tile is mostly this
+// scan.
+func wkbIndexBox(w []byte) (box32, error) {
+	if p, ok := wkbPointXY(w); ok {
+		return box32{down(p[0]), down(p[1]), up(p[0]), up(p[1])}, nil
+	}
+	s := boxScan{
+		r:    wkbReader{b: w},
+		minX: math.Inf(1), minY: math.Inf(1), maxX: math.Inf(-1), maxY: math.Inf(-1),
+		bulge: -1,
+	}
+	if err := s.geometry(0); err != nil {
+		return box32{}, err
+	}
+	if s.r.off != len(w) {
+		return box32{}, fmt.Errorf("%w: %d trailing bytes", errWKB, len(w)-s.r.off)
+	}
+	if s.minX > s.maxX {
+		inf := float32(math.Inf(1))
+		return box32{inf, inf, -inf, -inf}, nil
+	}
 	var m float64
-	for _, e := range f.elems {
-		if e.kind == elemPoint {
-			continue
+	if s.bulge >= 0 {
+		// bulgeWith is edgeQ/4*scale + 1e-9 (1e-9 for a meridian), which
+		// grows with edgeQ, so the largest edgeQ gives the largest bulge.
+		scale := bulgeScale(math.Max(math.Abs(s.minY), math.Abs(s.maxY)))
+		m = s.bulge/4*scale + 1e-9
+	}
+	return box32{down(s.minX - m), down(s.minY - m), up(s.maxX + m), up(s.maxY + m)}, nil
+}
+
+// boxScan walks WKB like flat.readGeometry, keeping only the box and the
+// largest edge bulge factor.
+type boxScan struct {
+	r                      wkbReader
+	minX, minY, maxX, maxY float64
+	bulge                  float64 // largest edgeQ of a line or ring edge; -1: no edges
+}
+
+// edgeQ is the part of bulgeWith that depends on the edge, times 4: it is
+// 0 for a meridian, or NaN for one whose latitudes are far apart enough
+// to overflow, which callers must count as 0.
+func edgeQ(ax, ay, bx, by float64) float64 {
+	dl := math.Abs(ax-bx) * deg
+	dp := math.Abs(ay-by) * deg
+	return dl * (dl + 2*dp)
+}
+
+func (s *boxScan) geometry(depth int) error {
+	if depth > wkbMaxDepth {
+		return fmt.Errorf("%w: nested too deeply", errWKB)
+	}
+	r := &s.r
+	typ, dims, err := r.header()
+	if err != nil {
+		return err
+	}
+	switch typ {
+	case wkbPoint:
+		if r.off+8*dims > len(r.b) {
+			return errWKB
 		}
-		for i := e.start; i+1 < e.end; i++ {
-			m = math.Max(m, bulgeWith(f.pts[i], f.pts[i+1], scale))
+		p := r.point(dims)
+		if math.IsNaN(p[0]) && math.IsNaN(p[1]) {
+			return nil // POINT EMPTY
+		}
+		if !finite(p[0]) || !finite(p[1]) {
+			return errNonFinite
+		}
+		s.add(p[0], p[1])
+		return nil
+	case wkbLineString:
+		n, err := r.count(16)
+		if err != nil {
+			return err
+		}
+		return s.positions(n, dims, false)
+	case wkbPolygon:
+		nr, err := r.count(4)
+		if err != nil {
+			return err
+		}
+		for range nr {
+			n, err := r.count(16)
+			if err != nil {
+				return err
+			}
+			if err := s.positions(n, dims, true); err != nil {
+				return err
+			}
+		}
+		return nil
+	default: // multi-geometries and collections: nested geometries
+		n, err := r.count(5)
+		if err != nil {
+			return err
+		}
+		for range n {
+			order := r.order
+			if err := s.geometry(depth + 1); err != nil {
+				return err
+			}
+			r.order = order
+		}
+		return nil
+	}
+}
+
+func (s *boxScan) add(x, y float64) {
+	if x < s.minX {
+		s.minX = x
+	}
+	if x > s.maxX {
+		s.maxX = x
+	}
+	if y < s.minY {
+		s.minY = y
+	}
+	if y > s.maxY {
+		s.maxY = y
+	}
+}
+
+// positions reads n positions of a line string or (ring) a polygon ring,
+// whose edges include the closing one when the ring is not closed. It is
+// the hot loop of a load.
+func (s *boxScan) positions(n, dims int, ring bool) error {
+	r := &s.r
+	size := 8 * dims
+	if n*size > len(r.b)-r.off {
+		return errWKB
+	}
+	b := r.b[r.off : r.off+n*size]
+	r.off += n * size
+	if n == 0 {
+		return nil
+	}
+	little := r.order == binary.ByteOrder(binary.LittleEndian)
+	xy := func(b []byte) (float64, float64) {
+		if little {
+			return math.Float64frombits(binary.LittleEndian.Uint64(b[:8])), math.Float64frombits(binary.LittleEndian.Uint64(b[8:16]))
+		}
+		return math.Float64frombits(binary.BigEndian.Uint64(b[:8])), math.Float64frombits(binary.BigEndian.Uint64(b[8:16]))
+	}
+	x0, y0 := xy(b)
+	// v-v is 0 exactly when v is finite (NaN otherwise).
+	if (x0-x0)+(y0-y0) != 0 {
+		return errNonFinite
+	}
+	// Plain comparisons below: unlike min and max, they may keep +0 over
+	// -0, which compare equal everywhere boxes are used.
+	minX, minY, maxX, maxY := min(s.minX, x0), min(s.minY, y0), max(s.maxX, x0), max(s.maxY, y0)
+	q := s.bulge
+	if n > 1 {
+		q = max(q, 0) // there are edges; a meridian's edgeQ is 0
+	}
+	px, py := x0, y0
+	stride := size
+	if little && dims == 2 {
+		stride = 16 // as tiles are written; lets the compiler drop checks
+	}
+	for b = b[stride:]; len(b) >= 16; b = b[stride:] {
+		var x, y float64
+		if stride == 16 && little {
+			x = math.Float64frombits(binary.LittleEndian.Uint64(b[:8]))
+			y = math.Float64frombits(binary.LittleEndian.Uint64(b[8:16]))
+		} else {
+			x, y = xy(b)
+		}
+		if (x-x)+(y-y) != 0 {
+			return errNonFinite
+		}
+		if x < minX {
+			minX = x
+		}
+		if x > maxX {
+			maxX = x
+		}
+		if y < minY {
+			minY = y
+		}
+		if y > maxY {
+			maxY = y
+		}
+		if e := edgeQ(px, py, x, y); e > q { // false for NaN
+			q = e
+		}
+		px, py = x, y
+	}
+	if ring && (px != x0 || py != y0) {
+		if e := edgeQ(px, py, x0, y0); e > q {
+			q = e
 		}
 	}
-	return padDeg(b, m)
+	s.minX, s.minY, s.maxX, s.maxY = minX, minY, maxX, maxY
+	s.bulge = q
+	return nil
 }
+
+var errNonFinite = fmt.Errorf("%w: non-finite coordinate", errWKB)

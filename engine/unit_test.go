@@ -2,16 +2,22 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/encoding/wkb"
 	"github.com/paulmach/orb/geojson"
+
+	"siteenv/tiles"
 )
 
 func TestIndexSearch(t *testing.T) {
@@ -63,6 +69,7 @@ func TestDecodeWKB(t *testing.T) {
 	geoms := []orb.Geometry{
 		orb.Point{151, -33},
 		orb.MultiPoint{{1, 2}, {3, 4}},
+		orb.MultiPoint{{-0.0, 1}, {0, -0.0}, {-0.0, 1}},
 		orb.LineString{{1, 2}, {3, 4}, {5, 6}},
 		orb.MultiLineString{{{1, 2}, {3, 4}}, {{5, 6}, {7, 8}}},
 		poly,
@@ -208,5 +215,404 @@ func TestCoverageOfExact(t *testing.T) {
 	}
 	if got := CoverageOf(m.at(0, 0), orb.Point{1, 1}); got != CoverageUnknown {
 		t.Errorf("non-polygonal cover: %s", got)
+	}
+}
+
+// geodesicBox is the box of f's positions widened by its edges' bulges,
+// as buildShard computed it before wkbIndexBox.
+func geodesicBox(f *flat) orb.Bound {
+	b := f.box
+	scale := boundScale(b)
+	var m float64
+	for _, e := range f.elems {
+		if e.kind == elemPoint {
+			continue
+		}
+		for i := e.start; i+1 < e.end; i++ {
+			m = math.Max(m, bulgeWith(f.pts[i], f.pts[i+1], scale))
+		}
+	}
+	return padDeg(b, m)
+}
+
+// flatIndexBox is the index box as buildShard computed it before
+// wkbIndexBox: decode into a flat, then geodesicBox.
+func flatIndexBox(w []byte) (box32, error) {
+	if p, ok := wkbPointXY(w); ok {
+		return box32{down(p[0]), down(p[1]), up(p[0]), up(p[1])}, nil
+	}
+	var f flat
+	if err := f.decodeWKB(w); err != nil {
+		return box32{}, err
+	}
+	if len(f.pts) == 0 {
+		inf := float32(math.Inf(1))
+		return box32{inf, inf, -inf, -inf}, nil
+	}
+	return toBox32(geodesicBox(&f)), nil
+}
+
+// sameBox32 compares boxes by value: the scan may keep +0 where flat
+// decoding keeps -0, which no comparison of boxes tells apart.
+func sameBox32(a, b box32) bool { return a == b }
+
+// checkIndexBox fails when wkbIndexBox and flatIndexBox disagree on w.
+func checkIndexBox(t *testing.T, name string, w []byte) {
+	t.Helper()
+	got, gotErr := wkbIndexBox(w)
+	want, wantErr := flatIndexBox(w)
+	if (gotErr == nil) != (wantErr == nil) {
+		t.Fatalf("%s: err %v, flat decoding says %v", name, gotErr, wantErr)
+	}
+	if gotErr == nil && !sameBox32(got, want) {
+		t.Fatalf("%s: box %+v, want %+v", name, got, want)
+	}
+}
+
+// wkbVariant re-encodes 2D WKB geometry g with z and m ordinates in the
+// ISO (1000s) or EWKB (flag) form, with an SRID for EWKB.
+func wkbVariant(g orb.Geometry, order binary.ByteOrder, hasZ, hasM, ewkb bool) []byte {
+	var out []byte
+	ao := order.(binary.AppendByteOrder)
+	u32 := func(v uint32) { out = ao.AppendUint32(out, v) }
+	f64 := func(v float64) { out = ao.AppendUint64(out, math.Float64bits(v)) }
+	header := func(typ uint32) {
+		if order == binary.ByteOrder(binary.LittleEndian) {
+			out = append(out, 1)
+		} else {
+			out = append(out, 0)
+		}
+		if ewkb {
+			if hasZ {
+				typ |= 0x80000000
+			}
+			if hasM {
+				typ |= 0x40000000
+			}
+			u32(typ | 0x20000000)
+			u32(4326)
+			return
+		}
+		switch {
+		case hasZ && hasM:
+			typ += 3000
+		case hasZ:
+			typ += 1000
+		case hasM:
+			typ += 2000
+		}
+		u32(typ)
+	}
+	pts := func(ps []orb.Point) {
+		u32(uint32(len(ps)))
+		for _, p := range ps {
+			f64(p[0])
+			f64(p[1])
+			if hasZ {
+				f64(7)
+			}
+			if hasM {
+				f64(-3)
+			}
+		}
+	}
+	var enc func(g orb.Geometry)
+	enc = func(g orb.Geometry) {
+		switch g := g.(type) {
+		case orb.Point:
+			header(wkbPoint)
+			f64(g[0])
+			f64(g[1])
+			if hasZ {
+				f64(1)
+			}
+			if hasM {
+				f64(2)
+			}
+		case orb.MultiPoint:
+			header(wkbMultiPoint)
+			u32(uint32(len(g)))
+			for _, p := range g {
+				enc(p)
+			}
+		case orb.LineString:
+			header(wkbLineString)
+			pts(g)
+		case orb.MultiLineString:
+			header(wkbMultiLineString)
+			u32(uint32(len(g)))
+			for _, l := range g {
+				enc(l)
+			}
+		case orb.Polygon:
+			header(wkbPolygon)
+			u32(uint32(len(g)))
+			for _, r := range g {
+				pts(r)
+			}
+		case orb.MultiPolygon:
+			header(wkbMultiPolygon)
+			u32(uint32(len(g)))
+			for _, p := range g {
+				enc(p)
+			}
+		case orb.Collection:
+			header(wkbGeometryCollection)
+			u32(uint32(len(g)))
+			for _, h := range g {
+				enc(h)
+			}
+		}
+	}
+	enc(g)
+	return out
+}
+
+// TestWKBIndexBox checks buildShard's box scan against decoding into a
+// flat: same boxes and the same WKB refused.
+func TestWKBIndexBox(t *testing.T) {
+	t.Parallel()
+	nan := math.NaN()
+	poly := orb.Polygon{{{0, 0}, {1, 0}, {1, 1}, {0, 0}}, {{0.2, 0.1}, {0.8, 0.1}, {0.8, 0.7}, {0.2, 0.1}}}
+	geoms := []orb.Geometry{
+		orb.Point{151, -33},
+		orb.Point{-0.0, 0},
+		orb.MultiPoint{{1, 2}, {3, 4}},
+		orb.MultiPoint{{1, 2}, {nan, nan}, {3, 4}}, // an empty point among others
+		orb.MultiPoint{{nan, nan}},                 // nothing but an empty point
+		orb.MultiPoint{},
+		orb.LineString{{1, 2}, {3, 4}, {5, 6}},
+		orb.LineString{{1, 2}},
+		orb.LineString{},
+		orb.LineString{{150, 2}, {150, 4}},          // a meridian
+		orb.LineString{{5, 1.7e308}, {5, -1.7e308}}, // a meridian spanning more than MaxFloat64
+		orb.LineString{{100, -80}, {160, -80}, {160, -85}},
+		orb.LineString{{-0.0, 1}, {0, 1}},
+		orb.MultiLineString{{{1, 2}, {3, 4}}, {{5, 6}, {7, 8}}},
+		poly,
+		orb.Polygon{{{140, -60}, {150, -60}, {150, -70}}},          // unclosed ring
+		orb.Polygon{{{140, -60}, {150, -60}}},                      // two positions
+		orb.Polygon{{{140, -60}}},                                  // one position
+		orb.Polygon{{}, {{140, -60}, {150, -60}, {150, -61}}},      // an empty ring first
+		orb.Polygon{{{1, 1}, {2, 1}, {2, 2}, {1, 1}}, {}},          // an empty hole
+		orb.Polygon{{{1e300, 1}, {-1e300, 1}, {0, 2}, {1e300, 1}}}, // overflowing bulge
+		orb.Polygon{},
+		orb.MultiPolygon{poly, {{{5, 5}, {6, 5}, {6, 6}, {5, 5}}}},
+		orb.Collection{orb.Point{1, 1}, orb.LineString{{0, 0}, {1, 1}}, poly},
+		orb.Collection{orb.Collection{orb.MultiPoint{{1, 2}}}, orb.Point{nan, nan}},
+		orb.Collection{},
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	for range 200 {
+		var ring orb.Ring
+		x, y := -180+rng.Float64()*360, -89+rng.Float64()*178
+		for range 3 + rng.IntN(60) {
+			ring = append(ring, orb.Point{x + rng.NormFloat64()*5, y + rng.NormFloat64()*2})
+		}
+		if rng.IntN(2) == 0 {
+			ring = append(ring, ring[0])
+		}
+		geoms = append(geoms, orb.Polygon{ring}, orb.LineString(ring), orb.MultiPoint(ring))
+	}
+	for gi, g := range geoms {
+		for _, order := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+			for v := range 7 {
+				var w []byte
+				if v == 0 {
+					w = wkbVariant(g, order, false, false, false)
+				} else {
+					w = wkbVariant(g, order, v&1 != 0, v&2 != 0, v&4 != 0)
+				}
+				name := fmt.Sprintf("geometry %d (%T) %v variant %d", gi, g, order, v)
+				checkIndexBox(t, name, w)
+				for _, cut := range []int{1, 5, 9, len(w) / 2, len(w) - 1} {
+					if cut > 0 && cut < len(w) {
+						checkIndexBox(t, name+" truncated", w[:cut])
+					}
+				}
+				checkIndexBox(t, name+" trailing byte", append(slices.Clip(w), 0))
+				bad := slices.Clone(w)
+				bad[0] = 2
+				checkIndexBox(t, name+" bad byte order", bad)
+			}
+		}
+	}
+	// Non-finite ordinates anywhere are refused.
+	for _, bad := range []float64{nan, math.Inf(1), math.Inf(-1)} {
+		for i := range 8 {
+			r := orb.Ring{{1, 2}, {3, 4}, {5, 6}, {1, 2}}
+			r[i/2][i%2] = bad
+			for _, g := range []orb.Geometry{orb.LineString(r), orb.Polygon{r}, orb.Point(r[i/2])} {
+				w := wkbVariant(g, binary.LittleEndian, false, false, false)
+				checkIndexBox(t, fmt.Sprintf("%T with %v at %d", g, bad, i), w)
+				if _, err := wkbIndexBox(w); err == nil {
+					t.Errorf("%T with %v at ordinate %d accepted", g, bad, i)
+				}
+			}
+		}
+	}
+	// Hostile input: huge counts, deep nesting, unknown types.
+	deep := []byte{}
+	for range wkbMaxDepth + 2 {
+		deep = append(deep, 1, 7, 0, 0, 0, 1, 0, 0, 0)
+	}
+	for name, w := range map[string][]byte{
+		"huge count":   {1, 2, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f},
+		"huge rings":   {1, 3, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f},
+		"huge parts":   {1, 6, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f},
+		"deep nesting": deep,
+		"type 8":       {1, 8, 0, 0, 0, 0, 0, 0, 0},
+		"type 4001":    {1, 0xa1, 0x0f, 0, 0, 0, 0, 0, 0},
+		"empty":        {},
+	} {
+		if _, err := wkbIndexBox(w); err == nil {
+			t.Errorf("%s accepted", name)
+		}
+		checkIndexBox(t, name, w)
+	}
+}
+
+func FuzzWKBIndexBox(f *testing.F) {
+	f.Add(wkb.MustMarshal(orb.Point{1, 2}))
+	f.Add(wkb.MustMarshal(orb.Polygon{{{0, 0}, {1, 0}, {1, 1}, {0, 0}}}))
+	f.Add(wkb.MustMarshal(orb.Collection{orb.Point{1, 1}, orb.MultiPoint{{1, 2}}}))
+	f.Add(wkbVariant(orb.MultiLineString{{{1, 2}, {3, 4}}}, binary.BigEndian, true, true, true))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checkIndexBox(t, "fuzz", b)
+	})
+}
+
+// TestBuildShardRejectsMalformedWKB checks that one bad geometry fails the
+// whole shard, naming the first bad feature, however the scan is split.
+func TestBuildShardRejectsMalformedWKB(t *testing.T) {
+	t.Parallel()
+	const n = 3 * buildShardSplit
+	for _, bad := range [][]int{{0}, {n / 2}, {n - 1}, {n / 3, n - 2}, {n - 2, 5}} {
+		tile := &tiles.Tile{IDs: make([]string, n), WKB: make([][]byte, n)}
+		for i := range n {
+			tile.IDs[i] = fmt.Sprintf("f%d", i)
+			var g orb.Geometry = orb.Point{150 + float64(i)*1e-4, -33}
+			if i%2 == 1 {
+				g = orb.LineString{{150, -33}, {150 + float64(i)*1e-4, -34}}
+			}
+			tile.WKB[i] = wkb.MustMarshal(g)
+		}
+		for _, i := range bad {
+			tile.WKB[i] = slices.Clone(tile.WKB[i])
+			tile.WKB[i][0] = 9 // no such byte order
+		}
+		_, err := buildShard(tile, "t")
+		if !errors.Is(err, tiles.ErrInvalidTile) {
+			t.Fatalf("bad rows %v: err = %v, want ErrInvalidTile", bad, err)
+		}
+		if first := fmt.Sprintf("%q", tile.IDs[slices.Min(bad)]); !strings.Contains(err.Error(), first) {
+			t.Errorf("bad rows %v: err %v does not name feature %s", bad, err, first)
+		}
+	}
+}
+
+// TestBuildShardBoxes checks the index boxes of a large tile (scanned on
+// several goroutines) against flat decoding, row by row.
+func TestBuildShardBoxes(t *testing.T) {
+	t.Parallel()
+	const n = 3*buildShardSplit + 17
+	rng := rand.New(rand.NewPCG(3, 9))
+	tile := &tiles.Tile{IDs: make([]string, n), WKB: make([][]byte, n)}
+	for i := range n {
+		x, y := 140+rng.Float64()*10, -40+rng.Float64()*10
+		var g orb.Geometry
+		switch i % 4 {
+		case 0:
+			g = orb.Point{x, y}
+		case 1:
+			g = orb.MultiPoint{{x, y}, {x + 1, y}}
+		case 2:
+			g = orb.LineString{{x, y}, {x + rng.Float64(), y + rng.Float64()}}
+		default:
+			g = orb.Polygon{{{x, y}, {x + 2, y}, {x + 2, y + 1}, {x, y}}}
+		}
+		tile.IDs[i] = fmt.Sprint(i)
+		tile.WKB[i] = wkb.MustMarshal(g)
+	}
+	s, err := buildShard(tile, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range tile.WKB {
+		want, err := flatIndexBox(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameBox32(s.ix.boxes[i], want) {
+			t.Fatalf("row %d: box %+v, want %+v", i, s.ix.boxes[i], want)
+		}
+	}
+}
+
+// TestLoadShardMalformedWKB checks that a stored tile with malformed
+// geometries fails to load with ErrInvalidTile naming the first of them,
+// though row groups are scanned concurrently and in any order.
+func TestLoadShardMalformedWKB(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	feats := make([]tiles.Feature, 200)
+	for i := range feats {
+		feats[i] = feat(fmt.Sprintf("f%03d", i), orb.LineString{{150, -33}, {150.1 + float64(i)*1e-3, -33.1}})
+	}
+	var buf bytes.Buffer
+	info, err := tiles.WriteTile(&buf, testSchema(t), feats, tiles.WriterOptions{Compression: tiles.CompressionUncompressed, RowGroupRows: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean := buf.Bytes()
+	ct, err := tiles.ReadTile(ctx, bytes.NewReader(clean), int64(len(clean)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := map[string]int{} // tiles are in Hilbert order, not as written
+	for i, id := range ct.IDs {
+		row[id] = i
+	}
+	store := newStore(t)
+	for _, bad := range [][]int{{17}, {170, 40}, {0, 199}} {
+		data := slices.Clone(clean)
+		// Uncompressed, the WKB is in the file as written: break byte orders.
+		for _, i := range bad {
+			at := bytes.Index(data, wkb.MustMarshal(feats[i].Geometry))
+			if at < 0 {
+				t.Fatalf("WKB of %d not found in the tile", i)
+			}
+			data[at] = 9
+		}
+		key := fmt.Sprintf("bad%d.parquet", bad[0])
+		if err := store.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
+			t.Fatal(err)
+		}
+		_, err = loadShard(ctx, store, tiles.NewTileEntry(key, info))
+		firstRow := ct.Len()
+		for _, i := range bad {
+			firstRow = min(firstRow, row[feats[i].ID])
+		}
+		first := fmt.Sprintf("%q", ct.IDs[firstRow])
+		if !errors.Is(err, tiles.ErrInvalidTile) || !strings.Contains(err.Error(), first) {
+			t.Fatalf("bad rows %v: err = %v, want ErrInvalidTile naming %s", bad, err, first)
+		}
+	}
+	// The clean tile loads, with the boxes buildShard computes.
+	if err := store.Put(ctx, "good.parquet", bytes.NewReader(clean), int64(len(clean))); err != nil {
+		t.Fatal(err)
+	}
+	s, err := loadShard(ctx, store, tiles.NewTileEntry("good.parquet", info))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range s.tile.WKB {
+		want, err := flatIndexBox(w)
+		if err != nil || !sameBox32(s.ix.boxes[i], want) {
+			t.Fatalf("row %d: box %+v, want %+v (%v)", i, s.ix.boxes[i], want, err)
+		}
+	}
+	if s.tile.Bounds != nil {
+		t.Error("the shard keeps the float64 bounds")
 	}
 }

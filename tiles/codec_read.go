@@ -1,16 +1,20 @@
 package tiles
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -23,7 +27,7 @@ import (
 // readers.
 type Tile struct {
 	// IDs, Bounds and WKB hold each feature's id, bounding box and ISO WKB
-	// geometry.
+	// geometry. Bounds is nil when read with ReadTileOptions.SkipBounds.
 	IDs    []string
 	Bounds []orb.Bound
 	WKB    [][]byte
@@ -38,12 +42,14 @@ type Tile struct {
 	bytes int64
 }
 
-// column is one property column in native form.
+// column is one property column in native form. Strings are held end to
+// end in one buffer (no pointer per value for the collector to scan).
 type column struct {
 	field Field
-	valid []bool // nil: no nulls
-	str   []string
-	i64   []int64 // integers, date-time micros
+	valid []bool   // nil: no nulls
+	sdata []byte   // strings: value i is sdata[send[i-1]:send[i]]
+	send  []uint32 // strings: end of each value (send[-1] is 0)
+	i64   []int64  // integers, date-time micros
 	f64   []float64
 	boo   []bool
 	d32   []int32 // dates
@@ -54,8 +60,13 @@ func (c *column) value(i int) any {
 		return nil
 	}
 	switch {
-	case c.str != nil:
-		return c.str[i]
+	case c.send != nil:
+		var start uint32
+		if i > 0 {
+			start = c.send[i-1]
+		}
+		// A copy, so results do not pin the tile.
+		return string(c.sdata[start:c.send[i]])
 	case c.i64 != nil:
 		return c.field.present(c.i64[i])
 	case c.f64 != nil:
@@ -107,15 +118,39 @@ func (t *Tile) Property(i int, name string) (any, bool) {
 
 // ReadTile decodes a whole tile written by WriteTile. r is read with random
 // access (ranged reads when it is an S3 Object); reads stop when ctx is done.
+// Column chunks are decoded on up to GOMAXPROCS goroutines.
 func ReadTile(ctx context.Context, r io.ReaderAt, size int64) (*Tile, error) {
-	return readTile(ctx, r, size, nil)
+	return ReadTileWith(ctx, r, size, ReadTileOptions{})
 }
 
 // ReadTileBBox decodes only the row groups whose bbox statistics intersect
 // bound. Rows of those row groups are returned whole, so some may lie outside
 // bound; callers filter exactly.
 func ReadTileBBox(ctx context.Context, r io.ReaderAt, size int64, bound orb.Bound) (*Tile, error) {
-	return readTile(ctx, r, size, &bound)
+	return ReadTileWith(ctx, r, size, ReadTileOptions{Bound: &bound})
+}
+
+// ReadTileOptions tune ReadTileWith. The zero value reads what ReadTile
+// does.
+type ReadTileOptions struct {
+	// Bound, when not nil, limits the read to the row groups whose bbox
+	// statistics intersect it, as ReadTileBBox does. Default nil: all.
+	Bound *orb.Bound
+	// SkipBounds leaves Tile.Bounds nil and spares decoding the bbox
+	// column, for callers that compute boxes from the geometry anyway.
+	// Default false.
+	SkipBounds bool
+	// Geometry, when not nil, is called with the WKB of each row group as
+	// soon as it is decoded, so that work on it overlaps the decoding of
+	// the rest: row0 is the tile row of wkb[0]. Calls come from the
+	// decoding goroutines, concurrently, for disjoint rows. An error fails
+	// the read and is returned as is. Default nil.
+	Geometry func(row0 int, wkb [][]byte) error
+}
+
+// ReadTileWith decodes a tile written by WriteTile as opt says.
+func ReadTileWith(ctx context.Context, r io.ReaderAt, size int64, opt ReadTileOptions) (*Tile, error) {
+	return readTile(ctx, r, size, opt)
 }
 
 // openParquet opens a Parquet file for reading.
@@ -130,13 +165,39 @@ func openParquet(r io.ReaderAt, size int64) (*file.Reader, error) {
 	return pf, nil
 }
 
-func readTile(ctx context.Context, r io.ReaderAt, size int64, bound *orb.Bound) (*Tile, error) {
+// maxWholeRead is the largest tile ReadTile reads in one piece.
+const maxWholeRead = 256 << 20
+
+func readTile(ctx context.Context, r io.ReaderAt, size int64, opt ReadTileOptions) (*Tile, error) {
+	bound := opt.Bound
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	pf, err := openParquet(r, size)
+	props := parquet.NewReaderProperties(pooledAllocator{})
+	var src parquet.ReaderAtSeeker = io.NewSectionReader(r, 0, size)
+	if bound == nil && size <= maxWholeRead {
+		// A whole tile is read in one request (one GET from S3, not one
+		// per column chunk), into a recycled buffer; the column chunks are
+		// then streamed from it through small buffers instead of being
+		// copied out whole.
+		buf, _ := readBuffers.get(int(size))
+		defer readBuffers.put(buf)
+		if err := readAll(r, buf); err != nil {
+			if ctxErr := contextError(err); ctxErr != nil {
+				return nil, ctxErr
+			}
+			return nil, fmt.Errorf("%w: %v", ErrInvalidTile, err)
+		}
+		src = bytes.NewReader(buf)
+		props.BufferedStreamEnabled = true
+		props.BufferSize = 16 << 10 // a page header's
+	}
+	pf, err := file.NewParquetReader(src, file.WithReadProps(props))
 	if err != nil {
-		return nil, err
+		if ctxErr := contextError(err); ctxErr != nil {
+			return nil, ctxErr
+		}
+		return nil, fmt.Errorf("%w: %v", ErrInvalidTile, err)
 	}
 	defer pf.Close()
 	md := pf.MetaData()
@@ -162,34 +223,55 @@ func readTile(ctx context.Context, r io.ReaderAt, size int64, bound *orb.Bound) 
 		t.cols[i].field = f
 	}
 	if len(rowGroups) == 0 {
-		t.IDs, t.Bounds, t.WKB = []string{}, []orb.Bound{}, [][]byte{}
+		t.IDs, t.WKB = []string{}, [][]byte{}
+		if !opt.SkipBounds {
+			t.Bounds = []orb.Bound{}
+		}
 		return t, nil
 	}
 
-	mem := memory.NewGoAllocator()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{Parallel: true, BatchSize: 64 << 10}, mem)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidTile, err)
-	}
-	leaves := make([]int, md.Schema.NumColumns())
-	for i := range leaves {
-		leaves[i] = i
-	}
-	tbl, err := fr.ReadRowGroups(ctx, leaves, rowGroups)
-	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, ctxErr
+	row0 := make([]int, len(rowGroups)+1)
+	for k, rg := range rowGroups {
+		rows := md.RowGroup(rg).NumRows()
+		if rows < 0 || int64(row0[k])+rows > math.MaxInt32 {
+			return nil, fmt.Errorf("%w: row group %d has %d rows", ErrInvalidTile, rg, rows)
 		}
-		if ctxErr := contextError(err); ctxErr != nil {
-			return nil, ctxErr
-		}
-		return nil, fmt.Errorf("%w: %v", ErrInvalidTile, err)
+		row0[k+1] = row0[k] + int(rows)
 	}
-	defer tbl.Release()
-	if err := t.load(tbl); err != nil {
+	if err := t.read(ctx, pf, rowGroups, row0, size, opt); err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// readAllSplit is the smallest read readAll splits over goroutines.
+const readAllSplit = 4 << 20
+
+// readAll fills buf from r at offset 0, in parallel pieces when buf is
+// large: the read is the only part of a load that is not otherwise spread
+// over the cores.
+func readAll(r io.ReaderAt, buf []byte) error {
+	parts := min(runtime.GOMAXPROCS(0), max(1, len(buf)/readAllSplit))
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := p*len(buf)/parts, (p+1)*len(buf)/parts
+		read := func() {
+			if n, err := r.ReadAt(buf[lo:hi], int64(lo)); n < hi-lo {
+				if err == nil {
+					err = io.ErrUnexpectedEOF
+				}
+				errs[p] = fmt.Errorf("read %d of %d bytes at %d: %w", n, hi-lo, lo, err)
+			}
+		}
+		if p == parts-1 {
+			read()
+		} else {
+			wg.Go(read)
+		}
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // rowGroupIntersects reports whether the bbox statistics of row group rg may
@@ -228,165 +310,177 @@ func rowGroupIntersects(md *metadata.FileMetaData, rg int, b orb.Bound) bool {
 	return xmin <= b.Max[0] && xmax >= b.Min[0] && ymin <= b.Max[1] && ymax >= b.Min[1]
 }
 
-// load copies the table's columns into t.
-func (t *Tile) load(tbl arrow.Table) error {
-	sc := tbl.Schema()
-	colIdx := func(name string) (int, error) {
-		idx := sc.FieldIndices(name)
-		if len(idx) != 1 {
-			return 0, fmt.Errorf("%w: missing column %q", ErrInvalidTile, name)
-		}
-		return idx[0], nil
+// read decodes the rows of rowGroups into t; row0 holds each row group's
+// first row and, last, the row count. See column_read.go.
+func (t *Tile) read(ctx context.Context, pf *file.Reader, rowGroups, row0 []int, size int64, opt ReadTileOptions) error {
+	md := pf.MetaData()
+	// pqarrow's schema manifest gives each column's Arrow type as an Arrow
+	// reader sees it, so the type checks are those of the Arrow reader.
+	man, err := pqarrow.NewSchemaManifest(md.Schema, md.KeyValueMetadata(), &pqarrow.ArrowReadProperties{})
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidTile, err)
 	}
-	n := int(tbl.NumRows())
-	t.IDs = make([]string, 0, n)
-	t.Bounds = make([]orb.Bound, 0, n)
-	t.WKB = make([][]byte, 0, n)
-
-	idCol, err := colIdx(colFeatureID)
+	field := func(name string) (*pqarrow.SchemaField, error) {
+		var found *pqarrow.SchemaField
+		for i := range man.Fields {
+			if man.Fields[i].Field.Name == name {
+				if found != nil {
+					return nil, fmt.Errorf("%w: duplicate column %q", ErrInvalidTile, name)
+				}
+				found = &man.Fields[i]
+			}
+		}
+		if found == nil {
+			return nil, fmt.Errorf("%w: missing column %q", ErrInvalidTile, name)
+		}
+		return found, nil
+	}
+	idF, err := field(colFeatureID)
 	if err != nil {
 		return err
 	}
-	geomCol, err := colIdx(colGeometry)
+	geomF, err := field(colGeometry)
 	if err != nil {
 		return err
 	}
-	bboxCol, err := colIdx(colBBox)
+	bboxF, err := field(colBBox)
 	if err != nil {
 		return err
 	}
+	if !arrow.TypeEqual(idF.Field.Type, arrow.BinaryTypes.String) || !idF.IsLeaf() {
+		return fmt.Errorf("%w: feature_id is %s, want utf8", ErrInvalidTile, idF.Field.Type)
+	}
+	if !arrow.TypeEqual(geomF.Field.Type, arrow.BinaryTypes.Binary) || !geomF.IsLeaf() {
+		return fmt.Errorf("%w: geometry is %s, want binary", ErrInvalidTile, geomF.Field.Type)
+	}
+	if bboxF.Field.Type.ID() != arrow.STRUCT || len(bboxF.Children) != 4 {
+		return fmt.Errorf("%w: bbox is %s, want struct of four float64", ErrInvalidTile, bboxF.Field.Type)
+	}
+	for k, ch := range bboxF.Children {
+		if !arrow.TypeEqual(ch.Field.Type, arrow.PrimitiveTypes.Float64) || !ch.IsLeaf() {
+			return fmt.Errorf("%w: bbox field %d is not float64", ErrInvalidTile, k)
+		}
+	}
 
-	// Strings and WKB are copied into one arena each: few, large allocations.
-	var idBytes, wkbBytes int
-	for _, ch := range tbl.Column(idCol).Data().Chunks() {
-		a, ok := ch.(*array.String)
-		if !ok {
-			return fmt.Errorf("%w: feature_id is %s, want utf8", ErrInvalidTile, ch.DataType())
+	n := row0[len(rowGroups)]
+	cr := &chunkReader{pf: pf, rowGroups: rowGroups, row0: row0}
+	// IDs and WKB are slices of a few large buffers, one per row group.
+	t.IDs = make([]string, n)
+	t.WKB = make([][]byte, n)
+	var idBytes, wkbBytes atomic.Int64
+	ids := newByteColumn(md, idF.ColIndex, rowGroups, n, size, false, fmt.Errorf("%w: null feature_id", ErrInvalidTile))
+	ids.done = func(buf []byte, ends []uint32, row0 int) error {
+		var prev uint32
+		for i, end := range ends {
+			s := buf[prev:end]
+			t.IDs[row0+i] = unsafe.String(unsafe.SliceData(s), len(s))
+			prev = end
 		}
-		idBytes += len(a.ValueBytes())
+		idBytes.Add(int64(len(buf)))
+		return nil
 	}
-	for _, ch := range tbl.Column(geomCol).Data().Chunks() {
-		a, ok := ch.(*array.Binary)
-		if !ok {
-			return fmt.Errorf("%w: geometry is %s, want binary", ErrInvalidTile, ch.DataType())
+	cr.add(md, idF.ColIndex, ids.read)
+	wkbs := newByteColumn(md, geomF.ColIndex, rowGroups, n, size, false, fmt.Errorf("%w: null geometry", ErrInvalidTile))
+	wkbs.done = func(buf []byte, ends []uint32, row0 int) error {
+		var prev uint32
+		for i, end := range ends {
+			t.WKB[row0+i] = buf[prev:end:end]
+			prev = end
 		}
-		wkbBytes += len(a.ValueBytes())
-	}
-	idArena := make([]byte, 0, idBytes)
-	wkbArena := make([]byte, 0, wkbBytes)
-	for _, ch := range tbl.Column(idCol).Data().Chunks() {
-		a := ch.(*array.String)
-		for i := 0; i < a.Len(); i++ {
-			if a.IsNull(i) {
-				return fmt.Errorf("%w: null feature_id", ErrInvalidTile)
-			}
-			start := len(idArena)
-			idArena = append(idArena, a.Value(i)...)
-			s := idArena[start:len(idArena):len(idArena)]
-			t.IDs = append(t.IDs, unsafe.String(unsafe.SliceData(s), len(s)))
-		}
-	}
-	for _, ch := range tbl.Column(geomCol).Data().Chunks() {
-		a := ch.(*array.Binary)
-		for i := 0; i < a.Len(); i++ {
-			if a.IsNull(i) {
-				return fmt.Errorf("%w: null geometry", ErrInvalidTile)
-			}
-			start := len(wkbArena)
-			wkbArena = append(wkbArena, a.Value(i)...)
-			t.WKB = append(t.WKB, wkbArena[start:len(wkbArena):len(wkbArena)])
-		}
-	}
-	for _, ch := range tbl.Column(bboxCol).Data().Chunks() {
-		s, ok := ch.(*array.Struct)
-		if !ok || s.NumField() != 4 {
-			return fmt.Errorf("%w: bbox is %s, want struct of four float64", ErrInvalidTile, ch.DataType())
-		}
-		var parts [4]*array.Float64
-		for k := range parts {
-			if parts[k], ok = s.Field(k).(*array.Float64); !ok {
-				return fmt.Errorf("%w: bbox field %d is not float64", ErrInvalidTile, k)
+		wkbBytes.Add(int64(len(buf)))
+		if opt.Geometry != nil {
+			if err := opt.Geometry(row0, t.WKB[row0:row0+len(ends)]); err != nil {
+				return callerError{err}
 			}
 		}
-		for i := 0; i < s.Len(); i++ {
-			t.Bounds = append(t.Bounds, orb.Bound{
-				Min: orb.Point{parts[0].Value(i), parts[1].Value(i)},
-				Max: orb.Point{parts[2].Value(i), parts[3].Value(i)},
-			})
+		return nil
+	}
+	cr.add(md, geomF.ColIndex, wkbs.read)
+	if !opt.SkipBounds {
+		t.Bounds = make([]orb.Bound, n)
+		for k, ch := range bboxF.Children {
+			cr.add(md, ch.ColIndex, boundsColumn(t.Bounds, k))
 		}
 	}
-	if len(t.IDs) != n || len(t.WKB) != n || len(t.Bounds) != n {
-		return fmt.Errorf("%w: column lengths differ", ErrInvalidTile)
-	}
-	t.bytes = int64(idBytes+wkbBytes) + int64(n)*(16+24+32)
-
+	finish := make([]func() error, len(t.cols))
 	for c := range t.cols {
 		col := &t.cols[c]
-		idx, err := colIdx(col.field.Name)
+		sf, err := field(col.field.Name)
 		if err != nil {
 			return err
 		}
-		if err := col.load(tbl.Column(idx).Data(), n); err != nil {
+		want := col.field.arrowType()
+		if !arrow.TypeEqual(sf.Field.Type, want) || !sf.IsLeaf() {
+			return fmt.Errorf("%w: column %q is %s, want %s", ErrInvalidTile, col.field.Name, sf.Field.Type, want)
+		}
+		nullable := col.field.Nullable
+		nullErr := fmt.Errorf("%w: column %q has nulls but is not nullable", ErrInvalidTile, col.field.Name)
+		switch want.ID() {
+		case arrow.STRING:
+			bc := newByteColumn(md, sf.ColIndex, rowGroups, n, size, nullable, nullErr)
+			cr.add(md, sf.ColIndex, bc.read)
+			finish[c] = func() error {
+				data, starts := bc.join()
+				if len(data) > math.MaxUint32 {
+					return fmt.Errorf("%w: column %q too large", ErrInvalidTile, col.field.Name)
+				}
+				for k := range rowGroups {
+					for i := row0[k]; i < row0[k+1]; i++ {
+						bc.ends[i] += uint32(starts[k])
+					}
+				}
+				col.sdata, col.send = data, bc.ends
+				col.valid = validOrNil(bc.valid, bc.nullCount())
+				return nil
+			}
+		case arrow.INT64, arrow.TIMESTAMP:
+			finish[c] = addFixed(cr, md, sf.ColIndex, n, nullable, nullErr, &col.i64, &col.valid)
+		case arrow.FLOAT64:
+			finish[c] = addFixed(cr, md, sf.ColIndex, n, nullable, nullErr, &col.f64, &col.valid)
+		case arrow.BOOL:
+			finish[c] = addFixed(cr, md, sf.ColIndex, n, nullable, nullErr, &col.boo, &col.valid)
+		case arrow.DATE32:
+			finish[c] = addFixed(cr, md, sf.ColIndex, n, nullable, nullErr, &col.d32, &col.valid)
+		default:
+			return fmt.Errorf("%w: column %q has unsupported type %s", ErrInvalidTile, col.field.Name, want)
+		}
+	}
+
+	if err := cr.run(ctx); err != nil {
+		return err
+	}
+
+	t.bytes = idBytes.Load() + wkbBytes.Load() + int64(n)*(16+24) + int64(len(t.Bounds))*32
+	for c := range t.cols {
+		if err := finish[c](); err != nil {
 			return err
 		}
-		t.bytes += col.bytes()
+		t.bytes += t.cols[c].bytes()
 	}
 	return nil
+}
+
+// addFixed queues the chunks of a fixed-width column and returns the
+// function that stores it in *dst and *valid once read.
+func addFixed[T any](cr *chunkReader, md *metadata.FileMetaData, leaf, n int, nullable bool, nullErr error, dst *[]T, valid *[]bool) func() error {
+	fc := newFixedColumn[T](n, len(cr.rowGroups), nullable, nullErr)
+	cr.add(md, leaf, fc.read)
+	return func() error {
+		*dst = fc.dst
+		*valid = validOrNil(fc.valid, fc.nullCount())
+		return nil
+	}
+}
+
+// validOrNil drops a validity slice without nulls.
+func validOrNil(valid []bool, nulls int) []bool {
+	if nulls == 0 {
+		return nil
+	}
+	return valid
 }
 
 func (c *column) bytes() int64 {
-	var b int64
-	b += int64(len(c.valid))
-	for _, s := range c.str {
-		b += 16 + int64(len(s))
-	}
-	b += int64(len(c.i64))*8 + int64(len(c.f64))*8 + int64(len(c.boo)) + int64(len(c.d32))*4
-	return b
-}
-
-func (c *column) load(data *arrow.Chunked, n int) error {
-	want := c.field.arrowType()
-	if !arrow.TypeEqual(data.DataType(), want) {
-		return fmt.Errorf("%w: column %q is %s, want %s", ErrInvalidTile, c.field.Name, data.DataType(), want)
-	}
-	if data.NullN() > 0 {
-		if !c.field.Nullable {
-			return fmt.Errorf("%w: column %q has nulls but is not nullable", ErrInvalidTile, c.field.Name)
-		}
-		c.valid = make([]bool, 0, n)
-	}
-	switch want.ID() {
-	case arrow.STRING:
-		c.str = make([]string, 0, n)
-	case arrow.INT64, arrow.TIMESTAMP:
-		c.i64 = make([]int64, 0, n)
-	case arrow.FLOAT64:
-		c.f64 = make([]float64, 0, n)
-	case arrow.BOOL:
-		c.boo = make([]bool, 0, n)
-	case arrow.DATE32:
-		c.d32 = make([]int32, 0, n)
-	}
-	for _, ch := range data.Chunks() {
-		for i := 0; i < ch.Len(); i++ {
-			if c.valid != nil {
-				c.valid = append(c.valid, ch.IsValid(i))
-			}
-			switch a := ch.(type) {
-			case *array.String:
-				c.str = append(c.str, strings.Clone(a.Value(i)))
-			case *array.Int64:
-				c.i64 = append(c.i64, a.Value(i))
-			case *array.Timestamp:
-				c.i64 = append(c.i64, int64(a.Value(i)))
-			case *array.Float64:
-				c.f64 = append(c.f64, a.Value(i))
-			case *array.Boolean:
-				c.boo = append(c.boo, a.Value(i))
-			case *array.Date32:
-				c.d32 = append(c.d32, int32(a.Value(i)))
-			}
-		}
-	}
-	return nil
+	return int64(len(c.valid)) + int64(len(c.sdata)) + int64(len(c.send))*4 +
+		int64(len(c.i64))*8 + int64(len(c.f64))*8 + int64(len(c.boo)) + int64(len(c.d32))*4
 }

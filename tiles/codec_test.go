@@ -12,8 +12,10 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/paulmach/orb"
 )
@@ -513,5 +515,209 @@ func BenchmarkHilbertIndex(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = hilbertIndex(ext, p)
+	}
+}
+
+// manyVertices is a closed ring of n vertices around (lon, lat).
+func manyVertices(lon, lat float64, n int) orb.Ring {
+	r := make(orb.Ring, n+1)
+	for i := range n {
+		a := 2 * math.Pi * float64(i) / float64(n)
+		r[i] = orb.Point{lon + 0.01*math.Cos(a), lat + 0.01*math.Sin(a)}
+	}
+	r[n] = r[0]
+	return r
+}
+
+// TestReadTileMatchesArrowReader checks ReadTile, which decodes column
+// chunks concurrently into Go slices, against the Arrow-based reader it
+// replaced, on tiles with several row groups, multi-page chunks, nulls and
+// dictionary-encoded strings.
+func TestReadTileMatchesArrowReader(t *testing.T) {
+	schema := testSchema(t)
+	repeated := func(n int) []Feature {
+		feats := randomPoints(n, 9)
+		long := strings.Repeat("a long repeated string ", 20)
+		for i := range feats {
+			p := feats[i].Properties
+			p["name"] = long // dictionary-encoded: values outgrow the chunk's size
+			if i%3 == 0 {
+				p["code"] = fmt.Sprintf("c%d", i%7)
+			}
+			if i%5 == 0 {
+				p["active"] = i%2 == 0
+				p["listed"] = "2020-02-29"
+				p["updated"] = "2001-02-03T04:05:06.000007Z"
+			}
+		}
+		return feats
+	}
+	bigPolygons := func(n int) []Feature {
+		feats := make([]Feature, n)
+		for i := range feats {
+			feats[i] = Feature{
+				ID:         fmt.Sprintf("poly-%03d", i),
+				Geometry:   orb.Polygon{manyVertices(150+float64(i)*0.1, -30, 5000)},
+				Properties: map[string]any{"name": fmt.Sprintf("p%d", i), "area_m2": float64(i)},
+			}
+		}
+		return feats
+	}
+	tests := []struct {
+		name   string
+		schema FieldSchema
+		feats  []Feature
+		opt    WriterOptions
+	}{
+		{"every geometry, one row group", schema, everyGeometry(), WriterOptions{}},
+		{"every geometry, row groups of 2", schema, everyGeometry(), WriterOptions{RowGroupRows: 2}},
+		{"points, row groups of 1000", schema, randomPoints(5000, 3), WriterOptions{RowGroupRows: 1000}},
+		{"points, uneven row groups", schema, randomPoints(4321, 4), WriterOptions{RowGroupRows: 1000}},
+		{"nulls and repeated strings", schema, repeated(3000), WriterOptions{RowGroupRows: 700}},
+		{"multi-page polygons", schema, bigPolygons(40), WriterOptions{RowGroupRows: 16}},
+		{"snappy", schema, repeated(1500), WriterOptions{Compression: CompressionSnappy, RowGroupRows: 500}},
+		{"uncompressed", schema, randomPoints(1500, 5), WriterOptions{Compression: CompressionUncompressed, RowGroupRows: 500}},
+		{"no properties", nil, []Feature{{ID: "a", Geometry: orb.Point{1, 2}}, {ID: "b", Geometry: orb.LineString{{1, 2}, {3, 4}}}}, WriterOptions{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			data, _ := writeTile(t, tc.schema, tc.feats, tc.opt)
+			want, err := readTileArrow(context.Background(), bytes.NewReader(data), int64(len(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Several reads: chunks finish in a different order each time.
+			for range 3 {
+				got := mustRead(t, data)
+				if got.Len() != len(want.IDs) || len(got.WKB) != len(want.IDs) || len(got.Bounds) != len(want.IDs) {
+					t.Fatalf("read %d/%d/%d rows, want %d", got.Len(), len(got.WKB), len(got.Bounds), len(want.IDs))
+				}
+				for i := range want.IDs {
+					if got.IDs[i] != want.IDs[i] {
+						t.Fatalf("row %d: id %q, want %q", i, got.IDs[i], want.IDs[i])
+					}
+					if !bytes.Equal(got.WKB[i], want.WKB[i]) || cap(got.WKB[i]) != len(got.WKB[i]) {
+						t.Fatalf("row %d (%s): WKB differs (len %d cap %d, want len %d)", i, want.IDs[i], len(got.WKB[i]), cap(got.WKB[i]), len(want.WKB[i]))
+					}
+					if got.Bounds[i] != want.Bounds[i] {
+						t.Fatalf("row %d: bound %v, want %v", i, got.Bounds[i], want.Bounds[i])
+					}
+					if p := got.Properties(i); !reflect.DeepEqual(p, want.Props[i]) {
+						t.Fatalf("row %d: properties\n got %#v\nwant %#v", i, p, want.Props[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestReadTileBBoxRowsMatch checks that a pruned read returns exactly the
+// rows of the row groups it reads.
+func TestReadTileBBoxRowsMatch(t *testing.T) {
+	data, _ := writeTile(t, testSchema(t), randomPoints(8000, 6), WriterOptions{RowGroupRows: 500})
+	full := mustRead(t, data)
+	byID := map[string]int{}
+	for i, id := range full.IDs {
+		byID[id] = i
+	}
+	box := orb.Bound{Min: orb.Point{140, -35}, Max: orb.Point{150, -30}}
+	part, err := ReadTileBBox(context.Background(), bytes.NewReader(data), int64(len(data)), box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if part.RowGroupsRead == 0 || part.RowGroupsRead == part.RowGroupsTotal {
+		t.Fatalf("read %d of %d row groups", part.RowGroupsRead, part.RowGroupsTotal)
+	}
+	for i, id := range part.IDs {
+		j, ok := byID[id]
+		if !ok {
+			t.Fatalf("unknown id %q", id)
+		}
+		if !bytes.Equal(part.WKB[i], full.WKB[j]) || part.Bounds[i] != full.Bounds[j] ||
+			!reflect.DeepEqual(part.Properties(i), full.Properties(j)) {
+			t.Fatalf("row %q differs from the full read", id)
+		}
+	}
+}
+
+// TestReadTilePropertiesDoNotAlias checks that property strings are copies:
+// they must not pin or expose the tile's buffers.
+func TestReadTilePropertiesDoNotAlias(t *testing.T) {
+	tile := mustRead(t, mustWrite(t, testSchema(t), everyGeometry()))
+	a, _ := tile.Property(0, "name")
+	b, _ := tile.Property(0, "name")
+	sa, sb := a.(string), b.(string)
+	if sa != sb || len(sa) == 0 {
+		t.Fatalf("name = %q, %q", sa, sb)
+	}
+	if unsafe.StringData(sa) == unsafe.StringData(sb) {
+		t.Fatal("Property returned the tile's own bytes")
+	}
+}
+
+func TestReadTileSkipBounds(t *testing.T) {
+	data, _ := writeTile(t, testSchema(t), randomPoints(3000, 8), WriterOptions{RowGroupRows: 1000})
+	full := mustRead(t, data)
+	got, err := ReadTileWith(context.Background(), bytes.NewReader(data), int64(len(data)), ReadTileOptions{SkipBounds: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Bounds != nil {
+		t.Fatalf("Bounds has %d entries, want nil", len(got.Bounds))
+	}
+	if got.Len() != full.Len() || got.Bytes() != full.Bytes()-int64(full.Len())*32 {
+		t.Fatalf("%d rows, %d bytes; full read %d rows, %d bytes", got.Len(), got.Bytes(), full.Len(), full.Bytes())
+	}
+	for i := range full.IDs {
+		if got.IDs[i] != full.IDs[i] || !bytes.Equal(got.WKB[i], full.WKB[i]) || !reflect.DeepEqual(got.Properties(i), full.Properties(i)) {
+			t.Fatalf("row %d differs from the full read", i)
+		}
+	}
+}
+
+// TestReadTileConcurrent reads several tiles at once, many times: the
+// buffers recycled between reads must never be shared by two.
+func TestReadTileConcurrent(t *testing.T) {
+	schema := testSchema(t)
+	var datas [][]byte
+	var wants []*refTile
+	for k, feats := range [][]Feature{randomPoints(3000, 21), everyGeometry(), randomPoints(700, 22)} {
+		data, _ := writeTile(t, schema, feats, WriterOptions{RowGroupRows: 250 * (k + 1)})
+		want, err := readTileArrow(context.Background(), bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		datas, wants = append(datas, data), append(wants, want)
+	}
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for r := range 5 {
+				k := (g + r) % len(datas)
+				got, err := ReadTile(context.Background(), bytes.NewReader(datas[k]), int64(len(datas[k])))
+				if err == nil && got.Len() != len(wants[k].IDs) {
+					err = fmt.Errorf("tile %d: %d rows, want %d", k, got.Len(), len(wants[k].IDs))
+				}
+				if err == nil {
+					for i := range wants[k].IDs {
+						if got.IDs[i] != wants[k].IDs[i] || !bytes.Equal(got.WKB[i], wants[k].WKB[i]) ||
+							!reflect.DeepEqual(got.Properties(i), wants[k].Props[i]) {
+							err = fmt.Errorf("tile %d row %d differs", k, i)
+							break
+						}
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
