@@ -608,7 +608,7 @@ func (ev *evaluator) scan(ctx context.Context, s *shard, col *collector) error {
 			member, d = ev.feature(&ev.fg)
 		}
 		if member {
-			if err := col.add(t, int(i), d); err != nil {
+			if err := col.add(s, int(i), d); err != nil {
 				return err
 			}
 			if col.run.failed() {
@@ -627,7 +627,8 @@ type collector struct {
 	z     *sizer
 }
 
-func (c *collector) add(t *tiles.Tile, i int, d float64) error {
+func (c *collector) add(s *shard, i int, d float64) error {
+	t := s.tile
 	lr := &c.run.lr
 	if c.run.count.Add(1) > int64(lr.MaxFeatures) {
 		c.run.fail(ReasonResultLimitExceeded, LimitResultLimitExceeded)
@@ -641,7 +642,7 @@ func (c *collector) add(t *tiles.Tile, i int, d float64) error {
 		}
 		f.Geometry = g
 	}
-	size := c.z.recordLen(lr.LayerID, f.ID, d, c.z.mapLen(t.Properties(i)), f.Geometry)
+	size := c.z.recordLen(lr.LayerID, f.ID, d, s.propertiesLen(i, c.z), f.Geometry)
 	if size > lr.MaxFeatureBytes {
 		c.run.fail(ReasonFeatureTooLarge, LimitFeatureTooLarge)
 		return nil

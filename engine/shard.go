@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"siteenv/tiles"
 )
@@ -17,9 +18,27 @@ import (
 type shard struct {
 	tile *tiles.Tile
 	ix   *index
+	// propLen caches the encoded length of each feature's properties
+	// (length+1; 0 until a query first matches the feature): results are
+	// sized while they are collected, and measuring a feature's
+	// properties costs more than finding it.
+	propLen []atomic.Int32
 	// bytes is what the shard holds: the tile's columns (without the
-	// float64 bounds column, which the index replaces) and the index.
+	// float64 bounds column, which the index replaces), the index and
+	// propLen.
 	bytes int64
+}
+
+// propertiesLen returns the encoded length of feature i's properties.
+func (s *shard) propertiesLen(i int, z *sizer) int {
+	if v := s.propLen[i].Load(); v > 0 {
+		return int(v - 1)
+	}
+	n := z.mapLen(s.tile.Properties(i))
+	if n < math.MaxInt32 {
+		s.propLen[i].Store(int32(n + 1))
+	}
+	return n
 }
 
 // loadShard reads and indexes the tile te. Each row group's boxes are
@@ -123,8 +142,8 @@ func buildShard(t *tiles.Tile, name string) (*shard, error) {
 // newShard indexes t by its features' boxes.
 func newShard(t *tiles.Tile, leaves []box32) *shard {
 	ix := newIndex(leaves)
-	s := &shard{tile: t, ix: ix}
-	s.bytes = t.Bytes() - int64(len(t.Bounds))*32 + ix.bytes()
+	s := &shard{tile: t, ix: ix, propLen: make([]atomic.Int32, t.Len())}
+	s.bytes = t.Bytes() - int64(len(t.Bounds))*32 + ix.bytes() + int64(t.Len())*4
 	// The index carries the boxes; a float64 copy is not needed.
 	t.Bounds = nil
 	return s
