@@ -46,12 +46,10 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-// loadEngine makes e load every shard of ds once and measures it. The
-// engine loads shards lazily and has no preload call, so each tile is
-// touched by an intersection query at the centre of its box with no
-// coverage (coverage could skip the layer) and a one-feature limit (the
-// answer does not matter). Point layers load first, as a group, so their
-// memory is measured apart.
+// loadEngine makes e load every shard of ds once (Engine.Preload, one
+// shard at a time, so the summed load times are wall time) and measures
+// it. Point layers load first, as a group, so their memory is measured
+// apart.
 func loadEngine(ctx context.Context, e *engine.Engine, ds *dataset, log *slog.Logger) (loadStats, error) {
 	var st loadStats
 	start := time.Now()
@@ -62,18 +60,8 @@ func loadEngine(ctx context.Context, e *engine.Engine, ds *dataset, log *slog.Lo
 			if l.points != points {
 				continue
 			}
-			for _, te := range l.manifest.Tiles {
-				req := engine.Request{
-					Site:   te.BBox.Bound().Center(),
-					Layers: []engine.LayerRequest{{LayerID: l.id, ReleaseID: l.release, MaxFeatures: 1}},
-				}
-				res, err := e.Query(ctx, req)
-				if err != nil {
-					return st, fmt.Errorf("bench: engine warm-up %s: %w", l.id, err)
-				}
-				if res[0].Status == engine.StatusUnavailable && res[0].Reason == engine.ReasonSourceUnavailable {
-					return st, fmt.Errorf("bench: engine warm-up %s: source unavailable", l.id)
-				}
+			if err := e.Preload(ctx, l.id, l.release); err != nil {
+				return st, fmt.Errorf("bench: engine warm-up %s: %w", l.id, err)
 			}
 		}
 		if points {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"siteenv/tiles"
@@ -202,4 +203,22 @@ func (e *Engine) dropManifestLocked() {
 
 func isContextError(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// Preload loads every shard of a release that is not loaded yet (a warm
+// start), one at a time: each load already decodes on every core. Shards
+// beyond the memory budget evict the least recently used ones as usual.
+func (e *Engine) Preload(ctx context.Context, layerID, releaseID string) error {
+	m, err := e.manifest(ctx, layerID, releaseID)
+	if err != nil {
+		return fmt.Errorf("engine: preload %s/%s: %w", layerID, releaseID, err)
+	}
+	for _, te := range m.Tiles {
+		se, err := e.acquire(ctx, te)
+		if err != nil {
+			return fmt.Errorf("engine: preload %s: %w", te.Key, err)
+		}
+		e.release(se)
+	}
+	return nil
 }

@@ -150,3 +150,36 @@ func TestReleasesAreIndependent(t *testing.T) {
 		t.Errorf("release 1: %v", got)
 	}
 }
+
+// TestPreload loads every shard of a release once; queries then load
+// nothing; an unknown release is an error.
+func TestPreload(t *testing.T) {
+	t.Parallel()
+	store, layers, reqs := concurrencyFixture(t)
+	ctx := context.Background()
+	e := New(store, Options{})
+	m, err := tiles.ReadManifest(ctx, store, layers[0].LayerID, layers[0].ReleaseID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := e.Preload(ctx, layers[0].LayerID, layers[0].ReleaseID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := e.Stats()
+	if s.Shards != len(m.Tiles) || s.Loads != int64(len(m.Tiles)) || s.Features != m.FeatureCount {
+		t.Fatalf("after preload: %+v, manifest has %d tiles, %d features", s, len(m.Tiles), m.FeatureCount)
+	}
+	req := reqs[0]
+	req.Layers = layers[:1]
+	if _, err := e.Query(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Stats().Loads; got != s.Loads {
+		t.Errorf("a query after preload loaded %d shards", got-s.Loads)
+	}
+	if err := e.Preload(ctx, layers[0].LayerID, "r_00000000000000000000000000000000"); err == nil {
+		t.Error("preloading an unknown release succeeded")
+	}
+}

@@ -167,8 +167,12 @@ func featureBox(f *flat) (orb.Bound, float64) {
 			}
 			for i := e.start; i+1 < e.end; i++ {
 				a, b := f.pts[i], f.pts[i+1]
-				dl = math.Max(dl, math.Abs(a[0]-b[0]))
-				dp = math.Max(dp, math.Abs(a[1]-b[1]))
+				if v := math.Abs(a[0] - b[0]); v > dl {
+					dl = v
+				}
+				if v := math.Abs(a[1] - b[1]); v > dp {
+					dp = v
+				}
 			}
 		}
 		m = bulgeWith(orb.Point{0, 0}, orb.Point{dl, dp}, scale)

@@ -560,7 +560,7 @@ func TestLoadShardMalformedWKB(t *testing.T) {
 		feats[i] = feat(fmt.Sprintf("f%03d", i), orb.LineString{{150, -33}, {150.1 + float64(i)*1e-3, -33.1}})
 	}
 	var buf bytes.Buffer
-	info, err := tiles.WriteTile(&buf, testSchema(t), feats, tiles.WriterOptions{Compression: tiles.CompressionUncompressed, RowGroupRows: 16})
+	info, err := tiles.WriteTile(&buf, testSchema(t), feats, tiles.WriterOptions{Compression: tiles.CompressionUncompressed, GeometryCompression: tiles.CompressionUncompressed, RowGroupRows: 16})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,8 +44,16 @@ type WriterOptions struct {
 	// groups let readers skip most of a tile using the bbox statistics.
 	// Default 2048.
 	RowGroupRows int
-	// Compression is the codec of every column. Default CompressionZstd.
+	// Compression is the codec of every column but the geometry.
+	// Default CompressionZstd.
 	Compression Compression
+	// GeometryCompression is the geometry column's codec. Default
+	// CompressionSnappy: WKB coordinates are close to random bits, which
+	// zstd shrinks by only ~20% while decoding them takes most of a
+	// shard load; snappy keeps ~10% of that saving at a third of the
+	// decoding time (measured on the medium synthetic scale's largest
+	// polygon tiles: 1.4-1.6x faster reads for ~10% more bytes).
+	GeometryCompression Compression
 }
 
 // DefaultRowGroupRows is the default WriterOptions.RowGroupRows.
@@ -61,13 +69,18 @@ func (o WriterOptions) withDefaults() (WriterOptions, error) {
 	if o.Compression == "" {
 		o.Compression = CompressionZstd
 	}
+	if o.GeometryCompression == "" {
+		o.GeometryCompression = CompressionSnappy
+	}
 	if o.RowGroupRows < 1 {
 		return o, fmt.Errorf("tiles: WriterOptions.RowGroupRows %d < 1", o.RowGroupRows)
 	}
-	switch o.Compression {
-	case CompressionZstd, CompressionSnappy, CompressionUncompressed:
-	default:
-		return o, fmt.Errorf("tiles: unknown compression %q", o.Compression)
+	for _, c := range []Compression{o.Compression, o.GeometryCompression} {
+		switch c {
+		case CompressionZstd, CompressionSnappy, CompressionUncompressed:
+		default:
+			return o, fmt.Errorf("tiles: unknown compression %q", c)
+		}
 	}
 	return o, nil
 }
@@ -157,6 +170,7 @@ func WriteTile(w io.Writer, schema FieldSchema, feats []Feature, opt WriterOptio
 	props := parquet.NewWriterProperties(
 		parquet.WithAllocator(mem),
 		parquet.WithCompression(opt.Compression.codec()),
+		parquet.WithCompressionFor(colGeometry, opt.GeometryCompression.codec()),
 		parquet.WithMaxRowGroupLength(int64(opt.RowGroupRows)),
 		parquet.WithStats(true),
 		parquet.WithStatsFor(colGeometry, false), // WKB min/max is useless and large

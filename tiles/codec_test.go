@@ -2,6 +2,7 @@ package tiles
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -418,9 +419,37 @@ func TestCompressionOptions(t *testing.T) {
 	feats := randomPoints(500, 2)
 	for _, c := range []Compression{CompressionZstd, CompressionSnappy, CompressionUncompressed} {
 		t.Run(string(c), func(t *testing.T) {
-			data, _ := writeTile(t, testSchema(t), feats, WriterOptions{Compression: c})
-			if tile := mustRead(t, data); tile.Len() != len(feats) {
-				t.Fatalf("read %d rows", tile.Len())
+			for _, gc := range []Compression{"", CompressionZstd, CompressionUncompressed} {
+				data, _ := writeTile(t, testSchema(t), feats, WriterOptions{Compression: c, GeometryCompression: gc})
+				if tile := mustRead(t, data); tile.Len() != len(feats) {
+					t.Fatalf("read %d rows", tile.Len())
+				}
+				// Each column carries the codec asked for; the geometry's
+				// default is snappy.
+				want := map[string]Compression{colGeometry: cmp.Or(gc, CompressionSnappy), colFeatureID: c}
+				pf, err := openParquet(bytes.NewReader(data), int64(len(data)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				rg := pf.MetaData().RowGroup(0)
+				checked := 0
+				for i := range rg.NumColumns() {
+					cc, err := rg.ColumnChunk(i)
+					if err != nil {
+						t.Fatal(err)
+					}
+					name := cc.PathInSchema().String()
+					if w, ok := want[name]; ok {
+						checked++
+						if cc.Compression() != w.codec() {
+							t.Errorf("column %s: %v, want %v", name, cc.Compression(), w)
+						}
+					}
+				}
+				if checked != len(want) {
+					t.Errorf("found %d of the columns %v", checked, want)
+				}
+				pf.Close()
 			}
 		})
 	}
