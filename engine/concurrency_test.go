@@ -64,6 +64,7 @@ func TestConcurrentQueries(t *testing.T) {
 	for _, budget := range []int64{1, 100 << 10} {
 		t.Run(fmt.Sprintf("budget=%d", budget), func(t *testing.T) {
 			small := New(store, Options{MemoryBudget: budget, Workers: 4})
+			small.parallelMin = 0 // every query scans on several workers
 			workers, rounds := 8, 3
 			if raceEnabled {
 				rounds = 1

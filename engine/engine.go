@@ -82,12 +82,15 @@ type Engine struct {
 	store   tiles.Store
 	budget  int64
 	workers int
+	// parallelMin is parallelMinCandidates (tests lower it).
+	parallelMin float64
 
 	mu struct {
 		sync.Mutex
 		shards    map[string]*shardEntry // by tile key
 		idle      shardEntry             // sentinel of the idle list
 		manifests map[string]*manifestEntry
+		covers    map[string]*cover // by layer and release id
 		tick      uint64
 		locals    map[[2]int32]geo.Local // by snapped centre (localFor)
 
@@ -106,9 +109,10 @@ func New(store tiles.Store, opt Options) *Engine {
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
-	e := &Engine{store: store, budget: opt.MemoryBudget, workers: opt.Workers}
+	e := &Engine{store: store, budget: opt.MemoryBudget, workers: opt.Workers, parallelMin: parallelMinCandidates}
 	e.mu.shards = map[string]*shardEntry{}
 	e.mu.manifests = map[string]*manifestEntry{}
+	e.mu.covers = map[string]*cover{}
 	e.mu.locals = map[[2]int32]geo.Local{}
 	e.mu.idle.next, e.mu.idle.prev = &e.mu.idle, &e.mu.idle
 	return e
@@ -311,7 +315,7 @@ func (e *Engine) Query(ctx context.Context, req Request) ([]LayerResult, error) 
 		}
 		runs[i] = run
 		for _, te := range tiles {
-			items = append(items, tileItem{run: run, te: te})
+			items = append(items, tileItem{run: run, te: te, est: ev.estimate(te)})
 		}
 	}
 	if err := e.scanItems(ctx, ev, items); err != nil {
@@ -347,6 +351,7 @@ func (r *layerRun) failed() bool { return r.failure.Load() != nil }
 type tileItem struct {
 	run   *layerRun
 	te    tiles.TileEntry
+	est   float64 // candidates expected (estimate)
 	feats []Feature
 }
 
@@ -354,7 +359,7 @@ type tileItem struct {
 // lists the tiles that may hold matches.
 func (e *Engine) planLayer(ctx context.Context, ev *evaluator, lr LayerRequest) (*layerRun, []tiles.TileEntry, error) {
 	run := &layerRun{lr: lr, res: LayerResult{LayerID: lr.LayerID, ReleaseID: lr.ReleaseID}}
-	cov := ev.coverage(lr.Coverage)
+	cov := ev.coverage(e.coverFor(lr))
 	run.res.Coverage = string(cov)
 	if cov == CoverageNone {
 		run.res.Status, run.res.Reason = StatusNoData, ReasonOutsideCoverage
@@ -383,6 +388,13 @@ func (e *Engine) planLayer(ctx context.Context, ev *evaluator, lr LayerRequest) 
 // the first.
 func (e *Engine) scanItems(ctx context.Context, ev *evaluator, items []tileItem) error {
 	workers := min(len(items), e.workers)
+	var est float64
+	for i := range items {
+		est += items[i].est
+	}
+	if est < e.parallelMin {
+		workers = 1
+	}
 	if workers <= 1 {
 		for i := range items {
 			if err := e.scanItem(ctx, ev, &items[i]); err != nil {
@@ -485,6 +497,36 @@ func (r *layerRun) result(items []tileItem) LayerResult {
 	return res
 }
 
+// maxCovers bounds the prepared coverage polygons kept.
+const maxCovers = 1024
+
+// coverFor returns lr.Coverage prepared. A release's coverage is
+// immutable, so it is prepared once per release and shared; a request
+// carrying a different polygon for the same release (orb.Equal compares
+// them, far cheaper than preparing) is served uncached.
+func (e *Engine) coverFor(lr LayerRequest) *cover {
+	if !isPolygonal(lr.Coverage) {
+		return nil
+	}
+	key := lr.LayerID + "/" + lr.ReleaseID
+	e.mu.Lock()
+	c, ok := e.mu.covers[key]
+	e.mu.Unlock()
+	if ok && c != nil && orb.Equal(c.geom, lr.Coverage) {
+		return c
+	}
+	c = newCover(lr.Coverage)
+	if !ok {
+		e.mu.Lock()
+		if len(e.mu.covers) >= maxCovers {
+			clear(e.mu.covers)
+		}
+		e.mu.covers[key] = c
+		e.mu.Unlock()
+	}
+	return c
+}
+
 // Site projections are shared: a query's projection is centred on the
 // centre of a localSnap-degree cell rather than on the site itself (at most
 // ~1.1 km away), so sites in the same area reuse one geo.Local instead of
@@ -549,6 +591,29 @@ func sortFeatures(feats []Feature) []Feature {
 		out[i] = feats[k.i]
 	}
 	return out
+}
+
+// parallelMinCandidates: a query expected to test fewer candidates runs
+// on one goroutine; waking others costs more than they would save.
+const parallelMinCandidates = 1000
+
+// estimate is the number of candidates expected from tile te: its rows
+// times the share of its box the search boxes cover.
+func (ev *evaluator) estimate(te tiles.TileEntry) float64 {
+	b := te.BBox.Bound()
+	w, h := b.Max[0]-b.Min[0], b.Max[1]-b.Min[1]
+	if w <= 0 || h <= 0 {
+		return float64(te.Rows)
+	}
+	var covered float64
+	for _, sb := range ev.boxes {
+		x := math.Min(b.Max[0], sb.Max[0]) - math.Max(b.Min[0], sb.Min[0])
+		y := math.Min(b.Max[1], sb.Max[1]) - math.Max(b.Min[1], sb.Min[1])
+		if x > 0 && y > 0 {
+			covered += x * y
+		}
+	}
+	return float64(te.Rows) * math.Min(1, covered/(w*h))
 }
 
 // mayMatch reports whether tile te can hold features within the radius.

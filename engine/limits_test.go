@@ -185,6 +185,16 @@ func TestCoverage(t *testing.T) {
 	if res.Reason != ReasonOutsideCoverage || e2.Stats().Loads != 0 {
 		t.Errorf("outside coverage: %+v, %d loads", res, e2.Stats().Loads)
 	}
+	// The engine prepares a release's coverage once; a request carrying
+	// another polygon for the same release is answered by that polygon.
+	moved := layerReq(rel)
+	moved.Coverage = m.square(5500, -5000, 16000, 5000)
+	if res := query(t, e, m.at(7000, 0), 1000, moved)[0]; res.Coverage != string(CoverageComplete) {
+		t.Errorf("another polygon for the release: coverage %s, want complete", res.Coverage)
+	}
+	if res := query(t, e, m.at(7000, 0), 1000, withCover)[0]; res.Coverage != string(CoverageNone) {
+		t.Errorf("the release's polygon again: coverage %s, want none", res.Coverage)
+	}
 	// Unknown coverage.
 	res = query(t, e, m.at(7000, 0), 1000, layerReq(rel))[0]
 	if res.Coverage != string(CoverageUnknown) || res.Status != StatusDataPresent {
