@@ -41,7 +41,7 @@ func CoverageOf(area, cover orb.Geometry) Coverage {
 			return CoverageUnknown
 		}
 	}
-	return newEvaluator(prepareSite(area, geo.NewLocal), 0).coverage(newCover(cover))
+	return newEvaluator(prepareSite(area, geo.NewLocal), 0).coverage(newCover(cover, 0))
 }
 
 func isPolygonal(g orb.Geometry) bool {
@@ -52,20 +52,27 @@ func isPolygonal(g orb.Geometry) bool {
 	return false
 }
 
-// cover is a release's coverage polygon prepared for coverage tests: its
-// positions, a banded point-in-polygon index and each ring edge's box
-// padded for its geodesic bow. Queries of a release share one (see
-// Engine.coverFor), so a query pays for none of it.
+// cover is a coverage polygon prepared for coverage tests: its positions,
+// a banded point-in-polygon index, and its ring edges as pieces under an
+// R-tree of their boxes (padded for each geodesic's bow). The engine
+// prepares a release's coverage once (Engine.coverFor) with edges cut into
+// pieces of at most coverPiece metres: a coverage outline's edges can be
+// hundreds of kilometres long, and a query near one then measures a few
+// short pieces instead of bisecting the whole geodesic.
 type cover struct {
-	geom  orb.Geometry
-	f     flat
-	rs    *ringSet
-	edges []orb.Bound
+	geom   orb.Geometry
+	f      flat
+	rs     *ringSet
+	pieces [][2]orb.Point
+	ix     *index
 }
 
-// newCover prepares g; nil when g is not a polygon with area (unknown
-// coverage).
-func newCover(g orb.Geometry) *cover {
+// coverPiece is the longest piece the engine cuts coverage edges into.
+const coverPiece = 2000.0
+
+// newCover prepares g, cutting edges longer than maxPiece metres (0: not
+// cut); nil when g is not a polygon with area (unknown coverage).
+func newCover(g orb.Geometry, maxPiece float64) *cover {
 	if !isPolygonal(g) {
 		return nil
 	}
@@ -75,30 +82,59 @@ func newCover(g orb.Geometry) *cover {
 		return nil
 	}
 	c.rs = newRingSet(&c.f)
-	// Each edge's box is padded for how far a geodesic can bow from its
-	// straight lon/lat chord: under L²·π/1440 degrees for an edge
-	// spanning L degrees at latitudes up to 60°, doubled here, plus 0.01°
-	// for safety.
+	var boxes []box32
+	add := func(a, b orb.Point) {
+		c.pieces = append(c.pieces, [2]orb.Point{a, b})
+		scale := bulgeScale(math.Max(math.Abs(a[1]), math.Abs(b[1])))
+		boxes = append(boxes, toBox32(edgeBox(a, b, scale)))
+	}
+	var sub []orb.Point
 	for _, e := range c.f.elems {
 		if e.kind != elemRing {
 			continue
 		}
 		for i := e.start; i+1 < e.end; i++ {
 			a, b := c.f.pts[i], c.f.pts[i+1]
-			seg := orb.Bound{Min: a, Max: a}.Extend(b)
-			l := math.Max(seg.Max[0]-seg.Min[0], seg.Max[1]-seg.Min[1])
-			c.edges = append(c.edges, padDeg(seg, 0.01+l*l*math.Pi/720))
+			n := 1
+			if maxPiece > 0 {
+				n = max(1, int(math.Ceil(geo.Distance(a, b)/maxPiece)))
+			}
+			if n == 1 {
+				add(a, b)
+				continue
+			}
+			sub = geodesicPoints(append(sub[:0], a), a, b, n)
+			sub = append(sub, b)
+			for j := 0; j+1 < len(sub); j++ {
+				add(sub[j], sub[j+1])
+			}
 		}
 	}
+	c.ix = newIndex(boxes)
 	return c
 }
 
-// boxNear reports whether any ring edge of the cover may pass through box.
-func (c *cover) boxNear(box orb.Bound) bool {
-	for i := range c.edges {
-		e := &c.edges[i]
-		if e.Min[0] <= box.Max[0] && e.Max[0] >= box.Min[0] && e.Min[1] <= box.Max[1] && e.Max[1] >= box.Min[1] {
-			return true
+// boundaryWithin reports whether the cover's boundary comes within the
+// radius of the site.
+func (ev *evaluator) boundaryWithin(c *cover) bool {
+	cands := c.ix.search(toBox32(ev.union), ev.cands[:0])
+	ev.cands = cands
+	for k, pt := range ev.s.parts {
+		sb := toBox32(ev.boxes[k])
+		best := near{d: ev.limit}
+		for _, i := range cands {
+			if !c.ix.boxes[i].intersects(&sb) {
+				continue
+			}
+			A, B := c.pieces[i][0], c.pieces[i][1]
+			if pt.loc.Fitted(A) && pt.loc.Fitted(B) {
+				ev.edge(pt, A, B, pt.loc.ForwardPoint(A), pt.loc.ForwardPoint(B), &best)
+			} else {
+				ev.farEdge(pt, A, B, &best)
+			}
+			if best.found && best.d <= ev.r {
+				return true
+			}
 		}
 	}
 	return false
@@ -116,17 +152,8 @@ func (ev *evaluator) coverage(c *cover) Coverage {
 	if c == nil {
 		return CoverageUnknown
 	}
-	// Only a cover edge near the search area can come within the radius;
-	// most queries are far from their layer's coverage boundary, so skip
-	// the exact distance (the costly part) when no edge is near.
-	if c.boxNear(ev.union) {
-		for k := range ev.s.parts {
-			n := near{d: ev.limit}
-			ev.partDistance(k, &c.f, &n)
-			if n.found && n.d <= ev.r {
-				return CoveragePartial
-			}
-		}
+	if ev.boundaryWithin(c) {
+		return CoveragePartial
 	}
 	// A cover polygon inside the site's polygons.
 	if ev.s.area != nil {

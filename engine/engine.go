@@ -515,7 +515,7 @@ func (e *Engine) coverFor(lr LayerRequest) *cover {
 	if ok && c != nil && orb.Equal(c.geom, lr.Coverage) {
 		return c
 	}
-	c = newCover(lr.Coverage)
+	c = newCover(lr.Coverage, coverPiece)
 	if !ok {
 		e.mu.Lock()
 		if len(e.mu.covers) >= maxCovers {

@@ -17,6 +17,7 @@ import (
 	"github.com/paulmach/orb/encoding/wkb"
 	"github.com/paulmach/orb/geojson"
 
+	"siteenv/engine/geo"
 	"siteenv/tiles"
 )
 
@@ -614,5 +615,39 @@ func TestLoadShardMalformedWKB(t *testing.T) {
 	}
 	if s.tile.Bounds != nil {
 		t.Error("the shard keeps the float64 bounds")
+	}
+}
+
+// TestCoverageCutEdges: the engine's prepared coverage (edges cut into
+// pieces of coverPiece) classifies search areas as the uncut polygon does,
+// for sites near edges hundreds of kilometres long.
+func TestCoverageCutEdges(t *testing.T) {
+	t.Parallel()
+	// A triangle with edges of ~300-450 km around Sydney.
+	cover := orb.Polygon{{{149, -35.5}, {152.2, -34.8}, {150.6, -32.0}, {149, -35.5}}}
+	uncut, cut := newCover(cover, 0), newCover(cover, coverPiece)
+	if len(cut.pieces) < 100*len(uncut.pieces) {
+		t.Fatalf("%d pieces from %d edges", len(cut.pieces), len(uncut.pieces))
+	}
+	rng := rand.New(rand.NewPCG(4, 4))
+	seen := map[Coverage]int{}
+	for i := 0; i < 400; i++ {
+		// A point on an edge (along its geodesic), moved up to 8 km.
+		e := rng.IntN(3)
+		a, b := cover[0][e], cover[0][e+1]
+		on := geodesicPoints(nil, a, b, 1000)[rng.IntN(999)]
+		c := newMetric(on).at((rng.Float64()*2-1)*8000, (rng.Float64()*2-1)*8000)
+		moved := randomSite(newMetric(c), rng, i%3)
+		r := rng.Float64() * 10000
+		ev := newEvaluator(prepareSite(moved, geo.NewLocal), r)
+		want := ev.coverage(uncut)
+		ev = newEvaluator(prepareSite(moved, geo.NewLocal), r)
+		if got := ev.coverage(cut); got != want {
+			t.Errorf("case %d (radius %.1f m): cut %s, uncut %s", i, r, got, want)
+		}
+		seen[want]++
+	}
+	if seen[CoveragePartial] < 50 || seen[CoverageComplete] < 50 || seen[CoverageNone] < 50 {
+		t.Errorf("outcomes not mixed: %v", seen)
 	}
 }
