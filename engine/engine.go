@@ -497,6 +497,23 @@ func (r *layerRun) result(items []tileItem) LayerResult {
 	return res
 }
 
+// sameGeometry reports whether polygons a and b are equal: the same
+// slices (a caller passing the release's polygon each time), or equal
+// positions.
+func sameGeometry(a, b orb.Geometry) bool {
+	switch a := a.(type) {
+	case orb.Polygon:
+		if b, ok := b.(orb.Polygon); ok && len(a) == len(b) && len(a) > 0 && &a[0] == &b[0] {
+			return true
+		}
+	case orb.MultiPolygon:
+		if b, ok := b.(orb.MultiPolygon); ok && len(a) == len(b) && len(a) > 0 && &a[0] == &b[0] {
+			return true
+		}
+	}
+	return orb.Equal(a, b)
+}
+
 // maxCovers bounds the prepared coverage polygons kept.
 const maxCovers = 1024
 
@@ -512,7 +529,7 @@ func (e *Engine) coverFor(lr LayerRequest) *cover {
 	e.mu.Lock()
 	c, ok := e.mu.covers[key]
 	e.mu.Unlock()
-	if ok && c != nil && orb.Equal(c.geom, lr.Coverage) {
+	if ok && c != nil && sameGeometry(c.geom, lr.Coverage) {
 		return c
 	}
 	c = newCover(lr.Coverage, coverPiece)
