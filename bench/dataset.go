@@ -118,7 +118,12 @@ func ingestLayer(ctx context.Context, g *synth.Generator, store tiles.Store, def
 	if err != nil {
 		return nil, err
 	}
-	m, err := tiles.ReadManifest(ctx, store, sum.LayerID, sum.ReleaseID)
+	return readLayer(ctx, store, sum.LayerID, sum.ReleaseID)
+}
+
+// readLayer reads a published release's manifest.
+func readLayer(ctx context.Context, store tiles.Store, layerID, releaseID string) (*layer, error) {
+	m, err := tiles.ReadManifest(ctx, store, layerID, releaseID)
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}

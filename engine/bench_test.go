@@ -243,14 +243,17 @@ func BenchmarkQueryPointParallel(b *testing.B) {
 // (all of it, and the part beyond the tile's columns: the index).
 func BenchmarkShardLoad(b *testing.B) {
 	d := benchSetup(b)
-	te := d.points.Tiles[len(d.points.Tiles)/2]
+	benchShardLoad(b, d.store, d.points.Tiles[len(d.points.Tiles)/2])
+}
+
+func benchShardLoad(b *testing.B, store tiles.Store, te tiles.TileEntry) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
 	var s *shard
 	for i := 0; i < b.N; i++ {
 		var err error
-		if s, err = loadShard(ctx, d.store, te); err != nil {
+		if s, err = loadShard(ctx, store, te); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -264,8 +267,11 @@ func BenchmarkShardLoad(b *testing.B) {
 // decoded tile (BenchmarkShardLoad minus the Parquet decoding).
 func BenchmarkShardBuild(b *testing.B) {
 	d := benchSetup(b)
-	te := d.points.Tiles[len(d.points.Tiles)/2]
-	s, err := loadShard(context.Background(), d.store, te)
+	benchShardBuild(b, d.store, d.points.Tiles[len(d.points.Tiles)/2])
+}
+
+func benchShardBuild(b *testing.B, store tiles.Store, te tiles.TileEntry) {
+	s, err := loadShard(context.Background(), store, te)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -284,40 +290,14 @@ func BenchmarkShardBuild(b *testing.B) {
 // polygons.
 func BenchmarkShardLoadParcels(b *testing.B) {
 	d := benchSetup(b)
-	te := d.polys.Tiles[len(d.polys.Tiles)/2]
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	var s *shard
-	for i := 0; i < b.N; i++ {
-		var err error
-		if s, err = loadShard(ctx, d.store, te); err != nil {
-			b.Fatal(err)
-		}
-	}
-	n := float64(s.tile.Len())
-	b.ReportMetric(n*float64(b.N)/b.Elapsed().Seconds(), "features/s")
-	b.ReportMetric(float64(s.bytes)/n, "resident-B/feature")
+	benchShardLoad(b, d.store, d.polys.Tiles[len(d.polys.Tiles)/2])
 }
 
 // BenchmarkShardBuildParcels is BenchmarkShardBuild on a tile of the
 // parcel polygons.
 func BenchmarkShardBuildParcels(b *testing.B) {
 	d := benchSetup(b)
-	te := d.polys.Tiles[len(d.polys.Tiles)/2]
-	s, err := loadShard(context.Background(), d.store, te)
-	if err != nil {
-		b.Fatal(err)
-	}
-	t := s.tile
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := buildShard(t, te.Key); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(t.Len())*float64(b.N)/b.Elapsed().Seconds(), "features/s")
+	benchShardBuild(b, d.store, d.polys.Tiles[len(d.polys.Tiles)/2])
 }
 
 // BenchmarkIndexBuild compares the packed index with github.com/tidwall/rtree

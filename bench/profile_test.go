@@ -1,0 +1,181 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"testing"
+	"time"
+
+	"siteenv/engine"
+	"siteenv/ingest/synth"
+	"siteenv/tiles"
+)
+
+// TestProfileEngine is a development aid for engine work, skipped unless
+// SITEENV_BENCH_DIR names a directory: it ingests a synthetic scale there
+// once (SITEENV_BENCH_SCALE, default medium; later runs reuse it), then
+// runs only the engine's side of `siteenv bench engine` and prints the load
+// rate, latencies and the slowest queries with their layers. Optional CPU
+// profiles: SITEENV_BENCH_PROFILE (the timed pass),
+// SITEENV_BENCH_LOADPROFILE (the loads), SITEENV_BENCH_SMALLPROFILE (five
+// passes over the queries faster than 1.5 x p50, the fixed costs).
+// SITEENV_BENCH_LOADONLY stops after loading.
+//
+//	SITEENV_BENCH_DIR=/tmp/benchdata go test -run TestProfileEngine -v -timeout 30m ./bench/
+func TestProfileEngine(t *testing.T) {
+	dir := os.Getenv("SITEENV_BENCH_DIR")
+	if dir == "" {
+		t.Skip("SITEENV_BENCH_DIR not set")
+	}
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	scale := synth.Medium
+	if v := os.Getenv("SITEENV_BENCH_SCALE"); v != "" {
+		scale = synth.Scale(v)
+	}
+	ds := profileDataset(t, ctx, dir, scale, log)
+	anchors, err := sampleAnchors(ctx, ds, anchorCount, DefaultSeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := makeMix(DefaultQueries, anchors, len(ds.layers), DefaultSeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	e := engine.New(ds.store, engine.Options{MemoryBudget: benchMemoryBudget})
+	stop := startProfile(t, "SITEENV_BENCH_LOADPROFILE")
+	load, err := loadEngine(ctx, e, ds, log)
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("load: %d features in %.3f s: %.0f features/s\n", load.Features, load.LoadSeconds, load.featuresPerSec())
+	if os.Getenv("SITEENV_BENCH_LOADONLY") != "" {
+		return
+	}
+	reqs := engineRequests(ds, qs)
+	if _, err := enginePass(ctx, e, reqs[:warmupQueries], 1, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	if os.Getenv("SITEENV_BENCH_SMALLPROFILE") != "" {
+		first, err := enginePass(ctx, e, reqs, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p50 := first.summary().P50
+		var small []engine.Request
+		for i, d := range first.lat {
+			if d < p50*3/2 {
+				small = append(small, reqs[i])
+			}
+		}
+		stop := startProfile(t, "SITEENV_BENCH_SMALLPROFILE")
+		start := time.Now()
+		for range 5 {
+			enginePass(ctx, e, small, 1, nil)
+		}
+		stop()
+		fmt.Printf("%d queries under 1.5 x p50: mean %v\n", len(small), time.Since(start)/time.Duration(5*len(small)))
+	}
+
+	stop = startProfile(t, "SITEENV_BENCH_PROFILE")
+	out := make([][]outcome, len(qs))
+	p, err := enginePass(ctx, e, reqs, 1, out)
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.summary()
+	fmt.Printf("engine p50 %v p99 %v mean %v, %.1f queries/s\n", s.P50, s.P99, s.Mean, s.QPS)
+	idx := make([]int, len(qs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return int(p.lat[b] - p.lat[a]) })
+	for _, i := range idx[:20] {
+		q, n := qs[i], 0
+		for _, o := range out[i] {
+			n += o.n
+		}
+		fmt.Printf("%5d %-8v r=%7.0f layers=%2d matches=%6d %v\n", i, q.kind, q.radius, len(q.layers), n, p.lat[i].Round(time.Microsecond))
+	}
+	for _, i := range idx[:5] {
+		for _, li := range qs[i].layers {
+			start := time.Now()
+			res, err := e.Query(ctx, engineRequest(ds, qs[i], []int{li}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Printf("  %5d %-40s %-9s %6d %v\n", i, ds.layers[li].id, res[0].Coverage, len(res[0].Features), time.Since(start).Round(time.Microsecond))
+		}
+	}
+}
+
+// profileDataset ingests scale into dir, or reads what an earlier run left
+// there (layers.json lists the releases).
+func profileDataset(t *testing.T, ctx context.Context, dir string, scale synth.Scale, log *slog.Logger) *dataset {
+	list := filepath.Join(dir, "layers.json")
+	b, err := os.ReadFile(list)
+	if err != nil {
+		g, err := synth.New(DefaultSeed, scale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, err := buildDataset(ctx, g, dir, 0, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids [][2]string
+		for _, l := range ds.layers {
+			ids = append(ids, [2]string{l.id, l.release})
+		}
+		b, _ := json.Marshal(ids)
+		if err := os.WriteFile(list, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}
+	var ids [][2]string
+	if err := json.Unmarshal(b, &ids); err != nil {
+		t.Fatal(err)
+	}
+	store, err := tiles.NewFileStore(filepath.Join(dir, "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := &dataset{store: store}
+	for _, id := range ids {
+		l, err := readLayer(ctx, store, id[0], id[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds.layers = append(ds.layers, l)
+		ds.features += l.manifest.FeatureCount
+		ds.tiles += len(l.manifest.Tiles)
+	}
+	return ds
+}
+
+// startProfile starts a CPU profile into the file named by env, if set.
+func startProfile(t *testing.T, env string) (stop func()) {
+	path := os.Getenv(env)
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		t.Fatal(err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
+}
