@@ -547,7 +547,7 @@ func (e *Engine) coverFor(lr LayerRequest) *cover {
 // Site projections are shared: a query's projection is centred on the
 // centre of a localSnap-degree cell rather than on the site itself (at most
 // ~1.1 km away), so sites in the same area reuse one geo.Local instead of
-// paying NewLocal's 36 geodesic solutions (tens of microseconds, the largest
+// paying NewLocal's 25 geodesic solutions (tens of microseconds, the largest
 // fixed cost of a small query). Exactness does not depend on the centre:
 // ErrorBound holds for any pair within 16 km of it, and prepareSite splits
 // sites that reach too far from it.

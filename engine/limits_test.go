@@ -44,7 +44,7 @@ func TestFeatureLimit(t *testing.T) {
 	// A lower per-layer limit applies the same way.
 	lr := layerReq(rel)
 	lr.MaxFeatures = 10
-	res = query(t, e, m.at(0, 0), 3, lr)[0]
+	res = query(t, e, m.at(0, 0), 3.5, lr)[0] // 13 grid points, none within a micrometre of the radius
 	if res.Status != StatusUnavailable || res.Reason != ReasonResultLimitExceeded || res.Count != nil {
 		t.Fatalf("MaxFeatures 10: %+v", res)
 	}
