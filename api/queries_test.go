@@ -143,6 +143,9 @@ func TestQueryLifecycle(t *testing.T) {
 	if d := f["distance_m"].(float64); d < 899 || d > 901 || f["geometry"] == nil {
 		t.Fatalf("feature %v", f)
 	}
+	if p, _ := f["properties"].(map[string]any); p["depth_m"] != 12.5 {
+		t.Fatalf("feature properties %v", f["properties"])
+	}
 	noGeom := qh.do("GET", "/queries/"+qid+"?include_geometry=false", k.Secret, nil).json(t)
 	if noGeom["features"].([]any)[0].(map[string]any)["geometry"] != nil {
 		t.Fatal("include_geometry=false returned geometry")
