@@ -141,7 +141,7 @@ func (ev *evaluator) feature(f *flat) (bool, float64) {
 		if !gb.Intersects(ev.boxes[k]) {
 			continue
 		}
-		ev.partDistanceBox(k, f, m, &ev.res[k])
+		ev.partDistance(k, f, m, &ev.res[k])
 		if ev.res[k].found && ev.res[k].d == 0 {
 			return true, 0
 		}
@@ -227,19 +227,14 @@ func refine(l geo.Local, n *near) float64 {
 }
 
 // partDistance offers to best the distance from part k to the feature's
-// positions and edges inside the part's search box.
-func (ev *evaluator) partDistance(k int, f *flat, best *near) {
-	ev.partDistanceBox(k, f, -1, best)
-}
-
-// partDistanceBox is partDistance with m, f's shared edge bulge from
-// featureBox (m < 0: bound each edge).
+// positions and edges inside the part's search box; m is f's shared edge
+// bulge from featureBox (m < 0: bound each edge).
 //
 // It first offers the position of f nearest the part (judged cheaply in
 // degrees), a true distance, and then skips every position and edge whose
 // box lies farther than best.d from the part's box: in the usual case only
 // the few edges around the closest point are projected and measured.
-func (ev *evaluator) partDistanceBox(k int, f *flat, m float64, best *near) {
+func (ev *evaluator) partDistance(k int, f *flat, m float64, best *near) {
 	pt := ev.s.parts[k]
 	sb := ev.boxes[k]
 	scale := boundScale(f.box)
