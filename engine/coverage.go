@@ -95,16 +95,11 @@ func newCover(g orb.Geometry, maxPiece float64) *cover {
 		}
 		for i := e.start; i+1 < e.end; i++ {
 			a, b := c.f.pts[i], c.f.pts[i+1]
-			n := 1
-			if maxPiece > 0 {
-				n = max(1, int(math.Ceil(geo.Distance(a, b)/maxPiece)))
-			}
-			if n == 1 {
+			if maxPiece <= 0 {
 				add(a, b)
 				continue
 			}
-			sub = geodesicPoints(append(sub[:0], a), a, b, n)
-			sub = append(sub, b)
+			sub = cutGeodesic(sub, a, b, maxPiece)
 			for j := 0; j+1 < len(sub); j++ {
 				add(sub[j], sub[j+1])
 			}

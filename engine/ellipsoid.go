@@ -5,6 +5,8 @@ import (
 
 	"github.com/paulmach/orb"
 	"github.com/tidwall/geodesic"
+
+	"siteenv/engine/geo"
 )
 
 // Feature and site edges are geodesics (as for PostGIS geography), not
@@ -106,6 +108,17 @@ func geodesicPoints(out []orb.Point, a, b orb.Point, n int) []orb.Point {
 		out = append(out, orb.Point{lon, lat})
 	}
 	return out
+}
+
+// cutGeodesic sets out to the positions cutting the geodesic from a to b
+// into the fewest equal pieces of at most maxLen metres, a and b included.
+func cutGeodesic(out []orb.Point, a, b orb.Point, maxLen float64) []orb.Point {
+	n := max(1, int(math.Ceil(geo.Distance(a, b)/maxLen)))
+	out = append(out[:0], a)
+	if n > 1 {
+		out = geodesicPoints(out, a, b, n)
+	}
+	return append(out, b)
 }
 
 // sagitta bounds how far the image of the geodesic between projected

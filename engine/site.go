@@ -141,13 +141,7 @@ func splitSite(f *flat, l0 geo.Local, local localFunc) []*part {
 			if a == b {
 				continue
 			}
-			n := int(math.Ceil(geo.Distance(a, b) / siteEdgeMax))
-			if n <= 1 {
-				put(piece{a: a, b: b})
-				continue
-			}
-			sub = geodesicPoints(append(sub[:0], a), a, b, n)
-			sub = append(sub, b)
+			sub = cutGeodesic(sub, a, b, siteEdgeMax)
 			for j := 0; j+1 < len(sub); j++ {
 				put(piece{a: sub[j], b: sub[j+1]})
 			}
