@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
@@ -32,9 +33,10 @@ func geometrySelector(g orb.Geometry) map[string]any {
 	return map[string]any{"kind": "geometry", "geometry": geojson.NewGeometry(g)}
 }
 
-var idem = 0
+// idem is shared by parallel tests.
+var idem atomic.Int64
 
-func nextIdem() string { idem++; return fmt.Sprintf("site-%d-%s", idem, uuid.NewString()[:8]) }
+func nextIdem() string { return fmt.Sprintf("site-%d-%s", idem.Add(1), uuid.NewString()[:8]) }
 
 func (h *harness) createSite(key string, body map[string]any) response {
 	h.t.Helper()
