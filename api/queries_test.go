@@ -306,3 +306,108 @@ func TestQueryAdmissionLimits(t *testing.T) {
 		t.Fatalf("usage %v", u)
 	}
 }
+
+// historyIDs lists a history page's query ids, and its next cursor ("" at
+// the end).
+func historyIDs(t *testing.T, r response) ([]string, string) {
+	t.Helper()
+	if r.status != 200 {
+		t.Fatalf("history: %d %s", r.status, r.body)
+	}
+	m := r.json(t)
+	var ids []string
+	for _, q := range m["queries"].([]any) {
+		ids = append(ids, q.(map[string]any)["query_id"].(string))
+	}
+	next, _ := m["page"].(map[string]any)["next_cursor"].(string)
+	return ids, next
+}
+
+func TestQueryHistoryFiltersAndTraversal(t *testing.T) {
+	t.Parallel()
+	qh := setupQueries(t, false)
+	qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"b": east(10)})
+	qh.points("nsw.flood", "flood", 0, 5000, nil, map[string]orb.Point{"f": east(20)})
+	acct := qh.account(0)
+	k := qh.key(acct, nil, "queries:run", "sites:read", "sites:write")
+	siteA := map[string]any{"kind": "point", "longitude": origin[0], "latitude": origin[1]}
+	siteB := map[string]any{"kind": "point", "longitude": origin[0] + 0.1, "latitude": origin[1]}
+	created := []time.Time{}
+	create := func(site map[string]any, layers ...string) (id, siteID string) {
+		t.Helper()
+		created = append(created, qh.clock.Now())
+		m := qh.query(k.Secret, map[string]any{"site": site, "layer_ids": layers, "radius_m": 100}).json(t)
+		qh.clock.Advance(time.Minute)
+		return m["query_id"].(string), m["site_id"].(string)
+	}
+	q1, sA := create(siteA, "nsw.bores")
+	q2, _ := create(siteA, "nsw.flood")
+	q3, sB := create(siteB, "nsw.bores")
+	q4, _ := create(siteA, "nsw.bores", "nsw.flood")
+	if ran, err := qh.runner.RunOnce(qh.ctx); err != nil || !ran { // the oldest: q1
+		t.Fatalf("run: %v %v", ran, err)
+	}
+	list := func(key, params string) ([]string, string) {
+		t.Helper()
+		return historyIDs(t, qh.do("GET", "/queries"+params, key, nil))
+	}
+	want := func(got []string, want ...string) {
+		t.Helper()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("history %v, want %v", got, want)
+		}
+	}
+	all, _ := list(k.Secret, "")
+	want(all, q4, q3, q2, q1) // newest first
+	got, _ := list(k.Secret, "?status=succeeded")
+	want(got, q1)
+	got, _ = list(k.Secret, "?status=queued")
+	want(got, q4, q3, q2)
+	got, _ = list(k.Secret, "?site_id="+sB)
+	want(got, q3)
+	got, _ = list(k.Secret, "?site_id="+sA+"&status=queued")
+	want(got, q4, q2)
+	// created_from is inclusive, created_before exclusive.
+	got, _ = list(k.Secret, "?created_from="+url.QueryEscape(created[1].Format(time.RFC3339Nano))+"&created_before="+url.QueryEscape(created[3].Format(time.RFC3339Nano)))
+	want(got, q3, q2)
+	// A dataset-restricted key sees only queries wholly within its datasets.
+	narrow := qh.key(acct, []string{"nsw.bores"}, "queries:run")
+	got, _ = list(narrow.Secret, "")
+	want(got, q3, q1)
+	none := qh.key(acct, []string{}, "queries:run")
+	got, _ = list(none.Secret, "")
+	want(got)
+	// Another account sees none of them.
+	got, _ = list(qh.key(qh.account(0), nil, "queries:run").Secret, "")
+	want(got)
+
+	// Pages continue a traversal; queries created after it began stay out.
+	p1, next := list(k.Secret, "?limit=2")
+	want(p1, q4, q3)
+	if next == "" {
+		t.Fatal("first page has no next cursor")
+	}
+	q5, _ := create(siteA, "nsw.bores")
+	p2, end := list(k.Secret, "?limit=2&cursor="+url.QueryEscape(next))
+	want(p2, q2, q1)
+	if end != "" {
+		t.Fatalf("last page has a next cursor")
+	}
+	fresh, _ := list(k.Secret, "?limit=1")
+	want(fresh, q5)
+	// A cursor continues only the traversal (filters, account) it came from.
+	qh.do("GET", "/queries?limit=2&status=queued&cursor="+url.QueryEscape(next), k.Secret, nil).problem(t, "invalid_cursor", 400)
+	qh.do("GET", "/queries?limit=2&cursor="+url.QueryEscape(next), qh.key(qh.account(0), nil, "queries:run").Secret, nil).problem(t, "invalid_cursor", 400)
+
+	r := qh.do("GET", "/queries?limit=101&status=done&site_id=x&created_from=yesterday", k.Secret, nil)
+	m := r.problem(t, "invalid_request", 400)
+	named := map[string]bool{}
+	for _, fe := range m["field_errors"].([]any) {
+		named[fe.(map[string]any)["field"].(string)] = true
+	}
+	for _, f := range []string{"limit", "status", "site_id", "created_from"} {
+		if !named[f] {
+			t.Errorf("field_errors does not name %q: %s", f, r.body)
+		}
+	}
+}
