@@ -411,3 +411,31 @@ func TestQueryHistoryFiltersAndTraversal(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryIdempotency: a retried POST /queries creates one query; page size
+// is not part of its identity; a changed logical request is a conflict.
+func TestQueryIdempotency(t *testing.T) {
+	t.Parallel()
+	qh := setupQueries(t, false)
+	qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"b": east(10)})
+	k := qh.key(qh.account(0), nil, "queries:run", "sites:read", "sites:write")
+	body := map[string]any{"site": map[string]any{"kind": "point", "longitude": origin[0], "latitude": origin[1]}, "layer_ids": []string{"nsw.bores"}, "radius_m": 100, "page_size": 10}
+	post := func(b map[string]any) response {
+		return qh.do("POST", "/queries", k.Secret, b, "Idempotency-Key", "q-retry-1")
+	}
+	first := post(body)
+	if first.status != 202 {
+		t.Fatalf("first: %d %s", first.status, first.body)
+	}
+	id := first.json(t)["query_id"]
+	body["page_size"] = 20
+	if again := post(body); again.status != 202 || again.json(t)["query_id"] != id {
+		t.Fatalf("retry with another page size: %d %s", again.status, again.body)
+	}
+	body["radius_m"] = 200
+	post(body).problem(t, "idempotency_conflict", 409)
+	hist, _ := historyIDs(t, qh.do("GET", "/queries", k.Secret, nil))
+	if len(hist) != 1 || hist[0] != id {
+		t.Fatalf("history %v: want only %v", hist, id)
+	}
+}
