@@ -439,3 +439,52 @@ func TestQueryIdempotency(t *testing.T) {
 		t.Fatalf("history %v: want only %v", hist, id)
 	}
 }
+
+// TestQueryCancel: DELETE cancels a queued or running query; it never runs
+// (or its late result is not kept), and it has no results to read.
+func TestQueryCancel(t *testing.T) {
+	t.Parallel()
+	qh := setupQueries(t, false)
+	qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"b": east(10)})
+	k := qh.key(qh.account(0), nil, "queries:run", "sites:read", "sites:write")
+	body := map[string]any{"site": map[string]any{"kind": "point", "longitude": origin[0], "latitude": origin[1]}, "layer_ids": []string{"nsw.bores"}, "radius_m": 100}
+
+	queued := qh.query(k.Secret, body).json(t)["query_id"].(string)
+	if r := qh.do("DELETE", "/queries/"+queued, k.Secret, nil); r.status != 204 {
+		t.Fatalf("cancel: %d %s", r.status, r.body)
+	}
+	m := qh.do("GET", "/queries/"+queued, k.Secret, nil).json(t)
+	if l := m["layers"].([]any)[0].(map[string]any); m["status"] != "cancelled" || l["data_status"] != "unavailable" || m["results_url"] != nil {
+		t.Fatalf("cancelled query %v", m)
+	}
+	qh.do("GET", "/queries/"+queued+"/results", k.Secret, nil).problem(t, "result_released", 410)
+	if ran, err := qh.runner.RunOnce(qh.ctx); err != nil || ran {
+		t.Fatalf("a cancelled query was claimed: %v %v", ran, err)
+	}
+
+	// Cancelled while running: the worker's late finish is not recorded.
+	qh.clock.Advance(time.Second)
+	running := qh.query(k.Secret, body).json(t)["query_id"].(string)
+	claimed, err := qh.led.ClaimQuery(qh.ctx, 4, 2*time.Minute)
+	if err != nil || claimed.ID.String() != running {
+		t.Fatalf("claim: %v %v", claimed.ID, err)
+	}
+	if r := qh.do("DELETE", "/queries/"+running, k.Secret, nil); r.status != 204 {
+		t.Fatalf("cancel running: %d %s", r.status, r.body)
+	}
+	kept, err := qh.led.FinishQuery(qh.ctx, claimed.ID, "succeeded", nil, "results/late", 10, ptrTo(int64(1)), 24*time.Hour)
+	if err != nil || kept {
+		t.Fatalf("finish after cancel: kept=%v err=%v", kept, err)
+	}
+	if m := qh.do("GET", "/queries/"+running, k.Secret, nil).json(t); m["status"] != "cancelled" {
+		t.Fatalf("status after a late finish: %v", m["status"])
+	}
+	ids, _ := historyIDs(t, qh.do("GET", "/queries?status=cancelled", k.Secret, nil))
+	if fmt.Sprint(ids) != fmt.Sprint([]string{running, queued}) {
+		t.Fatalf("cancelled history %v", ids)
+	}
+	// Nothing is retained for the account.
+	if u := qh.do("GET", "/context", k.Secret, nil).json(t)["usage"].(map[string]any); u["retained_result_bytes"] != float64(0) {
+		t.Fatalf("usage %v", u)
+	}
+}
