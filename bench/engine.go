@@ -52,9 +52,14 @@ func RunEngine(ctx context.Context, opt EngineOptions) (*EngineReport, error) {
 		return nil, err
 	}
 
+	limit, restore := boundHeap(ds.features, log)
+	defer restore()
 	e := engine.New(ds.store, engine.Options{MemoryBudget: benchMemoryBudget})
 	load, err := loadEngine(ctx, e, ds, log)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkFits(max(load.ResidentBytes, load.HeapBytes), limit, ds.features); err != nil {
 		return nil, err
 	}
 

@@ -15,6 +15,9 @@ import (
 // ErrNoPostGIS reports a PostgreSQL without the PostGIS extension.
 var ErrNoPostGIS = errors.New("bench: PostGIS is not installed for the machine's PostgreSQL: run scripts/install-bench-tools.sh")
 
+// sharedBuffersMiB is the buffer cache postgisSettings give PostgreSQL.
+func sharedBuffersMiB(features int64) int64 { return min(max(features>>10, 128), 4096) }
+
 // postgisSettings tune the baseline the way a careful operator would for
 // a read-mostly spatial workload: the whole dataset in shared buffers when
 // it fits (about 650 bytes a feature on disk at the medium scale, so 1 KiB
@@ -22,7 +25,7 @@ var ErrNoPostGIS = errors.New("bench: PostGIS is not installed for the machine's
 // sub-second queries), SSD-like random page cost, room to build indexes.
 // Applied with ALTER SYSTEM and a restart.
 func postgisSettings(features int64) [][2]string {
-	sb := min(max(features>>10, 128), 4096) // MiB
+	sb := sharedBuffersMiB(features)
 	return [][2]string{
 		{"shared_buffers", fmt.Sprintf("%dMB", sb)},
 		{"effective_cache_size", "8GB"},

@@ -1,0 +1,41 @@
+package bench
+
+import (
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"testing"
+)
+
+func TestBoundHeap(t *testing.T) {
+	total := memTotal()
+	if total < 1<<30 {
+		t.Fatalf("memTotal %d: /proc/meminfo not read", total)
+	}
+	t.Setenv("GOMEMLIMIT", "")
+	before := debug.SetMemoryLimit(-1)
+	limit, restore := boundHeap(2_000_000, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if total >= 8<<30 && (limit <= 0 || limit >= total || debug.SetMemoryLimit(-1) != limit) {
+		t.Fatalf("limit %d of %d bytes not applied", limit, total)
+	}
+	restore()
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Fatalf("limit not restored: %d, was %d", got, before)
+	}
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	if limit, _ := boundHeap(2_000_000, slog.New(slog.NewTextHandler(io.Discard, nil))); limit != 0 {
+		t.Fatalf("GOMEMLIMIT from the environment was overridden: %d", limit)
+	}
+}
+
+func TestCheckFits(t *testing.T) {
+	if err := checkFits(10<<30, 0, 1); err != nil {
+		t.Fatalf("no limit: %v", err)
+	}
+	if err := checkFits(8<<30, 10<<30, 1); err != nil {
+		t.Fatalf("fits: %v", err)
+	}
+	if err := checkFits(19<<30, 20<<30, 20_000_000); err == nil {
+		t.Fatal("an engine using 95% of the limit was accepted")
+	}
+}
