@@ -92,7 +92,7 @@ type Engine struct {
 		manifests map[string]*manifestEntry
 		covers    map[string]*cover // by layer and release id
 		tick      uint64
-		locals    map[[2]int32]geo.Local // by snapped centre (localFor)
+		locals    map[int32]geo.Local // by row of latitude cells (local)
 
 		resident, features, indexBytes int64
 		loads, loadErrors, evictions   int64
@@ -113,7 +113,7 @@ func New(store tiles.Store, opt Options) *Engine {
 	e.mu.shards = map[string]*shardEntry{}
 	e.mu.manifests = map[string]*manifestEntry{}
 	e.mu.covers = map[string]*cover{}
-	e.mu.locals = map[[2]int32]geo.Local{}
+	e.mu.locals = map[int32]geo.Local{}
 	e.mu.idle.next, e.mu.idle.prev = &e.mu.idle, &e.mu.idle
 	return e
 }
@@ -546,25 +546,27 @@ func (e *Engine) coverFor(lr LayerRequest) *cover {
 
 // Site projections are shared: a query's projection is centred on the
 // centre of a localSnap-degree cell rather than on the site itself (at most
-// ~1.1 km away), so sites in the same area reuse one geo.Local instead of
-// paying NewLocal's 25 geodesic solutions (tens of microseconds, the largest
-// fixed cost of a small query). Exactness does not depend on the centre:
-// ErrorBound holds for any pair within 16 km of it, and prepareSite splits
-// sites that reach too far from it.
+// ~1.1 km away), and the fitted tables depend only on the centre's latitude
+// (geo.Local.At), so every site in a 2 km band of latitude reuses one fit
+// instead of paying NewLocal's 25 geodesic solutions (tens of microseconds,
+// the largest fixed cost of a small query). Exactness does not depend on the
+// centre: ErrorBound holds for any pair within 16 km of it, and prepareSite
+// splits sites that reach too far from it.
 const (
 	localSnap      = 0.02
 	maxLocalsCache = 4096
 )
 
 func (e *Engine) local(c orb.Point) geo.Local {
-	key := [2]int32{int32(math.Floor(c[0] / localSnap)), int32(math.Floor(c[1] / localSnap))}
+	row := int32(math.Floor(c[1] / localSnap))
+	lon := (math.Floor(c[0]/localSnap) + 0.5) * localSnap
 	e.mu.Lock()
-	l, ok := e.mu.locals[key]
+	l, ok := e.mu.locals[row]
 	e.mu.Unlock()
 	if ok {
-		return l
+		return l.At(lon)
 	}
-	l = geo.NewLocal(orb.Point{(float64(key[0]) + 0.5) * localSnap, (float64(key[1]) + 0.5) * localSnap})
+	l = geo.NewLocal(orb.Point{lon, (float64(row) + 0.5) * localSnap})
 	e.mu.Lock()
 	if len(e.mu.locals) >= maxLocalsCache {
 		for k := range e.mu.locals { // drop an arbitrary one
@@ -572,7 +574,7 @@ func (e *Engine) local(c orb.Point) geo.Local {
 			break
 		}
 	}
-	e.mu.locals[key] = l
+	e.mu.locals[row] = l
 	e.mu.Unlock()
 	return l
 }

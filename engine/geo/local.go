@@ -62,7 +62,7 @@ type localFit struct {
 
 	invOnce    sync.Once
 	gLat, gLon cheb2 // dLat, dLon as functions of (x/h, y/h), h = localHalfWidth
-	lat0, lon0 float64
+	lat0       float64
 }
 
 // cheb2 holds the coefficients c[k][l] of sum c[k][l] T_k(u) T_l(v).
@@ -87,18 +87,28 @@ func NewLocal(center orb.Point) Local {
 	t := &localFit{
 		dLat: localHalfWidth / m / deg,
 		dLon: localHalfWidth / (n * math.Cos(lat0*deg)) / deg,
-		lat0: lat0, lon0: center[0],
+		lat0: lat0,
 	}
+	// Fitted about longitude 0, so that the tables depend on the latitude
+	// alone, bit for bit (see At).
+	l0 := Local{center: orb.Point{0, lat0}}
 	var vx, vy [localN][localN]float64
 	nodes := chebNodes()
 	for i, u := range nodes {
 		for j, v := range nodes {
-			vx[i][j], vy[i][j] = l.exactForward(orb.Point{center[0] + v*t.dLon, lat0 + u*t.dLat})
+			vx[i][j], vy[i][j] = l0.exactForward(orb.Point{v * t.dLon, lat0 + u*t.dLat})
 		}
 	}
 	t.fx, t.fy = chebFit(&vx), chebFit(&vy)
 	l.t = t
 	return l
+}
+
+// At returns the projection about (lon, the same latitude) without a new
+// fit: the ellipsoid is symmetric about its axis, so the fitted tables
+// depend only on the centre's latitude and are shared.
+func (l Local) At(lon float64) Local {
+	return Local{center: orb.Point{lon, l.center[1]}, t: l.t}
 }
 
 // Center returns the centre of the projection.
@@ -153,7 +163,7 @@ func (l Local) Inverse(x, y float64) orb.Point {
 	if t := l.t; t != nil {
 		u, v := x/localHalfWidth, y/localHalfWidth
 		if math.Abs(u) <= 1 && math.Abs(v) <= 1 {
-			t.invOnce.Do(func() { t.fitInverse(l) })
+			t.invOnce.Do(t.fitInverse)
 			var tu, tv [localN]float64
 			chebBasis(u, &tu)
 			chebBasis(v, &tv)
@@ -218,14 +228,17 @@ func (l Local) exactInverse(x, y float64) orb.Point {
 	return orb.Point{lon, lat}
 }
 
-func (t *localFit) fitInverse(l Local) {
+// fitInverse fits the inverse about longitude 0: the tables depend only on
+// the centre's latitude (see At).
+func (t *localFit) fitInverse() {
+	l := Local{center: orb.Point{0, t.lat0}}
 	var vlat, vlon [localN][localN]float64
 	nodes := chebNodes()
 	for i, u := range nodes {
 		for j, v := range nodes {
 			p := l.exactInverse(u*localHalfWidth, v*localHalfWidth)
 			vlat[i][j] = p[1] - t.lat0
-			vlon[i][j] = angDiff(t.lon0, p[0])
+			vlon[i][j] = p[0]
 		}
 	}
 	t.gLat, t.gLon = chebFit(&vlat), chebFit(&vlon)

@@ -198,3 +198,30 @@ func BenchmarkNewLocal(b *testing.B) {
 		NewLocal(orb.Point{151.2 + float64(i%100)*1e-3, -33.8})
 	}
 }
+
+// TestLocalAt: a projection moved along its parallel with At agrees with one
+// fitted there (the tables depend on the latitude alone), forward and
+// inverse, including across the antimeridian.
+func TestLocalAt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 13))
+	for _, c := range localCentres(rng, 20) {
+		base := NewLocal(orb.Point{0, c[1]})
+		for _, lon := range []float64{c[0], 179.99, -179.99, 0} {
+			moved, fitted := base.At(lon), NewLocal(orb.Point{lon, c[1]})
+			if moved.Center() != fitted.Center() {
+				t.Fatalf("centre %v, want %v", moved.Center(), fitted.Center())
+			}
+			for i := 0; i < 200; i++ {
+				p := randomAround(rng, moved.Center(), 20000)
+				mx, my := moved.Forward(p)
+				fx, fy := fitted.Forward(p)
+				if d := math.Hypot(mx-fx, my-fy); d > 1e-7 {
+					t.Fatalf("centre %v: Forward(%v) differs by %.3g m", moved.Center(), p, d)
+				}
+				if d := Distance(moved.Inverse(mx, my), p); d > 1e-6 {
+					t.Fatalf("centre %v: Inverse(Forward(%v)) %.3g m off", moved.Center(), p, d)
+				}
+			}
+		}
+	}
+}
