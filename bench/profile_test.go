@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -25,6 +26,8 @@ import (
 // profiles: SITEENV_BENCH_PROFILE (the timed pass),
 // SITEENV_BENCH_LOADPROFILE (the loads), SITEENV_BENCH_SMALLPROFILE (five
 // passes over the queries faster than 1.5 x p50, the fixed costs).
+// SITEENV_BENCH_COLDPROFILE (the same queries on fresh engines: first-touch
+// costs; written to the name with .0, .1, .2 appended).
 // SITEENV_BENCH_LOADONLY stops after loading.
 //
 //	SITEENV_BENCH_DIR=/tmp/benchdata go test -run TestProfileEngine -v -timeout 30m ./bench/
@@ -84,6 +87,10 @@ func TestProfileEngine(t *testing.T) {
 		}
 		stop()
 		fmt.Printf("%d queries under 1.5 x p50: mean %v\n", len(small), time.Since(start)/time.Duration(5*len(small)))
+	}
+
+	if path := os.Getenv("SITEENV_BENCH_COLDPROFILE"); path != "" {
+		profileCold(t, ctx, ds, reqs, path)
 	}
 
 	stop = startProfile(t, "SITEENV_BENCH_PROFILE")
@@ -178,4 +185,51 @@ func startProfile(t *testing.T, env string) (stop func()) {
 		t.Fatal(err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
+// profileCold runs the queries faster than 1.5 x p50 of a warm pass on
+// three fresh engines (shards preloaded, caches of projections, coverages
+// and property sizes empty), profiling each pass.
+func profileCold(t *testing.T, ctx context.Context, ds *dataset, reqs []engine.Request, path string) {
+	e := engine.New(ds.store, engine.Options{MemoryBudget: benchMemoryBudget})
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if _, err := loadEngine(ctx, e, ds, quiet); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := enginePass(ctx, e, reqs, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	warm, err := enginePass(ctx, e, reqs, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p50 := warm.summary().P50
+	var small []engine.Request
+	for i, d := range warm.lat {
+		if d < p50*3/2 {
+			small = append(small, reqs[i])
+		}
+	}
+	fmt.Printf("cold: %d queries under 1.5 x the warm p50 %v\n", len(small), p50)
+	for round := range 3 {
+		e := engine.New(ds.store, engine.Options{MemoryBudget: benchMemoryBudget})
+		if _, err := loadEngine(ctx, e, ds, quiet); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Create(fmt.Sprintf("%s.%d", path, round))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		p, err := enginePass(ctx, e, small, 1, nil)
+		pprof.StopCPUProfile()
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := p.summary()
+		fmt.Printf("cold round %d: p50 %v mean %v\n", round, s.P50, s.Mean)
+	}
 }
