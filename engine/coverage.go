@@ -71,42 +71,71 @@ type cover struct {
 const coverPiece = 2000.0
 
 // newCover prepares g, cutting edges longer than maxPiece metres (0: not
-// cut); nil when g is not a polygon with area (unknown coverage).
+// cut); nil when g is not a polygon with area (unknown coverage). The
+// point-in-polygon index is built over the cut rings too: a piece's chord
+// strays from its geodesic by well under a metre, where a long edge's
+// strays by kilometres, and only positions that close to a chord pay the
+// exact geodesic side test.
 func newCover(g orb.Geometry, maxPiece float64) *cover {
 	if !isPolygonal(g) {
 		return nil
 	}
 	c := &cover{geom: g}
-	c.f.setOrb(g)
+	if maxPiece > 0 {
+		c.f.setOrb(cutRings(g, maxPiece))
+	} else {
+		c.f.setOrb(g)
+	}
 	if !c.f.hasArea() {
 		return nil
 	}
 	c.rs = newRingSet(&c.f)
 	var boxes []box32
-	add := func(a, b orb.Point) {
-		c.pieces = append(c.pieces, [2]orb.Point{a, b})
-		scale := bulgeScale(math.Max(math.Abs(a[1]), math.Abs(b[1])))
-		boxes = append(boxes, toBox32(edgeBox(a, b, scale)))
-	}
-	var sub []orb.Point
 	for _, e := range c.f.elems {
 		if e.kind != elemRing {
 			continue
 		}
 		for i := e.start; i+1 < e.end; i++ {
 			a, b := c.f.pts[i], c.f.pts[i+1]
-			if maxPiece <= 0 {
-				add(a, b)
-				continue
-			}
-			sub = cutGeodesic(sub, a, b, maxPiece)
-			for j := 0; j+1 < len(sub); j++ {
-				add(sub[j], sub[j+1])
-			}
+			c.pieces = append(c.pieces, [2]orb.Point{a, b})
+			scale := bulgeScale(math.Max(math.Abs(a[1]), math.Abs(b[1])))
+			boxes = append(boxes, toBox32(edgeBox(a, b, scale)))
 		}
 	}
 	c.ix = newIndex(boxes)
 	return c
+}
+
+// cutRings returns the polygon g (Polygon or MultiPolygon) with every ring
+// edge cut into geodesic pieces of at most maxPiece metres.
+func cutRings(g orb.Geometry, maxPiece float64) orb.Geometry {
+	var sub []orb.Point
+	poly := func(p orb.Polygon) orb.Polygon {
+		out := make(orb.Polygon, len(p))
+		for k, r := range p {
+			if len(r) == 0 {
+				continue
+			}
+			cr := orb.Ring{r[0]}
+			for i := 0; i+1 < len(r); i++ {
+				sub = cutGeodesic(sub, r[i], r[i+1], maxPiece)
+				cr = append(cr, sub[1:]...)
+			}
+			out[k] = cr
+		}
+		return out
+	}
+	switch g := g.(type) {
+	case orb.Polygon:
+		return poly(g)
+	case orb.MultiPolygon:
+		out := make(orb.MultiPolygon, len(g))
+		for i, p := range g {
+			out[i] = poly(p)
+		}
+		return out
+	}
+	return g
 }
 
 // boundaryWithin reports whether the cover's boundary comes within the
