@@ -142,7 +142,7 @@ type manifestEntry struct {
 const maxManifests = 4096
 
 func (e *Engine) manifest(ctx context.Context, layerID, releaseID string) (*tiles.Manifest, error) {
-	key := tiles.ManifestKey(layerID, releaseID)
+	key := releaseKey{layerID, releaseID}
 	for {
 		e.mu.Lock()
 		e.mu.tick++
@@ -186,17 +186,18 @@ func (e *Engine) manifest(ctx context.Context, layerID, releaseID string) (*tile
 
 // dropManifestLocked removes the least recently used loaded manifest.
 func (e *Engine) dropManifestLocked() {
-	var oldest string
+	var oldest releaseKey
 	var used uint64
+	found := false
 	for k, me := range e.mu.manifests {
 		if me.m == nil {
 			continue // loading
 		}
-		if oldest == "" || me.used < used {
-			oldest, used = k, me.used
+		if !found || me.used < used {
+			oldest, used, found = k, me.used, true
 		}
 	}
-	if oldest != "" {
+	if found {
 		delete(e.mu.manifests, oldest)
 	}
 }

@@ -89,7 +89,7 @@ func newCover(g orb.Geometry, maxPiece float64) *cover {
 	if !c.f.hasArea() {
 		return nil
 	}
-	c.rs = newRingSet(&c.f)
+	c.rs = newRingSet(&c.f, coverageBandEdges)
 	var boxes []box32
 	for _, e := range c.f.elems {
 		if e.kind != elemRing {

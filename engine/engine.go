@@ -89,8 +89,8 @@ type Engine struct {
 		sync.Mutex
 		shards    map[string]*shardEntry // by tile key
 		idle      shardEntry             // sentinel of the idle list
-		manifests map[string]*manifestEntry
-		covers    map[string]*cover // by layer and release id
+		manifests map[releaseKey]*manifestEntry
+		covers    map[releaseKey]*cover
 		tick      uint64
 		locals    map[int32]geo.Local // by row of latitude cells (local)
 
@@ -111,8 +111,8 @@ func New(store tiles.Store, opt Options) *Engine {
 	}
 	e := &Engine{store: store, budget: opt.MemoryBudget, workers: opt.Workers, parallelMin: parallelMinCandidates}
 	e.mu.shards = map[string]*shardEntry{}
-	e.mu.manifests = map[string]*manifestEntry{}
-	e.mu.covers = map[string]*cover{}
+	e.mu.manifests = map[releaseKey]*manifestEntry{}
+	e.mu.covers = map[releaseKey]*cover{}
 	e.mu.locals = map[int32]geo.Local{}
 	e.mu.idle.next, e.mu.idle.prev = &e.mu.idle, &e.mu.idle
 	return e
@@ -517,6 +517,10 @@ func sameGeometry(a, b orb.Geometry) bool {
 // maxCovers bounds the prepared coverage polygons kept.
 const maxCovers = 1024
 
+// releaseKey names a layer's release in the engine's caches (a struct: no
+// string to build per query).
+type releaseKey struct{ layer, release string }
+
 // coverFor returns lr.Coverage prepared. A release's coverage is
 // immutable, so it is prepared once per release and shared; a request
 // carrying a different polygon for the same release (orb.Equal compares
@@ -525,7 +529,7 @@ func (e *Engine) coverFor(lr LayerRequest) *cover {
 	if !isPolygonal(lr.Coverage) {
 		return nil
 	}
-	key := lr.LayerID + "/" + lr.ReleaseID
+	key := releaseKey{lr.LayerID, lr.ReleaseID}
 	e.mu.Lock()
 	c, ok := e.mu.covers[key]
 	e.mu.Unlock()

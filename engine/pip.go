@@ -110,9 +110,14 @@ type ringSet struct {
 	dlat  float64
 }
 
-const ringSetBandEdges = 8
+// Edges per latitude band, on average: a site's ring set is built per
+// query, a release coverage's once and then tested by every query.
+const (
+	ringSetBandEdges  = 8
+	coverageBandEdges = 2
+)
 
-func newRingSet(f *flat) *ringSet {
+func newRingSet(f *flat, perBand int) *ringSet {
 	rs := &ringSet{f: f, npoly: int(f.polys), scale: boundScale(f.box)}
 	rs.box = orb.Bound{Min: orb.Point{math.Inf(1), math.Inf(1)}, Max: orb.Point{math.Inf(-1), math.Inf(-1)}}
 	edges := 0
@@ -128,7 +133,7 @@ func newRingSet(f *flat) *ringSet {
 	if edges < 64 {
 		return rs
 	}
-	nb := min(edges/ringSetBandEdges, 1024)
+	nb := min(edges/perBand, 1<<14)
 	rs.lat0 = rs.box.Min[1]
 	rs.dlat = (rs.box.Max[1] - rs.box.Min[1]) / float64(nb)
 	if !(rs.dlat > 0) {

@@ -76,7 +76,7 @@ func prepareSite(g orb.Geometry, local localFunc) *site {
 		s.comps = append(s.comps, f.pts[i])
 	}
 	if f.hasArea() {
-		s.area = newRingSet(f)
+		s.area = newRingSet(f, ringSetBandEdges)
 	}
 
 	l0 := local(f.box.Center())
