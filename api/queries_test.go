@@ -3,8 +3,10 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,13 +31,24 @@ type queryHarness struct {
 
 func setupQueries(t *testing.T, run bool) *queryHarness {
 	t.Helper()
+	return setupQueriesWith(t, run, nil)
+}
+
+// setupQueriesWith is setupQueries with the engine reading the store
+// through engineStore (nil: directly).
+func setupQueriesWith(t *testing.T, run bool, engineStore func(tiles.Store) tiles.Store) *queryHarness {
+	t.Helper()
 	qh := &queryHarness{}
 	h := setup(t, func(s *api.Server) {})
 	store, err := tiles.NewFileStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := engine.New(store, engine.Options{MemoryBudget: 64 << 20})
+	var es tiles.Store = store
+	if engineStore != nil {
+		es = engineStore(store)
+	}
+	eng := engine.New(es, engine.Options{MemoryBudget: 64 << 20})
 	qh.runner = jobs.New(jobs.Config{Workers: 2, Poll: 20 * time.Millisecond, TempDir: t.TempDir()}, h.led, eng, store)
 	if run {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -486,5 +499,64 @@ func TestQueryCancel(t *testing.T) {
 	// Nothing is retained for the account.
 	if u := qh.do("GET", "/context", k.Secret, nil).json(t)["usage"].(map[string]any); u["retained_result_bytes"] != float64(0) {
 		t.Fatalf("usage %v", u)
+	}
+}
+
+// stalledTiles is the file store with every tile open held until the
+// caller gives up (its context ends): a shard load that never finishes.
+type stalledTiles struct {
+	tiles.Store
+	opened chan struct{} // receives one value per stalled open
+}
+
+func (s stalledTiles) Open(ctx context.Context, key string) (tiles.Object, error) {
+	if strings.HasSuffix(key, ".parquet") {
+		s.opened <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.Store.Open(ctx, key)
+}
+
+// TestQueryCancelStopsTheWorker: cancelling a running query stops its
+// execution (the worker is freed at once, not after the 120 s attempt),
+// and leaves no result.
+func TestQueryCancelStopsTheWorker(t *testing.T) {
+	t.Parallel()
+	opened := make(chan struct{}, 16)
+	qh := setupQueriesWith(t, false, func(s tiles.Store) tiles.Store { return stalledTiles{s, opened} })
+	qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"b": east(10)})
+	k := qh.key(qh.account(0), nil, "queries:run", "sites:read", "sites:write")
+	body := map[string]any{"site": map[string]any{"kind": "point", "longitude": origin[0], "latitude": origin[1]}, "layer_ids": []string{"nsw.bores"}, "radius_m": 100}
+	id := qh.query(k.Secret, body).json(t)["query_id"].(string)
+
+	done := make(chan error, 1)
+	go func() {
+		ran, err := qh.runner.RunOnce(qh.ctx)
+		if err == nil && !ran {
+			err = errors.New("nothing was claimed")
+		}
+		done <- err
+	}()
+	<-opened // executing: stuck loading the tile
+	if m := qh.do("GET", "/queries/"+id, k.Secret, nil).json(t); m["status"] != "running" {
+		t.Fatalf("status while loading: %v", m["status"])
+	}
+	if r := qh.do("DELETE", "/queries/"+id, k.Secret, nil); r.status != 204 {
+		t.Fatalf("cancel: %d %s", r.status, r.body)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("worker: %v", err)
+		}
+	case <-time.After(60 * time.Second): // the attempt itself would last 120 s
+		t.Fatal("the worker kept executing a cancelled query")
+	}
+	if m := qh.do("GET", "/queries/"+id, k.Secret, nil).json(t); m["status"] != "cancelled" {
+		t.Fatalf("status after cancel: %v", m["status"])
+	}
+	if infos, err := qh.store.List(qh.ctx, "results/"); err != nil || len(infos) != 0 {
+		t.Fatalf("results stored: %v %v", infos, err)
 	}
 }

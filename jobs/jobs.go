@@ -221,9 +221,51 @@ func (r *Runner) RunOnce(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	defer r.finished(q.ID)
-	actx, cancel := context.WithTimeout(ctx, r.cfg.Attempt)
-	defer cancel()
-	return true, r.execute(actx, q)
+	tctx, cancelTimeout := context.WithTimeout(ctx, r.cfg.Attempt)
+	defer cancelTimeout()
+	actx, cancel := context.WithCancelCause(tctx)
+	defer cancel(nil)
+	stop := r.watchCancel(actx, q.ID, cancel)
+	err = r.execute(actx, q)
+	stop()
+	if errors.Is(context.Cause(actx), errCancelled) {
+		return true, nil // DELETE cancelled it: nothing to record
+	}
+	return true, err
+}
+
+// errCancelled is the cause of an attempt stopped because its query was
+// cancelled.
+var errCancelled = errors.New("jobs: query cancelled")
+
+// watchCancel polls the query's status every Poll while it executes and
+// stops the attempt once it is no longer running (DELETE cancelled it), so
+// a cancelled query frees its worker instead of computing a result nobody
+// keeps. stop ends the watch.
+func (r *Runner) watchCancel(ctx context.Context, id uuid.UUID, cancel context.CancelCauseFunc) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(r.cfg.Poll)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			status, err := r.led.QueryStatus(ctx, id)
+			if err == nil && status != ledger.QueryRunning {
+				cancel(errCancelled)
+				return
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
 }
 
 // FeatureRecord is one line of a retained result, as the API pages it.
@@ -327,7 +369,9 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query) error {
 	if failed == 0 {
 		count = &total
 	}
-	kept, err := r.led.FinishQuery(ctx, q.ID, status, outcome, key, size, count, r.cfg.Retain)
+	// Not abandoned halfway once the result is stored: a cancellation from
+	// here on is settled by FinishQuery (then the result is deleted).
+	kept, err := r.led.FinishQuery(context.WithoutCancel(ctx), q.ID, status, outcome, key, size, count, r.cfg.Retain)
 	if err != nil {
 		return err
 	}
@@ -340,6 +384,9 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query) error {
 
 // fail records an execution failure: every layer unavailable with reason.
 func (r *Runner) fail(ctx context.Context, q ledger.Query, reason string, cause error) error {
+	if errors.Is(context.Cause(ctx), errCancelled) {
+		return nil // not a failure: the query was cancelled
+	}
 	r.cfg.Logger.Error("query failed", "query_id", q.ID, "err", cause)
 	var outcome []ledger.LayerOutcome
 	for _, id := range q.LayerIDs {

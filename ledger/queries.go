@@ -133,6 +133,14 @@ func (l *Ledger) Query(ctx context.Context, account, id uuid.UUID) (Query, error
 	return q, translate(err)
 }
 
+// QueryStatus reads a query's status alone: workers poll it to stop
+// executing a query cancelled meanwhile.
+func (l *Ledger) QueryStatus(ctx context.Context, id uuid.UUID) (string, error) {
+	var status string
+	err := l.pool.QueryRow(ctx, `SELECT status FROM queries WHERE query_id = $1`, id).Scan(&status)
+	return status, translate(err)
+}
+
 // ClaimQuery hands the oldest queued query whose account runs fewer than
 // maxRunning queries to a worker, for attempt (then it may be reclaimed).
 // Replicas share the queue: FOR UPDATE SKIP LOCKED. ErrNotFound: nothing to do.
