@@ -5,8 +5,11 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/paulmach/orb"
+
+	"siteenv/tiles"
 )
 
 // Encoded size of a matched feature, as the service writes it: one line of
@@ -20,7 +23,8 @@ import (
 // follow encoding/json (the tests compare against it byte for byte).
 
 type sizer struct {
-	num []byte // scratch for number formatting
+	num []byte     // scratch for number formatting
+	pv  propsSizer // tilePropsLen's visitor (no allocation per feature)
 }
 
 const (
@@ -123,6 +127,54 @@ func (z *sizer) valueLen(v any) int {
 		return 0
 	}
 	return len(b)
+}
+
+// tilePropsLen is mapLen(t.Properties(i)) measured from the tile's columns,
+// without building the map or copying strings (a feature's first
+// measurement is on the query's path).
+func (z *sizer) tilePropsLen(t *tiles.Tile, i int) int {
+	z.pv = propsSizer{z: z, n: 2, first: true}
+	t.VisitProperties(i, &z.pv)
+	return z.pv.n
+}
+
+// propsSizer sums what mapLen would for the values it is shown.
+type propsSizer struct {
+	z     *sizer
+	n     int
+	first bool
+}
+
+func (p *propsSizer) key(name string) {
+	if !p.first {
+		p.n++
+	}
+	p.first = false
+	p.n += jsonStringLen(name) + 1
+}
+
+func (p *propsSizer) Null(name string) { p.key(name); p.n += 4 }
+
+func (p *propsSizer) String(name string, v []byte) {
+	p.key(name)
+	p.n += jsonStringLen(unsafe.String(unsafe.SliceData(v), len(v))) // not kept
+}
+
+func (p *propsSizer) Int(name string, v int64) {
+	p.key(name)
+	p.z.num = strconv.AppendInt(p.z.num[:0], v, 10)
+	p.n += len(p.z.num)
+}
+
+func (p *propsSizer) Float(name string, v float64) { p.key(name); p.n += p.z.floatLen(v) }
+
+func (p *propsSizer) Bool(name string, v bool) {
+	p.key(name)
+	if v {
+		p.n += 4
+	} else {
+		p.n += 5
+	}
 }
 
 func (z *sizer) mapLen(m map[string]any) int {

@@ -34,7 +34,7 @@ func (s *shard) propertiesLen(i int, z *sizer) int {
 	if v := s.propLen[i].Load(); v > 0 {
 		return int(v - 1)
 	}
-	n := z.mapLen(s.tile.Properties(i))
+	n := z.tilePropsLen(s.tile, i)
 	if n < math.MaxInt32 {
 		s.propLen[i].Store(int32(n + 1))
 	}

@@ -190,6 +190,69 @@ func TestEncodedSize(t *testing.T) {
 	}
 }
 
+// TestTilePropsLen: measuring a feature's properties from the tile's
+// columns gives the encoded length of the map Properties returns, for every
+// column type, nulls, escapes, number forms, dates and date-times.
+func TestTilePropsLen(t *testing.T) {
+	t.Parallel()
+	schema, err := tiles.ParseFieldSchema(map[string]any{
+		"s":      map[string]any{"type": []any{"string", "null"}},
+		"i":      map[string]any{"type": []any{"integer", "null"}},
+		"f":      map[string]any{"type": []any{"number", "null"}},
+		"b":      map[string]any{"type": []any{"boolean", "null"}},
+		"d":      map[string]any{"type": []any{"string", "null"}, "format": "date"},
+		"dt":     map[string]any{"type": []any{"string", "null"}, "format": "date-time"},
+		"quoted": map[string]any{"type": "string"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(8, 9))
+	strs := []string{"", "plain", "quote\" back\\slash", "ctl\x01\x1f\n\t", "<html>&amp;", "é中文😀", "line\u2028sep"}
+	floats := []float64{0, 1, -1.5, 1e-7, 1.5e-9, 1e21, 123456789.123, 1e20, 0.1 + 0.2}
+	pick := func(v any) any {
+		if rng.IntN(4) == 0 {
+			return nil
+		}
+		return v
+	}
+	feats := make([]tiles.Feature, 500)
+	for k := range feats {
+		feats[k] = tiles.Feature{ID: fmt.Sprint("f", k), Geometry: orb.Point{150 + rng.Float64(), -33 - rng.Float64()}, Properties: map[string]any{
+			"s":      pick(strs[rng.IntN(len(strs))]),
+			"i":      pick(rng.Int64() - rng.Int64()),
+			"f":      pick(floats[rng.IntN(len(floats))] * (rng.Float64() + 0.5)),
+			"b":      pick(rng.IntN(2) == 0),
+			"d":      pick(fmt.Sprintf("20%02d-%02d-%02d", rng.IntN(30), 1+rng.IntN(12), 1+rng.IntN(28))),
+			"dt":     pick(fmt.Sprintf("2024-05-06T07:08:%02d.%dZ", rng.IntN(60), rng.IntN(1000000))),
+			"quoted": strs[rng.IntN(len(strs))],
+		}}
+	}
+	var buf bytes.Buffer
+	if _, err := tiles.WriteTile(&buf, schema, feats, tiles.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tile, err := tiles.ReadTile(context.Background(), bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var z sizer
+	for i := 0; i < tile.Len(); i++ {
+		props := tile.Properties(i)
+		enc, err := json.Marshal(props)
+		if err != nil {
+			t.Fatal(err)
+		}
+		encoded := len(enc)
+		if bytes.Contains(enc, []byte(`\u003c`)) || bytes.Contains(enc, []byte(`\u0026`)) || bytes.Contains(enc, []byte(`\u003e`)) {
+			encoded = z.mapLen(props) // json.Marshal escapes HTML; the service does not (TestEncodedSize covers that)
+		}
+		if got := z.tilePropsLen(tile, i); got != z.mapLen(props) || got != encoded {
+			t.Fatalf("row %d: tilePropsLen %d, mapLen %d, encoded %d: %s", i, got, z.mapLen(props), encoded, enc)
+		}
+	}
+}
+
 func TestCoverageOfExact(t *testing.T) {
 	t.Parallel()
 	m := newMetric(sydney)

@@ -105,6 +105,51 @@ func (t *Tile) Properties(i int) map[string]any {
 	return m
 }
 
+// PropertyVisitor receives one feature's properties from VisitProperties,
+// each as the kind of value Properties would hold for it.
+type PropertyVisitor interface {
+	Null(name string)
+	// String is a string value (dates and date-times formatted as
+	// Properties gives them). v may share the tile's memory: it is valid
+	// only during the call.
+	String(name string, v []byte)
+	Int(name string, v int64)
+	Float(name string, v float64)
+	Bool(name string, v bool)
+}
+
+// VisitProperties passes feature i's properties to v in schema order,
+// without building a map or copying strings: for callers that measure or
+// encode a feature rather than keep its properties.
+func (t *Tile) VisitProperties(i int, v PropertyVisitor) {
+	for c := range t.cols {
+		col := &t.cols[c]
+		name := col.field.Name
+		switch {
+		case col.valid != nil && !col.valid[i]:
+			v.Null(name)
+		case col.send != nil:
+			var start uint32
+			if i > 0 {
+				start = col.send[i-1]
+			}
+			v.String(name, col.sdata[start:col.send[i]:col.send[i]])
+		case col.i64 != nil && col.field.Format == FormatDateTime:
+			v.String(name, []byte(formatDateTime(col.i64[i])))
+		case col.i64 != nil:
+			v.Int(name, col.i64[i])
+		case col.f64 != nil:
+			v.Float(name, col.f64[i])
+		case col.boo != nil:
+			v.Bool(name, col.boo[i])
+		case col.d32 != nil:
+			v.String(name, []byte(col.field.present(col.d32[i]).(string)))
+		default:
+			v.Null(name)
+		}
+	}
+}
+
 // Property returns one property of feature i in canonical form, and whether
 // the field exists.
 func (t *Tile) Property(i int, name string) (any, bool) {

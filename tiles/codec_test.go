@@ -750,3 +750,23 @@ func TestReadTileConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// mapVisitor rebuilds the map Properties gives from VisitProperties.
+type mapVisitor map[string]any
+
+func (m mapVisitor) Null(name string)             { m[name] = nil }
+func (m mapVisitor) String(name string, v []byte) { m[name] = string(v) }
+func (m mapVisitor) Int(name string, v int64)     { m[name] = v }
+func (m mapVisitor) Float(name string, v float64) { m[name] = v }
+func (m mapVisitor) Bool(name string, v bool)     { m[name] = v }
+
+func TestVisitProperties(t *testing.T) {
+	tile := mustRead(t, mustWrite(t, testSchema(t), append(everyGeometry(), randomPoints(200, 3)...)))
+	for i := 0; i < tile.Len(); i++ {
+		m := mapVisitor{}
+		tile.VisitProperties(i, m)
+		if want := tile.Properties(i); !reflect.DeepEqual(map[string]any(m), want) {
+			t.Fatalf("row %d: visited %v, Properties %v", i, m, want)
+		}
+	}
+}
