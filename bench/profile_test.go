@@ -73,13 +73,7 @@ func TestProfileEngine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p50 := first.summary().P50
-		var small []engine.Request
-		for i, d := range first.lat {
-			if d < p50*3/2 {
-				small = append(small, reqs[i])
-			}
-		}
+		small, _ := fastQueries(first, reqs)
 		stop := startProfile(t, "SITEENV_BENCH_SMALLPROFILE")
 		start := time.Now()
 		for range 5 {
@@ -177,6 +171,11 @@ func startProfile(t *testing.T, env string) (stop func()) {
 	if path == "" {
 		return func() {}
 	}
+	return profileTo(t, path)
+}
+
+// profileTo starts a CPU profile into the file path.
+func profileTo(t *testing.T, path string) (stop func()) {
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
@@ -203,33 +202,33 @@ func profileCold(t *testing.T, ctx context.Context, ds *dataset, reqs []engine.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	p50 := warm.summary().P50
-	var small []engine.Request
-	for i, d := range warm.lat {
-		if d < p50*3/2 {
-			small = append(small, reqs[i])
-		}
-	}
+	small, p50 := fastQueries(warm, reqs)
 	fmt.Printf("cold: %d queries under 1.5 x the warm p50 %v\n", len(small), p50)
 	for round := range 3 {
 		e := engine.New(ds.store, engine.Options{MemoryBudget: benchMemoryBudget})
 		if _, err := loadEngine(ctx, e, ds, quiet); err != nil {
 			t.Fatal(err)
 		}
-		f, err := os.Create(fmt.Sprintf("%s.%d", path, round))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			t.Fatal(err)
-		}
+		stop := profileTo(t, fmt.Sprintf("%s.%d", path, round))
 		p, err := enginePass(ctx, e, small, 1, nil)
-		pprof.StopCPUProfile()
-		f.Close()
+		stop()
 		if err != nil {
 			t.Fatal(err)
 		}
 		s := p.summary()
 		fmt.Printf("cold round %d: p50 %v mean %v\n", round, s.P50, s.Mean)
 	}
+}
+
+// fastQueries returns the requests of p's queries faster than 1.5 x its
+// p50 (the fixed costs), and that p50.
+func fastQueries(p pass, reqs []engine.Request) ([]engine.Request, time.Duration) {
+	p50 := p.summary().P50
+	var fast []engine.Request
+	for i, d := range p.lat {
+		if d < p50*3/2 {
+			fast = append(fast, reqs[i])
+		}
+	}
+	return fast, p50
 }
