@@ -233,7 +233,8 @@ func TestDecodeRejectsCorruptFiles(t *testing.T) {
 	}
 }
 
-// FuzzParse checks that no input makes the parser panic or hang.
+// FuzzParse checks that no input makes the parser panic or hang, and that
+// whatever it accepts keeps the invariants the renderer relies on.
 func FuzzParse(f *testing.F) {
 	raw := gunzip(f, auBin)
 	f.Add(raw)
@@ -241,9 +242,23 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(magic + "\x01\x02\x00\x00\x02\x02\x01\x03ACT\x00\x01\x01\x01\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		d, err := parse(b)
-		if err == nil && len(d.states) == 0 && len(b) > len(magic)+2 {
-			// A valid file may hold no state; nothing else to check.
+		if err != nil {
+			if !errors.Is(err, ErrFormat) {
+				t.Fatalf("error %v is not ErrFormat", err)
+			}
 			return
+		}
+		for i, s := range d.states {
+			if i > 0 && d.states[i-1].Code > s.Code {
+				t.Fatalf("states not sorted: %q before %q", d.states[i-1].Code, s.Code)
+			}
+			for _, p := range s.Geometry {
+				for _, r := range p {
+					if len(r) < 4 || !r.Closed() {
+						t.Fatalf("%s: accepted an open or degenerate ring %v", s.Code, r)
+					}
+				}
+			}
 		}
 	})
 }
