@@ -94,14 +94,15 @@ func main() {
 	if err := os.WriteFile(*out, b, 0o644); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Fprintf(os.Stderr, "%s: %d states, %d polygons, %d rings, %d arcs, %d -> %d points, %d bytes\n",
-		*out, st.States, st.Polygons, st.Rings, st.Arcs, st.PointsIn, st.PointsOut, len(b))
+	fmt.Fprintf(os.Stderr, "%s: %d states, %d polygons, %d rings, %d arcs (%d left unsimplified), %d -> %d points, %d bytes\n",
+		*out, st.States, st.Polygons, st.Rings, st.Arcs, st.Restored, st.PointsIn, st.PointsOut, len(b))
 }
 
 // Stats describes one generation run.
 type Stats struct {
 	States, Polygons, Rings, Arcs int
 	PointsIn, PointsOut           int // ring vertices before and after simplification
+	Restored                      int // arcs left unsimplified so that a ring did not collapse
 }
 
 type pt struct{ x, y int64 } // microdegrees
@@ -141,6 +142,7 @@ func Generate() ([]byte, Stats, error) {
 				if ringLen(topo, refs) < 4 {
 					for _, r := range refs {
 						topo.arcs[arcIndex(r)] = topo.raw[arcIndex(r)]
+						st.Restored++
 					}
 				}
 			}
