@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"siteenv/engine"
 	"siteenv/tiles"
 )
 
@@ -56,3 +57,6 @@ func InstallEcho(s *Server, count *atomic.Int64, gate <-chan struct{}) {
 func SetQueryBackend(s *Server, store tiles.Store, runner QueryRunner) {
 	s.store, s.runner = store, runner
 }
+
+// SetMapEngine attaches the engine map images search through.
+func SetMapEngine(s *Server, eng *engine.Engine) { s.engine = eng }

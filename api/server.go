@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"siteenv/api/openapi"
 	"siteenv/clock"
+	"siteenv/engine"
 	"siteenv/ledger"
 	"siteenv/tiles"
 )
@@ -44,6 +46,11 @@ type Config struct {
 	// Runner executes queries in this process (nil: another replica does;
 	// POST /queries then answers 202 without waiting).
 	Runner QueryRunner
+	// Engine answers the searches behind map images; nil answers
+	// feature_disabled for them.
+	Engine *engine.Engine
+	// MapRenders bounds concurrent map renders; default GOMAXPROCS.
+	MapRenders int
 }
 
 // QueryRunner is the part of the job runner the API needs (jobs.Runner).
@@ -70,6 +77,9 @@ func (c *Config) fill() error {
 	if c.IdempotencyStale == 0 {
 		c.IdempotencyStale = 5 * time.Minute
 	}
+	if c.MapRenders == 0 {
+		c.MapRenders = runtime.GOMAXPROCS(0)
+	}
 	if len(c.Secret) < 32 {
 		return errors.New("api: Config.Secret must be at least 32 bytes")
 	}
@@ -90,6 +100,9 @@ type Server struct {
 	cursors cursorCodec
 	store   tiles.Store
 	runner  QueryRunner
+	engine  *engine.Engine
+	// mapSlots bounds concurrent map renders.
+	mapSlots slots
 	// handlers by operation id; operations without one answer feature_disabled.
 	handlers map[string]handlerFunc
 }
@@ -111,6 +124,8 @@ func New(cfg Config, led *ledger.Ledger) (*Server, error) {
 		cursors:  newCursorCodec(cfg.Secret, cfg.Clock, cfg.CursorTTL),
 		store:    cfg.Store,
 		runner:   cfg.Runner,
+		engine:   cfg.Engine,
+		mapSlots: make(slots, cfg.MapRenders),
 		handlers: handlers(),
 	}
 	s.router = newRouter(ops, s.handlers)
@@ -129,30 +144,31 @@ func (s *Server) routerOps() []openapi.Operation {
 // handlers lists the implemented operations.
 func handlers() map[string]handlerFunc {
 	return map[string]handlerFunc{
-		"get_openapi":            (*Server).getOpenAPI,
-		"get_context":            (*Server).getContext,
-		"get_usage":              (*Server).getUsage,
-		"list_activity":          (*Server).listActivity,
-		"list_layers":            (*Server).listLayers,
-		"get_layer":              (*Server).getLayer,
-		"get_layer_schema":       (*Server).getLayerSchema,
-		"create_site":            (*Server).createSite,
-		"get_site":               (*Server).getSite,
-		"list_sites":             (*Server).listSites,
-		"update_site":            (*Server).updateSite,
-		"archive_site":           (*Server).archiveSite,
-		"list_portfolios":        (*Server).listPortfolios,
-		"create_acquisition":     (*Server).createAcquisition,
-		"list_purchases":         (*Server).listPurchases,
-		"get_purchase":           (*Server).getPurchase,
-		"create_query":           (*Server).createQuery,
-		"get_query":              (*Server).getQuery,
-		"get_query_results":      (*Server).getQueryResults,
-		"delete_query":           (*Server).deleteQuery,
-		"list_queries":           (*Server).listQueries,
-		"get_query_layer_schema": (*Server).getQueryLayerSchema,
-		"search_locations":       (*Server).searchLocations,
-		"resolve_location":       (*Server).resolveLocation,
+		"get_openapi":                (*Server).getOpenAPI,
+		"get_context":                (*Server).getContext,
+		"get_usage":                  (*Server).getUsage,
+		"list_activity":              (*Server).listActivity,
+		"list_layers":                (*Server).listLayers,
+		"get_layer":                  (*Server).getLayer,
+		"get_layer_schema":           (*Server).getLayerSchema,
+		"create_site":                (*Server).createSite,
+		"get_site":                   (*Server).getSite,
+		"list_sites":                 (*Server).listSites,
+		"update_site":                (*Server).updateSite,
+		"archive_site":               (*Server).archiveSite,
+		"list_portfolios":            (*Server).listPortfolios,
+		"create_acquisition":         (*Server).createAcquisition,
+		"list_purchases":             (*Server).listPurchases,
+		"get_purchase":               (*Server).getPurchase,
+		"create_query":               (*Server).createQuery,
+		"get_query":                  (*Server).getQuery,
+		"get_query_results":          (*Server).getQueryResults,
+		"delete_query":               (*Server).deleteQuery,
+		"list_queries":               (*Server).listQueries,
+		"get_query_layer_schema":     (*Server).getQueryLayerSchema,
+		"search_locations":           (*Server).searchLocations,
+		"resolve_location":           (*Server).resolveLocation,
+		"get_site_section_map_image": (*Server).getMapImage,
 	}
 }
 

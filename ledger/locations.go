@@ -396,3 +396,19 @@ func (l *Ledger) ActiveSiteWithFingerprint(ctx context.Context, account uuid.UUI
 		ORDER BY created_at, site_id LIMIT 1`, account, fingerprint).Scan(&id)
 	return id, translate(err)
 }
+
+// ParcelsNear reads up to limit parcels whose bounding box meets the box
+// b [min lon, min lat, max lon, max lat], nearest the box's centre first
+// (by their boxes' centres), then by identifier: map context around a site.
+func (l *Ledger) ParcelsNear(ctx context.Context, b [4]float64, limit int) ([]Parcel, error) {
+	rows, err := l.pool.Query(ctx, `SELECT `+parcelColumns+parcelFrom+`
+		WHERE box(point(p.min_lon, p.min_lat), point(p.max_lon, p.max_lat)) && box(point($1::float8, $2::float8), point($3::float8, $4::float8))
+		ORDER BY point((p.min_lon + p.max_lon) / 2, (p.min_lat + p.max_lat) / 2) <-> point(($1::float8 + $3::float8) / 2, ($2::float8 + $4::float8) / 2),
+			p.jurisdiction, p.cadastre_id
+		LIMIT $5`, b[0], b[1], b[2], b[3], limit)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out, err := pgx.CollectRows(rows, scanParcel)
+	return out, translate(err)
+}

@@ -53,7 +53,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	eng := engine.New(store, engine.Options{MemoryBudget: mem})
 	runner := jobs.New(jobs.Config{Logger: log}, e.led, eng, store)
 	runner.Start(ctx)
-	srv, err := api.New(api.Config{Secret: secret, Logger: log, Store: store, Runner: runner}, e.led)
+	srv, err := api.New(api.Config{Secret: secret, Logger: log, Store: store, Runner: runner, Engine: eng}, e.led)
 	if err != nil {
 		return err
 	}
