@@ -47,6 +47,7 @@ const (
 // mapInput is what a map is drawn from, gathered from the ledger.
 type mapInput struct {
 	site    ledger.Site
+	geom    orb.Geometry // the site's, decoded
 	section string // section name
 	layers  []mapLayer
 	parcels []ledger.Parcel
@@ -155,7 +156,11 @@ func (s *Server) gatherMap(r *request, id uuid.UUID, key string) (mapInput, erro
 			Detail:      fmt.Sprintf("Section %s must be acquired for this site before its map can be downloaded (POST /access/acquisitions with section_keys [%q]).", key, key),
 			FieldErrors: []FieldError{{Field: "section_key", Message: "section " + key + " not acquired for this site"}}}
 	}
-	in := mapInput{site: site, section: layers[0].SectionName}
+	g, err := geojson.UnmarshalGeometry(site.Geometry)
+	if err != nil {
+		return mapInput{}, fmt.Errorf("api: site %s geometry: %w", site.ID, err)
+	}
+	in := mapInput{site: site, geom: g.Geometry(), section: layers[0].SectionName}
 	if in.section == "" {
 		in.section = key
 	}
@@ -176,7 +181,8 @@ func (s *Server) gatherMap(r *request, id uuid.UUID, key string) (mapInput, erro
 		in.layers = append(in.layers, ml)
 	}
 	// Parcels around the site: its bounds widened by a margin.
-	b := site.Bounds
+	sb := in.geom.Bound()
+	b := [4]float64{sb.Min[0], sb.Min[1], sb.Max[0], sb.Max[1]}
 	dLat := mapParcelMarginM / 111_320.0
 	dLon := dLat / math.Max(math.Cos((b[1]+b[3])/2*math.Pi/180), 0.1)
 	in.parcels, err = s.led.ParcelsNear(r.c, [4]float64{b[0] - dLon, b[1] - dLat, b[2] + dLon, b[3] + dLat}, mapMaxParcels)
@@ -233,15 +239,11 @@ func etagMatches(header, etag string) bool {
 // renderer's input. Layers are grouped by radius so each is searched to
 // its own distance with the same exact membership as a query.
 func (s *Server) renderInput(r *request, in mapInput, date time.Time) (report.Map, error) {
-	siteGeom, err := geojson.UnmarshalGeometry(in.site.Geometry)
-	if err != nil {
-		return report.Map{}, fmt.Errorf("api: site %s geometry: %w", in.site.ID, err)
-	}
 	title := in.site.ID.String()
 	if in.site.Name != nil && *in.site.Name != "" {
 		title = *in.site.Name
 	}
-	m := report.Map{Title: title, Section: in.section, Date: date, Site: siteGeom.Geometry()}
+	m := report.Map{Title: title, Section: in.section, Date: date, Site: in.geom}
 	results := map[string]engine.LayerResult{}
 	var radii []float64
 	for _, l := range in.layers {
