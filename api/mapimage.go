@@ -48,7 +48,7 @@ const (
 type mapInput struct {
 	site    ledger.Site
 	geom    orb.Geometry // the site's, decoded
-	section string // section name
+	section string       // section name
 	layers  []mapLayer
 	parcels []ledger.Parcel
 }
