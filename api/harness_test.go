@@ -25,7 +25,7 @@ func TestMain(m *testing.M) { ledgertest.Main(m) }
 // harness is a real server on a loopback port over a fresh database, with a
 // fake clock, whose every response is validated against the OpenAPI document.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	led    *ledger.Ledger
 	clock  *clock.Fake
@@ -35,7 +35,7 @@ type harness struct {
 	v      *openapitest.Validator
 }
 
-func setup(t *testing.T, configure ...func(*api.Server)) *harness {
+func setup(t testing.TB, configure ...func(*api.Server)) *harness {
 	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 11, 22, 9, 0, 10, 0, time.UTC))
 	led := ledgertest.New(t, clk)

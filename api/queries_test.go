@@ -29,14 +29,14 @@ type queryHarness struct {
 	runner *jobs.Runner
 }
 
-func setupQueries(t *testing.T, run bool) *queryHarness {
+func setupQueries(t testing.TB, run bool) *queryHarness {
 	t.Helper()
 	return setupQueriesWith(t, run, nil)
 }
 
 // setupQueriesWith is setupQueries with the engine reading the store
 // through engineStore (nil: directly).
-func setupQueriesWith(t *testing.T, run bool, engineStore func(tiles.Store) tiles.Store) *queryHarness {
+func setupQueriesWith(t testing.TB, run bool, engineStore func(tiles.Store) tiles.Store) *queryHarness {
 	t.Helper()
 	qh := &queryHarness{}
 	h := setup(t, func(s *api.Server) {})

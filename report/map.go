@@ -265,6 +265,8 @@ type drawer struct {
 	p  *path
 	// bordersDrawn: a state border crosses the panel (legend entry).
 	bordersDrawn bool
+	// notesTop is where the notes at the legend's foot begin.
+	notesTop int
 }
 
 func (d *drawer) path() *path {
@@ -824,7 +826,7 @@ func formatDistance(m float64) string {
 // banner states on the map itself what an empty or partial map means, so
 // that it can never be read as a clean site.
 func (d *drawer) banner(counts []layerCount) {
-	var lines []string
+	var onMap, notes []string
 	total, searched, notDrawn, thin := 0, 0, 0, 0
 	for i, l := range d.m.Layers {
 		switch l.Outcome {
@@ -842,41 +844,53 @@ func (d *drawer) banner(counts []layerCount) {
 	}
 	switch {
 	case len(d.m.Layers) == 0:
-		lines = append(lines, "This section has no layers: nothing was searched.")
+		onMap = append(onMap, "This section has no layers: nothing was searched.")
 	case total == 0 && searched > 0:
-		lines = append(lines, "No features of this section's layers lie within the search distance of the site.")
+		onMap = append(onMap, "No features of this section's layers lie within the search distance of the site.")
 	case total == 0:
-		lines = append(lines, "No layer of this section could be searched here: nothing is shown.")
+		onMap = append(onMap, "No layer of this section could be searched here: nothing is shown.")
 	}
 	if thin > 0 {
-		lines = append(lines, "Data coverage does not reach all of the search area for some layers (see legend): absence of features there is not evidence of absence.")
+		notes = append(notes, "Data coverage does not reach all of the search area for some layers: an absence of features there is not evidence of absence.")
 	}
 	if notDrawn > 0 {
-		lines = append(lines, "Some layers are not drawn (see legend).")
+		notes = append(notes, "Some layers are not drawn: see their entries above.")
 	}
-	if len(lines) == 0 {
-		return
+	d.notesTop = legendPanel.Max.Y
+	if len(notes) > 0 {
+		// The notes sit at the foot of the legend, clear of the data.
+		box := d.noteBox(notes, legendPanel.Min.X, legendPanel.Dx(), func(h int) int { return legendPanel.Max.Y - h })
+		d.notesTop = box.Min.Y
 	}
-	maxW := mapPanel.Dx() - 120
+	if len(onMap) > 0 {
+		// Over an empty map, above the scale bar (the panel's top holds
+		// the ring labels).
+		d.noteBox(onMap, mapPanel.Min.X+12, mapPanel.Dx()-120, func(h int) int { return mapPanel.Max.Y - 56 - h })
+	}
+}
+
+// noteBox draws lines wrapped to width in a framed box at x, its top from
+// the box height; it returns the box.
+func (d *drawer) noteBox(lines []string, x, width int, top func(h int) int) image.Rectangle {
 	var wrapped []string
 	for _, l := range lines {
-		wrapped = append(wrapped, wrap(d.fc.body, l, maxW, 3)...)
+		wrapped = append(wrapped, wrap(d.fc.body, l, width-24, 4)...)
 	}
 	h := 12 + 18*len(wrapped)
-	// Above the scale bar: the top of the panel holds the ring labels.
-	x0, y0 := mapPanel.Min.X+12, mapPanel.Max.Y-56-h
+	y0 := top(h)
 	w := 0
 	for _, l := range wrapped {
 		w = max(w, textWidth(d.fc.body, l))
 	}
-	box := image.Rect(x0, y0, x0+w+24, y0+h)
+	box := image.Rect(x, y0, x+w+24, y0+h)
 	fillRect(d.c, box, rgba(255, 255, 255, 0.92))
 	edge := newPath()
-	edge.addStroke([]float64{float64(box.Min.X), float64(box.Min.Y), float64(box.Max.X), float64(box.Min.Y), float64(box.Max.X), float64(box.Max.Y), float64(box.Min.X), float64(box.Max.Y), float64(box.Min.X), float64(box.Min.Y)}, 1.5)
-	d.c.fill(edge, warnColour, mapPanel)
+	edge.addStroke(append(rectXY(box), float64(box.Min.X), float64(box.Min.Y)), 1.5)
+	d.c.fill(edge, warnColour, image.Rect(0, 0, MapWidth, MapHeight))
 	for i, l := range wrapped {
-		d.c.text(d.fc.body, l, x0+12, y0+20+18*i, warnColour)
+		d.c.text(d.fc.body, l, x+12, y0+20+18*i, warnColour)
 	}
+	return box
 }
 
 func (d *drawer) header(radius float64) {
@@ -941,7 +955,7 @@ func (d *drawer) legend(counts []layerCount, radii []float64) {
 	}
 
 	for i, l := range d.m.Layers {
-		if y > legendPanel.Max.Y-40 {
+		if y > d.notesTop-50 {
 			c.text(fc.small, fmt.Sprintf("… and %d more layers", len(d.m.Layers)-i), textX, y+12, mutedColour)
 			break
 		}
