@@ -68,7 +68,7 @@ func setup() error {
 		if err := os.Chmod(dir, 0o755); err != nil {
 			return err
 		}
-		c, err := pgembed.Start(ctx, dir+"/pg", pgembed.Options{Database: "postgres", Ephemeral: true})
+		c, err := pgembed.Start(ctx, dir+"/pg", pgembed.Options{Database: "postgres", Ephemeral: true, BinDir: os.Getenv("SITEENV_PG_BIN")})
 		if err != nil {
 			return err
 		}
