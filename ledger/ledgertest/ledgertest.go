@@ -35,7 +35,8 @@ var (
 
 // Main runs the package's tests and then stops the throwaway cluster.
 // Call it from TestMain: func TestMain(m *testing.M) { ledgertest.Main(m) }.
-func Main(m *testing.M) {
+// m is *testing.M or a wrapper of it (leakcheck.Wrap).
+func Main(m interface{ Run() int }) {
 	code := m.Run()
 	if cluster != nil {
 		_ = cluster.Stop(context.Background())

@@ -1,0 +1,35 @@
+// Package leakcheck fails a test binary whose tests leave goroutines
+// running: a worker, watcher or pool that outlives its owner's Stop/Close.
+package leakcheck
+
+import (
+	"fmt"
+	"os"
+
+	"go.uber.org/goleak"
+)
+
+// M is what a TestMain runs: *testing.M, or a wrapper of it.
+type M interface{ Run() int }
+
+type checked struct{ m M }
+
+// Wrap runs m's tests and then, if they passed, fails the run (exit
+// status 1) when goroutines other than the runtime's and the testing
+// package's are still running. goleak retries for a while first, so a
+// goroutine on its way out is not reported.
+//
+//	func TestMain(m *testing.M) { ledgertest.Main(leakcheck.Wrap(m)) }
+func Wrap(m M) M { return checked{m} }
+
+func (c checked) Run() int {
+	code := c.m.Run()
+	if code != 0 {
+		return code
+	}
+	if err := goleak.Find(); err != nil {
+		fmt.Fprintf(os.Stderr, "leakcheck: goroutines left running after the tests: %v\n", err)
+		return 1
+	}
+	return 0
+}
