@@ -77,6 +77,13 @@ func (c *Config) fill() {
 	}
 }
 
+// Defaults is the Config a zero Config takes.
+func Defaults() Config {
+	var c Config
+	c.fill()
+	return c
+}
+
 // ErrInvalidConfig reports a Config field outside its range.
 var ErrInvalidConfig = errors.New("jobs: invalid config")
 
