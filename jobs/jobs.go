@@ -87,9 +87,8 @@ func Defaults() Config {
 // ErrInvalidConfig reports a Config field outside its range.
 var ErrInvalidConfig = errors.New("jobs: invalid config")
 
-// validate checks the filled config: zero means the default, so anything
-// left non-positive was set that way and would panic a ticker or stop all
-// work.
+// validate checks the filled config: zero took the default, so a negative
+// value was set on purpose and would panic a ticker or stop all work.
 func (c *Config) validate() error {
 	for _, f := range []struct {
 		name     string
@@ -155,9 +154,6 @@ func New(cfg Config, led *ledger.Ledger, eng *engine.Engine, store tiles.Store) 
 // Config returns the filled configuration the runner enforces (GET /context
 // reports its limits from it).
 func (r *Runner) Config() Config { return r.cfg }
-
-// Engine returns the engine the runner executes queries on.
-func (r *Runner) Engine() *engine.Engine { return r.eng }
 
 // ResultKey is where a query's retained result lives in the store.
 func ResultKey(account, query uuid.UUID) string {
