@@ -72,7 +72,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	runner.Start(ctx)
+	// Claiming goes on while in-flight requests drain (a POST /queries
+	// waiting for its result needs a worker); shutdown's Stop ends it.
+	runner.Start(context.WithoutCancel(ctx))
 	hs := srv.HTTPServer()
 	log.Info("serving", "addr", "http://"+ln.Addr().String()+api.BasePath, "data_dir", e.dataDir)
 	errc := make(chan error, 1)
