@@ -569,10 +569,17 @@ func TestMissingTileIsLogged(t *testing.T) {
 			warn = line
 		}
 	}
-	for _, want := range []string{"layer_id=" + layerID, "release_id=" + b.release, "tile_key=" + infos[0].Key, "err="} {
+	for _, want := range []string{"layer_id=" + layerID, "release_id=" + b.release, "tile_key=releases/" + layerID + "/" + b.release + "/tiles/", "err="} {
 		if !strings.Contains(warn, want) {
 			t.Fatalf("WARN line %q lacks %q; log:\n%s", warn, want, b.logs)
 		}
+	}
+	named := false
+	for _, in := range infos {
+		named = named || strings.Contains(warn, "tile_key="+in.Key+" ")
+	}
+	if !named {
+		t.Fatalf("WARN line %q names none of the missing tiles %v", warn, infos)
 	}
 }
 
