@@ -13,6 +13,7 @@ require (
 	github.com/tidwall/geodesic v1.52.4
 	github.com/tidwall/rtree v1.10.0
 	github.com/valyala/fasthttp v1.74.0
+	go.uber.org/goleak v1.3.0
 	golang.org/x/term v0.46.0
 )
 
@@ -48,7 +49,6 @@ require (
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/zeebo/xxh3 v1.1.0 // indirect
 	go.mongodb.org/mongo-driver/v2 v2.5.0 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/exp v0.0.0-20260112195511-716be5621a96 // indirect
