@@ -29,7 +29,10 @@ func TestServeRefusesABadEnvironment(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dataDir := filepath.Join(t.TempDir(), "var")
 			cmd := exec.Command(os.Args[0], "-test.run=^TestServeRefusesABadEnvironment$")
-			cmd.Env = append(os.Environ(), "SITEENV_TEST_AS_MAIN=1", "SITEENV_DATA_DIR="+dataDir, tc.name+"="+tc.value)
+			// An unreachable database: were the value let through, serve
+			// fails at once (naming no variable) instead of running on.
+			cmd.Env = append(os.Environ(), "SITEENV_TEST_AS_MAIN=1", "SITEENV_DATA_DIR="+dataDir,
+				"SITEENV_DATABASE_URL=postgres://siteenv@127.0.0.1:1/none?connect_timeout=2", tc.name+"="+tc.value)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			err := cmd.Run()
