@@ -13,6 +13,7 @@ require (
 	github.com/tidwall/geodesic v1.52.4
 	github.com/tidwall/rtree v1.10.0
 	github.com/valyala/fasthttp v1.74.0
+	go.uber.org/goleak v1.3.0
 	golang.org/x/image v0.47.0
 	golang.org/x/term v0.46.0
 )

@@ -1,9 +1,12 @@
 package api
 
 import (
+	"maps"
 	"slices"
 	"time"
 
+	"siteenv/engine"
+	"siteenv/jobs"
 	"siteenv/ledger"
 )
 
@@ -107,12 +110,32 @@ func (s *Server) getContext(r *request) error {
 		},
 		Usage: contextUsage{RetainedResultBytes: qu.RetainedBytes, QueuedQueries: qu.Queued, RunningQueries: qu.Running,
 			NextResultExpiry: utc(qu.NextResultExpiry)},
-		Limits: Limits,
+		Limits: s.limits(),
 	}
 	if p.HasScope(ledger.ScopeUsageRead) {
 		body.CreditBalance = &acct.CreditBalance
 	}
 	return r.writeJSON(200, body)
+}
+
+// limits are Limits with the values another package enforces read from
+// where they are enforced: the engine's result limits and radius, and the
+// job runner's configuration (this server's runner, else the defaults a
+// runner of another replica takes), so /context cannot drift from them.
+func (s *Server) limits() map[string]int64 {
+	out := maps.Clone(Limits)
+	out["max_radius_m"] = engine.MaxRadiusM
+	out["max_query_features"] = engine.DefaultMaxFeatures
+	out["max_query_result_bytes"] = engine.DefaultMaxBytes
+	cfg := jobs.Defaults()
+	if r, ok := s.runner.(interface{ Config() jobs.Config }); ok {
+		cfg = r.Config()
+	}
+	out["max_running_queries"] = int64(cfg.MaxRunning)
+	out["query_queue_timeout_seconds"] = int64(cfg.QueueLimit / time.Second)
+	out["query_attempt_timeout_seconds"] = int64(cfg.Attempt / time.Second)
+	out["result_retention_seconds"] = int64(cfg.Retain / time.Second)
+	return out
 }
 
 // capabilities lists every contract operation with whether this key may use it

@@ -16,11 +16,12 @@ import (
 	"siteenv/api"
 	"siteenv/api/openapi/openapitest"
 	"siteenv/clock"
+	"siteenv/internal/leakcheck"
 	"siteenv/ledger"
 	"siteenv/ledger/ledgertest"
 )
 
-func TestMain(m *testing.M) { ledgertest.Main(m) }
+func TestMain(m *testing.M) { ledgertest.Main(leakcheck.Wrap(m)) }
 
 // harness is a real server on a loopback port over a fresh database, with a
 // fake clock, whose every response is validated against the OpenAPI document.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -18,7 +19,8 @@ import (
 // (0: none set) and a function restoring the previous one.
 func boundHeap(features int64, log *slog.Logger) (int64, func()) {
 	total := memTotal()
-	if total == 0 || os.Getenv("GOMEMLIMIT") != "" {
+	// SetMemoryLimit(-1) reads the limit: below MaxInt64, one was set.
+	if total == 0 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
 		return 0, func() {}
 	}
 	reserve := max(total/8, 2<<30) // PostgreSQL backends, page cache, the OS

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"runtime"
 	"slices"
@@ -74,6 +75,42 @@ type Options struct {
 	// Workers bounds the goroutines one query scans tiles with. Default
 	// GOMAXPROCS.
 	Workers int
+	// Logger receives a WARN for every release manifest or tile the engine
+	// cannot read (the layer is answered source_unavailable). Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// ErrInvalidOptions reports an Options field outside its range.
+var ErrInvalidOptions = errors.New("engine: invalid options")
+
+func (o *Options) fill() {
+	if o.MemoryBudget == 0 {
+		o.MemoryBudget = DefaultMemoryBudget
+	}
+	if o.Workers == 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+func (o *Options) validate() error {
+	if o.MemoryBudget < 0 {
+		return fmt.Errorf("%w: MemoryBudget must not be negative (0 takes the default), got %d", ErrInvalidOptions, o.MemoryBudget)
+	}
+	if o.Workers < 0 {
+		return fmt.Errorf("%w: Workers must not be negative (0 takes the default), got %d", ErrInvalidOptions, o.Workers)
+	}
+	return nil
+}
+
+// Validate fills a copy of o with the defaults and reports the first field
+// out of range (ErrInvalidOptions, naming the field).
+func (o Options) Validate() error {
+	o.fill()
+	return o.validate()
 }
 
 // Engine answers buffered intersection queries over immutable releases.
@@ -82,6 +119,7 @@ type Engine struct {
 	store   tiles.Store
 	budget  int64
 	workers int
+	log     *slog.Logger
 	// parallelMin is parallelMinCandidates (tests lower it).
 	parallelMin float64
 
@@ -101,15 +139,15 @@ type Engine struct {
 	}
 }
 
-// New returns an engine over the releases in store.
+// New returns an engine over the releases in store. opt must pass
+// Validate: an invalid value is a programming error here, and New panics
+// with Validate's message rather than run with a value nobody chose.
 func New(store tiles.Store, opt Options) *Engine {
-	if opt.MemoryBudget <= 0 {
-		opt.MemoryBudget = DefaultMemoryBudget
+	opt.fill()
+	if err := opt.validate(); err != nil {
+		panic(err)
 	}
-	if opt.Workers <= 0 {
-		opt.Workers = runtime.GOMAXPROCS(0)
-	}
-	e := &Engine{store: store, budget: opt.MemoryBudget, workers: opt.Workers, parallelMin: parallelMinCandidates}
+	e := &Engine{store: store, budget: opt.MemoryBudget, workers: opt.Workers, log: opt.Logger, parallelMin: parallelMinCandidates}
 	e.mu.shards = map[string]*shardEntry{}
 	e.mu.manifests = map[releaseKey]*manifestEntry{}
 	e.mu.covers = map[releaseKey]*cover{}
@@ -372,6 +410,8 @@ func (e *Engine) planLayer(ctx context.Context, ev *evaluator, lr LayerRequest) 
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
+		e.log.Warn("engine: release manifest unavailable; layer answered source_unavailable",
+			"layer_id", lr.LayerID, "release_id", lr.ReleaseID, "err", err)
 		run.fail(ReasonSourceUnavailable, "")
 		return run, nil, nil
 	}
@@ -450,6 +490,8 @@ func (e *Engine) scanItem(ctx context.Context, ev *evaluator, it *tileItem) erro
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		e.log.Warn("engine: tile unavailable; layer answered source_unavailable",
+			"layer_id", it.run.lr.LayerID, "release_id", it.run.lr.ReleaseID, "tile_key", it.te.Key, "err", err)
 		it.run.fail(ReasonSourceUnavailable, "")
 		return nil
 	}
@@ -460,6 +502,8 @@ func (e *Engine) scanItem(ctx context.Context, ev *evaluator, it *tileItem) erro
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		e.log.Warn("engine: tile unreadable; layer answered source_unavailable",
+			"layer_id", it.run.lr.LayerID, "release_id", it.run.lr.ReleaseID, "tile_key", it.te.Key, "err", err)
 		it.run.fail(ReasonSourceUnavailable, "")
 		return nil
 	}

@@ -36,8 +36,12 @@ type Config struct {
 	Retain time.Duration
 	// MaxAttempts before a repeatedly crashing query fails; default 3.
 	MaxAttempts int
-	// Poll is how often idle workers look for work queued by other replicas; default 500 ms.
-	Poll   time.Duration
+	// Poll is how often idle workers look for work queued by other replicas,
+	// and running ones for a cancellation; default 500 ms.
+	Poll time.Duration
+	// Sweep is how often the janitor fails stale queries, requeues expired
+	// attempts and deletes expired results; default 30 s.
+	Sweep  time.Duration
 	Logger *slog.Logger
 	// TempDir for result files before upload; default os.TempDir().
 	TempDir string
@@ -65,9 +69,42 @@ func (c *Config) fill() {
 	if c.Poll == 0 {
 		c.Poll = 500 * time.Millisecond
 	}
+	if c.Sweep == 0 {
+		c.Sweep = 30 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+}
+
+// Defaults is the Config a zero Config takes.
+func Defaults() Config {
+	var c Config
+	c.fill()
+	return c
+}
+
+// ErrInvalidConfig reports a Config field outside its range.
+var ErrInvalidConfig = errors.New("jobs: invalid config")
+
+// validate checks the filled config: zero took the default, so a negative
+// value was set on purpose and would panic a ticker or stop all work.
+func (c *Config) validate() error {
+	for _, f := range []struct {
+		name     string
+		negative bool
+		value    any
+	}{
+		{"Workers", c.Workers < 0, c.Workers}, {"MaxRunning", c.MaxRunning < 0, c.MaxRunning},
+		{"MaxAttempts", c.MaxAttempts < 0, c.MaxAttempts}, {"Attempt", c.Attempt < 0, c.Attempt},
+		{"QueueLimit", c.QueueLimit < 0, c.QueueLimit}, {"Retain", c.Retain < 0, c.Retain},
+		{"Poll", c.Poll < 0, c.Poll}, {"Sweep", c.Sweep < 0, c.Sweep},
+	} {
+		if f.negative {
+			return fmt.Errorf("%w: %s must not be negative (0 takes the default), got %v", ErrInvalidConfig, f.name, f.value)
+		}
+	}
+	return nil
 }
 
 // Runner executes queued queries. Safe for concurrent use.
@@ -80,28 +117,118 @@ type Runner struct {
 	mu    struct {
 		sync.Mutex
 		waiters map[uuid.UUID][]chan struct{}
+		// started: Start ran; stopClaiming ends the claim loops and the
+		// janitor; interrupt ends the attempts in flight (Stop's deadline).
+		started      bool
+		stopClaiming context.CancelFunc
+		interrupt    context.CancelCauseFunc
+		// requeueErrs are interrupted attempts that could not be handed back
+		// (their claims expire and the janitor of any replica requeues them).
+		requeueErrs []error
 	}
+	// running counts the workers' and janitor's goroutines.
+	running sync.WaitGroup
 }
 
-// New makes a Runner; Start launches its workers.
+// Validate fills a copy of c with the defaults and reports the first field
+// out of range (ErrInvalidConfig, naming the field). Commands call it on
+// configuration from outside before New.
+func (c Config) Validate() error {
+	c.fill()
+	return c.validate()
+}
+
+// New makes a Runner; Start launches its workers. cfg must pass Validate:
+// an invalid config is a programming error here, and New panics with
+// Validate's message rather than run with a value nobody chose.
 func New(cfg Config, led *ledger.Ledger, eng *engine.Engine, store tiles.Store) *Runner {
 	cfg.fill()
+	if err := cfg.validate(); err != nil {
+		panic(err)
+	}
 	r := &Runner{cfg: cfg, led: led, eng: eng, store: store, wake: make(chan struct{}, 1)}
 	r.mu.waiters = map[uuid.UUID][]chan struct{}{}
 	return r
 }
+
+// Config returns the filled configuration the runner enforces (GET /context
+// reports its limits from it).
+func (r *Runner) Config() Config { return r.cfg }
 
 // ResultKey is where a query's retained result lives in the store.
 func ResultKey(account, query uuid.UUID) string {
 	return "results/" + account.String() + "/" + query.String() + ".ndjson"
 }
 
-// Start runs workers and the janitor until ctx ends.
+// errInterrupted is the cause of an attempt stopped by Stop's deadline:
+// the query is requeued, not failed.
+var errInterrupted = errors.New("jobs: runner stopping")
+
+// errAttemptTimeout is the cause of an attempt that ran out of its Attempt.
+var errAttemptTimeout = errors.New("jobs: attempt timed out")
+
+// Start runs workers and the janitor. They stop claiming when ctx ends or
+// Stop is called; attempts in flight are not cut short by ctx (they finish,
+// bounded by Attempt) but by Stop's deadline. Start is called at most once.
 func (r *Runner) Start(ctx context.Context) {
-	for i := 0; i < r.cfg.Workers; i++ {
-		go r.work(ctx)
+	claimCtx, stopClaiming := context.WithCancel(ctx)
+	// Attempts outlive ctx: a SIGTERM ends ctx, and in-flight work drains.
+	execCtx, interrupt := context.WithCancelCause(context.WithoutCancel(ctx))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.started {
+		stopClaiming()
+		interrupt(nil)
+		return
 	}
-	go r.janitor(ctx)
+	r.mu.started, r.mu.stopClaiming, r.mu.interrupt = true, stopClaiming, interrupt
+	for i := 0; i < r.cfg.Workers; i++ {
+		r.running.Add(1)
+		go func() {
+			defer r.running.Done()
+			r.work(claimCtx, execCtx)
+		}()
+	}
+	r.running.Add(1)
+	go func() {
+		defer r.running.Done()
+		r.janitor(claimCtx)
+	}()
+}
+
+// Stop stops claiming, lets the attempts in flight finish until ctx ends,
+// then interrupts the rest and requeues them (an interrupted query is run
+// again, by this or another replica, never failed or lost), and returns
+// once every goroutine Start launched has exited. Call it before closing
+// the ledger. The error joins the requeues that failed (those queries are
+// requeued by the janitor once their claims expire); nil otherwise, also
+// when attempts were interrupted and requeued.
+func (r *Runner) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	if !r.mu.started {
+		r.mu.Unlock()
+		return nil
+	}
+	stopClaiming, interrupt := r.mu.stopClaiming, r.mu.interrupt
+	r.mu.Unlock()
+	stopClaiming()
+	done := make(chan struct{})
+	go func() {
+		r.running.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		interrupt(errInterrupted)
+		<-done
+	}
+	interrupt(nil) // releases the context
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err := errors.Join(r.mu.requeueErrs...)
+	r.mu.requeueErrs = nil
+	return err
 }
 
 // Notify wakes a worker: a query was just queued here.
@@ -155,13 +282,13 @@ func (r *Runner) finished(id uuid.UUID) {
 	}
 }
 
-func (r *Runner) work(ctx context.Context) {
+func (r *Runner) work(claimCtx, execCtx context.Context) {
 	t := time.NewTicker(r.cfg.Poll)
 	defer t.Stop()
 	for {
-		for {
-			ran, err := r.RunOnce(ctx)
-			if err != nil && ctx.Err() == nil {
+		for claimCtx.Err() == nil {
+			ran, err := r.runOnce(claimCtx, execCtx)
+			if err != nil && claimCtx.Err() == nil {
 				r.cfg.Logger.Error("query worker", "err", err)
 			}
 			if !ran {
@@ -169,7 +296,7 @@ func (r *Runner) work(ctx context.Context) {
 			}
 		}
 		select {
-		case <-ctx.Done():
+		case <-claimCtx.Done():
 			return
 		case <-r.wake:
 		case <-t.C:
@@ -178,7 +305,7 @@ func (r *Runner) work(ctx context.Context) {
 }
 
 func (r *Runner) janitor(ctx context.Context) {
-	t := time.NewTicker(30 * time.Second)
+	t := time.NewTicker(r.cfg.Sweep)
 	defer t.Stop()
 	for {
 		if err := r.Sweep(ctx); err != nil && ctx.Err() == nil {
@@ -212,8 +339,20 @@ func (r *Runner) Sweep(ctx context.Context) error {
 }
 
 // RunOnce claims and executes one queued query; false when none was ready.
+// If ctx ends while the query executes, the attempt stops and the query is
+// requeued.
 func (r *Runner) RunOnce(ctx context.Context) (bool, error) {
-	q, err := r.led.ClaimQuery(ctx, r.cfg.MaxRunning, r.cfg.Attempt)
+	return r.runOnce(ctx, ctx)
+}
+
+// requeueTimeout bounds handing an interrupted query back: Stop must not
+// hang on a database that stopped answering.
+const requeueTimeout = 10 * time.Second
+
+// runOnce claims under claimCtx and executes under execCtx; an attempt cut
+// short by execCtx is requeued.
+func (r *Runner) runOnce(claimCtx, execCtx context.Context) (bool, error) {
+	q, err := r.led.ClaimQuery(claimCtx, r.cfg.MaxRunning, r.cfg.Attempt)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return false, nil
 	}
@@ -221,7 +360,7 @@ func (r *Runner) RunOnce(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	defer r.finished(q.ID)
-	tctx, cancelTimeout := context.WithTimeout(ctx, r.cfg.Attempt)
+	tctx, cancelTimeout := context.WithTimeoutCause(execCtx, r.cfg.Attempt, errAttemptTimeout)
 	defer cancelTimeout()
 	actx, cancel := context.WithCancelCause(tctx)
 	defer cancel(nil)
@@ -231,7 +370,34 @@ func (r *Runner) RunOnce(ctx context.Context) (bool, error) {
 	if errors.Is(context.Cause(actx), errCancelled) {
 		return true, nil // DELETE cancelled it: nothing to record
 	}
+	if interrupted(actx) {
+		rctx, cancelRequeue := context.WithTimeout(context.WithoutCancel(execCtx), requeueTimeout)
+		defer cancelRequeue()
+		requeued, rerr := r.led.RequeueQuery(rctx, q.ID)
+		if rerr != nil {
+			rerr = fmt.Errorf("jobs: requeue interrupted query %s: %w", q.ID, rerr)
+			r.mu.Lock()
+			r.mu.requeueErrs = append(r.mu.requeueErrs, rerr)
+			r.mu.Unlock()
+			return true, rerr
+		}
+		if requeued {
+			r.cfg.Logger.Info("query attempt interrupted; requeued", "query_id", q.ID)
+		}
+		return true, nil
+	}
 	return true, err
+}
+
+// interrupted reports whether the attempt was stopped from outside (Stop's
+// deadline, or RunOnce's ctx) rather than by its own timeout or a
+// cancellation of its query.
+func interrupted(actx context.Context) bool {
+	if actx.Err() == nil {
+		return false
+	}
+	cause := context.Cause(actx)
+	return !errors.Is(cause, errCancelled) && !errors.Is(cause, errAttemptTimeout)
 }
 
 // errCancelled is the cause of an attempt stopped because its query was
@@ -384,8 +550,8 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query) error {
 
 // fail records an execution failure: every layer unavailable with reason.
 func (r *Runner) fail(ctx context.Context, q ledger.Query, reason string, cause error) error {
-	if errors.Is(context.Cause(ctx), errCancelled) {
-		return nil // not a failure: the query was cancelled
+	if errors.Is(context.Cause(ctx), errCancelled) || interrupted(ctx) {
+		return nil // not a failure: the query was cancelled, or is requeued
 	}
 	r.cfg.Logger.Error("query failed", "query_id", q.ID, "err", cause)
 	var outcome []ledger.LayerOutcome

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"path"
 	"strings"
 	"time"
@@ -130,23 +129,9 @@ type S3Config struct {
 	SecretKey string
 	// Region is the bucket's region. Empty: discovered from the service.
 	Region string
-	// UseSSL selects https. Default false; S3ConfigFromEnv sets it to true
+	// UseSSL selects https. Default false; the command sets it to true
 	// unless the endpoint says "http://".
 	UseSSL bool
-}
-
-// S3ConfigFromEnv reads SITEENV_S3_ENDPOINT, SITEENV_S3_ACCESS_KEY,
-// SITEENV_S3_SECRET_KEY and, optionally, SITEENV_S3_REGION. UseSSL is true
-// unless the endpoint starts with "http://".
-func S3ConfigFromEnv() S3Config {
-	ep := os.Getenv("SITEENV_S3_ENDPOINT")
-	return S3Config{
-		Endpoint:  ep,
-		AccessKey: os.Getenv("SITEENV_S3_ACCESS_KEY"),
-		SecretKey: os.Getenv("SITEENV_S3_SECRET_KEY"),
-		Region:    os.Getenv("SITEENV_S3_REGION"),
-		UseSSL:    !strings.HasPrefix(strings.ToLower(ep), "http://"),
-	}
 }
 
 // OpenStore opens the store named by rawURL:

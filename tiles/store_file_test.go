@@ -79,22 +79,6 @@ func TestOpenStoreURLs(t *testing.T) {
 	}
 }
 
-func TestS3ConfigFromEnv(t *testing.T) {
-	t.Setenv("SITEENV_S3_ENDPOINT", "http://127.0.0.1:9000")
-	t.Setenv("SITEENV_S3_ACCESS_KEY", "ak")
-	t.Setenv("SITEENV_S3_SECRET_KEY", "sk")
-	t.Setenv("SITEENV_S3_REGION", "")
-	got := tiles.S3ConfigFromEnv()
-	want := tiles.S3Config{Endpoint: "http://127.0.0.1:9000", AccessKey: "ak", SecretKey: "sk", UseSSL: false}
-	if got != want {
-		t.Fatalf("got %+v, want %+v", got, want)
-	}
-	t.Setenv("SITEENV_S3_ENDPOINT", "s3.ap-southeast-2.amazonaws.com")
-	if !tiles.S3ConfigFromEnv().UseSSL {
-		t.Fatal("bare endpoint should default to TLS")
-	}
-}
-
 func BenchmarkFileStoreReadAt(b *testing.B) {
 	s, err := tiles.NewFileStore(b.TempDir())
 	if err != nil {

@@ -34,10 +34,40 @@ func dataDirFlag(fs *flag.FlagSet) *string {
 	return fs.String("data-dir", def, "data directory (embedded database, store, secret)")
 }
 
+// newLogger logs text at SITEENV_LOG_LEVEL (checked by checkEnv before any
+// command runs).
 func newLogger(w io.Writer) *slog.Logger {
-	level := slog.LevelInfo
-	_ = level.UnmarshalText([]byte(os.Getenv("SITEENV_LOG_LEVEL")))
+	level, _ := logLevel()
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// logLevel parses SITEENV_LOG_LEVEL: debug, info (default), warn or error.
+func logLevel() (slog.Level, error) {
+	level := slog.LevelInfo
+	v := strings.TrimSpace(os.Getenv("SITEENV_LOG_LEVEL"))
+	if v == "" {
+		return level, nil
+	}
+	if err := level.UnmarshalText([]byte(v)); err != nil {
+		return slog.LevelInfo, fmt.Errorf("SITEENV_LOG_LEVEL must be debug, info, warn or error, got %q", v)
+	}
+	return level, nil
+}
+
+// checkEnv validates the environment every command reads, once, before
+// anything starts: a bad value stops the command with a message naming it
+// rather than being ignored.
+func checkEnv() error {
+	if _, err := logLevel(); err != nil {
+		return err
+	}
+	if _, err := engineMemory(); err != nil {
+		return err
+	}
+	if s := os.Getenv("SITEENV_SECRET"); s != "" && len(s) < 32 {
+		return errors.New("SITEENV_SECRET must be at least 32 characters")
+	}
+	return nil
 }
 
 // openEnv opens the ledger: SITEENV_DATABASE_URL when set, otherwise the
@@ -54,7 +84,7 @@ func openEnv(ctx context.Context, dataDir string, log *slog.Logger) (*env, error
 	e := &env{dataDir: abs, log: log}
 	dsn := os.Getenv("SITEENV_DATABASE_URL")
 	if dsn == "" {
-		c, err := pgembed.Start(ctx, filepath.Join(abs, "pg"), pgembed.Options{Database: "siteenv", Logger: log})
+		c, err := pgembed.Start(ctx, filepath.Join(abs, "pg"), pgembed.Options{Database: "siteenv", Logger: log, BinDir: os.Getenv("SITEENV_PG_BIN")})
 		if err != nil {
 			if errors.Is(err, pgembed.ErrNoBinaries) {
 				return nil, fmt.Errorf("%w\n(or point SITEENV_DATABASE_URL at an existing PostgreSQL)", err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"siteenv/ingest"
 	"siteenv/tiles"
@@ -23,7 +24,21 @@ func (e *env) openStore(ctx context.Context) (tiles.Store, error) {
 		}
 		u = "file://" + dir
 	}
-	return tiles.OpenStore(ctx, u, tiles.S3ConfigFromEnv())
+	return tiles.OpenStore(ctx, u, s3ConfigFromEnv())
+}
+
+// s3ConfigFromEnv reads SITEENV_S3_ENDPOINT, SITEENV_S3_ACCESS_KEY,
+// SITEENV_S3_SECRET_KEY and, optionally, SITEENV_S3_REGION. UseSSL is true
+// unless the endpoint starts with "http://".
+func s3ConfigFromEnv() tiles.S3Config {
+	ep := os.Getenv("SITEENV_S3_ENDPOINT")
+	return tiles.S3Config{
+		Endpoint:  ep,
+		AccessKey: os.Getenv("SITEENV_S3_ACCESS_KEY"),
+		SecretKey: os.Getenv("SITEENV_S3_SECRET_KEY"),
+		Region:    os.Getenv("SITEENV_S3_REGION"),
+		UseSSL:    !strings.HasPrefix(strings.ToLower(ep), "http://"),
+	}
 }
 
 func ingestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -38,7 +39,8 @@ Every command takes --data-dir (or SITEENV_DATA_DIR) and reaches the same
 database and store as serve, whether or not a server is running.
 Environment: SITEENV_DATA_DIR, SITEENV_DATABASE_URL, SITEENV_STORE (file:///path or
 s3://bucket/prefix with SITEENV_S3_ENDPOINT, SITEENV_S3_ACCESS_KEY, SITEENV_S3_SECRET_KEY),
-SITEENV_SECRET, SITEENV_LOG_LEVEL.
+SITEENV_SECRET, SITEENV_LOG_LEVEL (debug|info|warn|error), SITEENV_ENGINE_MEMORY,
+SITEENV_PG_BIN (the embedded PostgreSQL's bin dir).
 `
 
 // usageError marks bad command lines (exit status 2).
@@ -66,6 +68,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, usage)
 		return usageError{"a command is required"}
 	}
+	if args[0] != "help" && args[0] != "-h" && args[0] != "--help" {
+		if err := checkEnv(); err != nil {
+			return err
+		}
+	}
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], stdout, stderr)
@@ -90,7 +97,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // boundMemory keeps ingest well under 1 GiB resident: without GOMEMLIMIT the
 // collector lets the heap grow to twice the live data between cycles.
 func boundMemory() {
-	if os.Getenv("GOMEMLIMIT") == "" {
+	// A negative input reads the limit without changing it: MaxInt64 means
+	// none was set (GOMEMLIMIT or otherwise), and a set one wins.
+	if debug.SetMemoryLimit(-1) == math.MaxInt64 {
 		debug.SetMemoryLimit(640 << 20)
 	}
 }

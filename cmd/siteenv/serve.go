@@ -6,11 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"siteenv/api"
 	"siteenv/engine"
@@ -50,9 +54,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	eng := engine.New(store, engine.Options{MemoryBudget: mem})
-	runner := jobs.New(jobs.Config{Logger: log}, e.led, eng, store)
-	runner.Start(ctx)
+	engOpt := engine.Options{MemoryBudget: mem, Logger: log}
+	if err := engOpt.Validate(); err != nil {
+		return err
+	}
+	eng := engine.New(store, engOpt)
+	jobsCfg := jobs.Config{Logger: log}
+	if err := jobsCfg.Validate(); err != nil {
+		return err
+	}
+	runner := jobs.New(jobsCfg, e.led, eng, store)
 	srv, err := api.New(api.Config{Secret: secret, Logger: log, Store: store, Runner: runner, Engine: eng}, e.led)
 	if err != nil {
 		return err
@@ -61,17 +72,51 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Claiming goes on while in-flight requests drain (a POST /queries
+	// waiting for its result needs a worker); shutdown's Stop ends it.
+	runner.Start(context.WithoutCancel(ctx))
 	hs := srv.HTTPServer()
 	log.Info("serving", "addr", "http://"+ln.Addr().String()+api.BasePath, "data_dir", e.dataDir)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	var serveErr error
 	select {
-	case err := <-errc:
-		return err
+	case serveErr = <-errc:
 	case <-ctx.Done():
+		log.Info("shutting down")
 	}
-	log.Info("shutting down")
-	return hs.Shutdown()
+	return errors.Join(serveErr, shutdown(hs, runner, log))
+}
+
+// Shutdown budgets: requests in flight (a POST /queries waits at most 3 s)
+// and then query attempts in flight get this long to finish; attempts still
+// running after that are requeued for another replica or the next start.
+const (
+	httpDrain = 10 * time.Second
+	jobsDrain = 15 * time.Second
+)
+
+// shutdown stops in order: stop accepting and finish in-flight HTTP
+// requests, then drain the runner (stop claiming, finish or requeue
+// attempts). The caller closes the ledger and the embedded database after
+// it, so no worker ever sees the pool close under it.
+func shutdown(hs *fasthttp.Server, runner *jobs.Runner, log *slog.Logger) error {
+	hctx, cancel := context.WithTimeout(context.Background(), httpDrain)
+	defer cancel()
+	herr := hs.ShutdownWithContext(hctx)
+	if herr != nil {
+		log.Warn("HTTP requests still open at shutdown", "err", herr)
+	}
+	jctx, cancel := context.WithTimeout(context.Background(), jobsDrain)
+	defer cancel()
+	jerr := runner.Stop(jctx)
+	if jerr != nil {
+		log.Error("stopping the query runner", "err", jerr)
+	}
+	if errors.Is(herr, context.DeadlineExceeded) {
+		herr = nil // reported above; the connections are closed regardless
+	}
+	return errors.Join(herr, jerr)
 }
 
 // ensureDemo loads the small demo dataset and key on first start only.

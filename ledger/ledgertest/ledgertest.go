@@ -35,7 +35,8 @@ var (
 
 // Main runs the package's tests and then stops the throwaway cluster.
 // Call it from TestMain: func TestMain(m *testing.M) { ledgertest.Main(m) }.
-func Main(m *testing.M) {
+// m is *testing.M or a wrapper of it (leakcheck.Wrap).
+func Main(m interface{ Run() int }) {
 	code := m.Run()
 	if cluster != nil {
 		_ = cluster.Stop(context.Background())
@@ -68,7 +69,7 @@ func setup() error {
 		if err := os.Chmod(dir, 0o755); err != nil {
 			return err
 		}
-		c, err := pgembed.Start(ctx, dir+"/pg", pgembed.Options{Database: "postgres", Ephemeral: true})
+		c, err := pgembed.Start(ctx, dir+"/pg", pgembed.Options{Database: "postgres", Ephemeral: true, BinDir: os.Getenv("SITEENV_PG_BIN")})
 		if err != nil {
 			return err
 		}

@@ -22,22 +22,23 @@ const installHint = "install PostgreSQL server binaries, e.g. `apt-get install p
 // serverBinaries must all be present in a bin dir for it to be usable.
 var serverBinaries = []string{"initdb", "pg_ctl", "postgres"}
 
-// FindBinaries locates initdb/pg_ctl/postgres: $SITEENV_PG_BIN if set, then
-// PATH (look for pg_ctl AND initdb together), then `pg_config --bindir`, then
-// the highest version in /usr/lib/postgresql/*/bin. Returns ErrNoBinaries
+// FindBinaries locates initdb/pg_ctl/postgres: binDir if not empty (the
+// command passes SITEENV_PG_BIN; then nothing else is tried), else PATH
+// (look for pg_ctl AND initdb together), then `pg_config --bindir`, then the
+// highest version in /usr/lib/postgresql/*/bin. Returns ErrNoBinaries
 // (wrapped with a message saying: install PostgreSQL server binaries, e.g.
 // `apt-get install postgresql`, or set SITEENV_DATABASE_URL / SITEENV_PG_BIN).
 //
 // Symbolic links are resolved, so a PATH entry such as /usr/local/bin/pg_ctl ->
 // /usr/lib/postgresql/15/bin/pg_ctl yields the real directory, which also holds
 // the client tools (createdb, psql, pg_isready).
-func FindBinaries() (binDir string, err error) {
-	if env, ok := os.LookupEnv("SITEENV_PG_BIN"); ok && env != "" {
-		if d, ok := usableBinDir(env); ok {
+func FindBinaries(binDir string) (string, error) {
+	if binDir != "" {
+		if d, ok := usableBinDir(binDir); ok {
 			return d, nil
 		}
-		return "", fmt.Errorf("%w: SITEENV_PG_BIN=%q does not contain executable %s; fix SITEENV_PG_BIN or unset it; %s",
-			ErrNoBinaries, env, strings.Join(serverBinaries, ", "), installHint)
+		return "", fmt.Errorf("%w: the bin dir %q (SITEENV_PG_BIN) does not contain executable %s; fix SITEENV_PG_BIN or unset it; %s",
+			ErrNoBinaries, binDir, strings.Join(serverBinaries, ", "), installHint)
 	}
 
 	// PATH: pg_ctl and initdb must come from the same directory.

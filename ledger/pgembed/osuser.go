@@ -33,13 +33,13 @@ type osUser struct {
 func serverUser() (osUser, error) {
 	if os.Geteuid() != 0 {
 		u := osUser{uid: uint32(os.Geteuid()), gid: uint32(os.Getegid())}
-		if cu, err := user.Current(); err == nil {
-			u.name, u.home = cu.Username, cu.HomeDir
-		} else if n := os.Getenv("USER"); n != "" {
-			u.name = n
-		} else {
-			return osUser{}, fmt.Errorf("pgembed: cannot determine the current user name (needed as the PostgreSQL superuser): %w", err)
+		// user.Current itself falls back to $USER when the account
+		// database cannot be read.
+		cu, err := user.Current()
+		if err != nil || cu.Username == "" {
+			return osUser{}, fmt.Errorf("pgembed: cannot determine the current user name (needed as the PostgreSQL superuser): %v", err)
 		}
+		u.name, u.home = cu.Username, cu.HomeDir
 		return u, nil
 	}
 	pu, err := user.Lookup("postgres")

@@ -52,6 +52,10 @@ type Options struct {
 	// Logger for progress messages; default slog.Default(). PostgreSQL's own
 	// log goes to <dir>/log/postgres.log.
 	Logger *slog.Logger
+	// BinDir holds initdb, pg_ctl and postgres; empty: FindBinaries
+	// searches PATH, pg_config and /usr/lib/postgresql (the command passes
+	// SITEENV_PG_BIN here: the library reads no environment).
+	BinDir string
 	// Ephemeral trades durability for speed (fsync=off, synchronous_commit=off,
 	// full_page_writes=off, initdb --no-sync): for test clusters only, never
 	// for the service's own data. Only applied when this call starts the server.
@@ -88,7 +92,7 @@ func Start(ctx context.Context, dir string, opt Options) (*Cluster, error) {
 	if dir == "" {
 		return nil, errors.New("pgembed: empty cluster directory")
 	}
-	binDir, err := FindBinaries()
+	binDir, err := FindBinaries(opt.BinDir)
 	if err != nil {
 		return nil, err
 	}

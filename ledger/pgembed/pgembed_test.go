@@ -263,22 +263,20 @@ func TestUnreachableDataDir(t *testing.T) {
 func TestFindBinaries(t *testing.T) {
 	empty := t.TempDir()
 	for _, v := range []string{empty, filepath.Join(empty, "missing")} {
-		t.Setenv("SITEENV_PG_BIN", v)
-		_, err := FindBinaries()
+		_, err := FindBinaries(v)
 		if !errors.Is(err, ErrNoBinaries) {
-			t.Fatalf("SITEENV_PG_BIN=%s: err = %v, want ErrNoBinaries", v, err)
+			t.Fatalf("bin dir %s: err = %v, want ErrNoBinaries", v, err)
 		}
 		if !strings.Contains(err.Error(), "apt-get install postgresql") || !strings.Contains(err.Error(), "SITEENV_PG_BIN") {
 			t.Errorf("error not actionable: %v", err)
 		}
 		t.Log(err)
 	}
-	if _, err := Start(testCtx(t), filepath.Join(empty, "pg"), Options{}); !errors.Is(err, ErrNoBinaries) {
-		t.Fatalf("Start with bad SITEENV_PG_BIN: %v", err)
+	if _, err := Start(testCtx(t), filepath.Join(empty, "pg"), Options{BinDir: empty}); !errors.Is(err, ErrNoBinaries) {
+		t.Fatalf("Start with a bad BinDir: %v", err)
 	}
 
-	os.Unsetenv("SITEENV_PG_BIN")
-	found, err := FindBinaries()
+	found, err := FindBinaries("")
 	if err != nil {
 		t.Fatalf("FindBinaries: %v", err)
 	}
@@ -287,9 +285,8 @@ func TestFindBinaries(t *testing.T) {
 			t.Errorf("%s has no %s", found, name)
 		}
 	}
-	t.Setenv("SITEENV_PG_BIN", found)
-	if got, err := FindBinaries(); err != nil || got != found {
-		t.Errorf("SITEENV_PG_BIN=%s: got %q, %v", found, got, err)
+	if got, err := FindBinaries(found); err != nil || got != found {
+		t.Errorf("bin dir %s: got %q, %v", found, got, err)
 	}
 }
 

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"siteenv/tiles"
+)
+
+// TestServeRefusesABadEnvironment: the binary exits non-zero with a message
+// naming the variable, before touching the data dir, instead of ignoring it.
+func TestServeRefusesABadEnvironment(t *testing.T) {
+	if os.Getenv("SITEENV_TEST_AS_MAIN") == "1" {
+		os.Args = []string{"siteenv", "serve", "--addr", "127.0.0.1:0"}
+		main()
+		os.Exit(0)
+	}
+	for _, tc := range []struct{ name, value string }{
+		{"SITEENV_LOG_LEVEL", "bogus"},
+		{"SITEENV_ENGINE_MEMORY", "lots"},
+		{"SITEENV_SECRET", "short"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dataDir := filepath.Join(t.TempDir(), "var")
+			cmd := exec.Command(os.Args[0], "-test.run=^TestServeRefusesABadEnvironment$")
+			// An unreachable database: were the value let through, serve
+			// fails at once (naming no variable) instead of running on.
+			cmd.Env = append(os.Environ(), "SITEENV_TEST_AS_MAIN=1", "SITEENV_DATA_DIR="+dataDir,
+				"SITEENV_DATABASE_URL=postgres://siteenv@127.0.0.1:1/none?connect_timeout=2", tc.name+"="+tc.value)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+				t.Fatalf("serve with %s=%s: %v, want a non-zero exit; stderr:\n%s", tc.name, tc.value, err, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.name) {
+				t.Fatalf("the message does not name %s:\n%s", tc.name, stderr.String())
+			}
+			if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the data dir was created before the environment was checked: %v", err)
+			}
+		})
+	}
+	// In-process, every command checks first.
+	t.Setenv("SITEENV_LOG_LEVEL", "bogus")
+	for _, args := range [][]string{{"serve"}, {"admin", "account", "create", "--name", "x"}, {"ingest", "--layer", "x.json", "f"}} {
+		if err := run(context.Background(), args, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "SITEENV_LOG_LEVEL") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
+
+func TestLogLevel(t *testing.T) {
+	for v, want := range map[string]string{"": "INFO", "debug": "DEBUG", "WARN": "WARN", "error": "ERROR"} {
+		t.Setenv("SITEENV_LOG_LEVEL", v)
+		if l, err := logLevel(); err != nil || l.String() != want {
+			t.Errorf("%q: %v %v", v, l, err)
+		}
+	}
+}
+
+func TestS3ConfigFromEnv(t *testing.T) {
+	t.Setenv("SITEENV_S3_ENDPOINT", "http://127.0.0.1:9000")
+	t.Setenv("SITEENV_S3_ACCESS_KEY", "ak")
+	t.Setenv("SITEENV_S3_SECRET_KEY", "sk")
+	t.Setenv("SITEENV_S3_REGION", "")
+	got := s3ConfigFromEnv()
+	want := tiles.S3Config{Endpoint: "http://127.0.0.1:9000", AccessKey: "ak", SecretKey: "sk", UseSSL: false}
+	if got != want {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	t.Setenv("SITEENV_S3_ENDPOINT", "s3.ap-southeast-2.amazonaws.com")
+	if !s3ConfigFromEnv().UseSSL {
+		t.Fatal("bare endpoint should default to TLS")
+	}
+}
