@@ -35,9 +35,9 @@ const (
 	mapParcelMarginM = 300
 	// mapMaxParcels bounds the parcel context read for one map.
 	mapMaxParcels = 2000
-	// mapMaxLayers bounds the layers one section map draws: the legend has
-	// room for about this many.
-	mapMaxLayers = 20
+	// mapLayersPage is the page size reading a section's layers (all are
+	// drawn; the legend lists as many as fit and counts the rest).
+	mapLayersPage = 100
 	// Per-layer engine limits for a map: the feature limit of queries, and
 	// byte limits that allow the large polygons a map exists to draw.
 	mapMaxBytes        = 128 << 20
@@ -132,16 +132,25 @@ func (s *Server) gatherMap(r *request, id uuid.UUID, key string) (mapInput, erro
 	if err != nil {
 		return mapInput{}, err
 	}
-	layers, err := s.led.ListLayers(r.c, ledger.LayerFilter{SectionKey: key, Limit: mapMaxLayers})
-	if err != nil {
-		return mapInput{}, err
+	var layers []ledger.Layer
+	for after := ""; ; {
+		page, err := s.led.ListLayers(r.c, ledger.LayerFilter{SectionKey: key, AfterID: after, Limit: mapLayersPage})
+		if err != nil {
+			return mapInput{}, err
+		}
+		more := len(page) > mapLayersPage
+		if more {
+			page = page[:mapLayersPage]
+		}
+		layers = append(layers, page...)
+		if !more {
+			break
+		}
+		after = page[len(page)-1].ID
 	}
 	if len(layers) == 0 {
 		return mapInput{}, &Problem{Code: "not_found", Detail: "No section " + key + " exists.",
 			FieldErrors: []FieldError{{Field: "section_key", Message: "no such section"}}}
-	}
-	if len(layers) > mapMaxLayers {
-		layers = layers[:mapMaxLayers]
 	}
 	for _, y := range layers {
 		if !r.principal.PermitsDataset(y.ID) {
