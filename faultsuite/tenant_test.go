@@ -132,7 +132,7 @@ func TestTenantMatrix(t *testing.T) {
 	}
 	bodyProbes := []struct {
 		name, method, path, idem string
-		body                      func(id string) any
+		body                     func(id string) any
 	}{
 		{"create_acquisition.site_id", "POST", "/access/acquisitions", "yes", func(id string) any {
 			return map[string]any{"site_id": id, "section_keys": []string{pricedSection}}
