@@ -374,11 +374,14 @@ func sendTo(addr string, req rawRequest) (result, error) {
 	}
 	b.WriteString("\r\n")
 	b.Write(req.body)
-	if _, err := conn.Write(b.Bytes()); err != nil {
-		return result{}, err
-	}
+	_, werr := conn.Write(b.Bytes())
+	// A server may answer (413) and close before reading all of a large
+	// body: read the answer even when the write failed.
 	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: req.method})
 	if err != nil {
+		if werr != nil {
+			return result{}, werr
+		}
 		return result{}, err
 	}
 	body, err := io.ReadAll(resp.Body)
