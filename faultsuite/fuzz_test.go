@@ -466,7 +466,11 @@ func (g *gen) next(specs []opSpec, i int) fuzzReq {
 		p := knownQuery()
 		query = append(query, [2]string{p.name, g.validParam(p, w)}, [2]string{p.name, g.validParam(p, w)})
 	case "header":
-		header = g.mutateHeader(header, w)
+		var want string
+		header, want = g.mutateHeader(header, w, op.hasBody)
+		if want != "" && !op.Public {
+			fr.oracle = codeOracle(want)
+		}
 	case "method":
 		var other []string
 		for _, m := range []string{"GET", "POST", "PATCH", "DELETE", "PUT", "OPTIONS"} {
@@ -654,8 +658,38 @@ func (g *gen) dupValue(v any) any {
 	return v
 }
 
-// mutateHeader changes one header of the request.
-func (g *gen) mutateHeader(h [][2]string, w int) [][2]string {
+// codeOracle requires the Problem code (a rate limit or an operation that
+// is not implemented may answer first).
+func codeOracle(code string) func(result) error {
+	return func(res result) error {
+		p := res.problem()
+		if res.status == 429 || (p.Code == "feature_disabled" && code != "unauthenticated" && code != "credential_revoked") {
+			return nil
+		}
+		if p.Code != code {
+			return fmt.Errorf("want %s, got %d %s", code, res.status, p.Code)
+		}
+		return nil
+	}
+}
+
+// mutateHeader changes one header of the request; want is the Problem code
+// the change must produce, where it is certain ("" otherwise).
+func (g *gen) mutateHeader(h [][2]string, w int, hasBody bool) (out [][2]string, want string) {
+	switch n := g.rng.IntN(16); {
+	case n == 0:
+		want = "unauthenticated"
+	case n == 5:
+		want = "credential_revoked"
+	case n == 7 && hasBody:
+		want = "unsupported_media_type"
+	default:
+		return g.mutateHeaderN(h, w, n), ""
+	}
+	return g.mutateHeaderN(h, w, map[string]int{"unauthenticated": 0, "credential_revoked": 5, "unsupported_media_type": 16}[want]), want
+}
+
+func (g *gen) mutateHeaderN(h [][2]string, w int, n int) [][2]string {
 	set := func(name, value string) [][2]string {
 		out := slices.DeleteFunc(slices.Clone(h), func(kv [2]string) bool { return strings.EqualFold(kv[0], name) })
 		if value != "" {
@@ -664,7 +698,9 @@ func (g *gen) mutateHeader(h [][2]string, w int) [][2]string {
 		return out
 	}
 	key := g.tenants[w].key
-	switch g.rng.IntN(16) {
+	switch n {
+	case 16:
+		return set("Content-Type", g.pick("text/plain", "application/xml", "multipart/form-data"))
 	case 0:
 		return set("Authorization", "")
 	case 1:
