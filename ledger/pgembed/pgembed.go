@@ -94,8 +94,9 @@ type Cluster struct {
 // Start initialises (first run) and starts a PostgreSQL cluster under dir, or
 // attaches to the server already running for dir (then Owned is false and
 // Stop is a no-op, unless the process that started the server has exited:
-// then this Cluster adopts and owns it). It then ensures opt.Database exists. Concurrent Start calls
-// on the same dir (from any process) are serialised with a lock file in dir.
+// then this Cluster adopts and owns it). It then ensures opt.Database exists.
+// Concurrent Start calls on the same dir (from any process) are serialised
+// with a lock file in dir.
 func Start(ctx context.Context, dir string, opt Options) (*Cluster, error) {
 	if opt.Database == "" {
 		opt.Database = "siteenv"
