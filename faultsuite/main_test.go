@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,7 +68,11 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	binPath = filepath.Join(root, "siteenv")
-	build := exec.Command("go", "build", "-o", binPath, "siteenv/cmd/siteenv")
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	build := exec.Command(goTool, "build", "-o", binPath, "siteenv/cmd/siteenv")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "faultsuite: go build: %v\n%s", err, out)
 		return 1
