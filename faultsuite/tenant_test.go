@@ -55,9 +55,8 @@ func TestTenantMatrix(t *testing.T) {
 	fixed := map[string]string{"layer_id": freeLayer, "section_key": pricedSection}
 
 	bodyFor := map[string]any{
-		"update_site":        map[string]any{"name": "renamed by B"},
-		"create_delivery":    map[string]any{},
-		"create_acquisition": nil, // body-id cases below
+		"update_site":     map[string]any{"name": "renamed by B"},
+		"create_delivery": map[string]any{},
 	}
 
 	ops, err := openapi.Operations()
