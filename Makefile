@@ -7,7 +7,7 @@ DATA_DIR ?= ./var
 RACE_PKGS := ./api/... ./clock/... ./ledger/... ./engine/... ./jobs/...
 
 .DEFAULT_GOAL := help
-.PHONY: help run build test lint bench tools
+.PHONY: help run build test lint bench tools fuzz
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -22,9 +22,13 @@ tools: ## install what the tests need (versitygw S3 server; PostGIS and GDAL for
 	./scripts/install-test-tools.sh
 	./scripts/install-bench-tools.sh
 
-test: tools lint ## the whole suite: vet, gofmt, every test, race detector on shared-memory packages
+test: tools lint ## the whole suite: vet, gofmt, every test (the fault suite in faultsuite/ among them), race detector, fuzz targets
 	$(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
+	$(MAKE) fuzz
+
+fuzz: ## run every Go fuzz target for FUZZTIME (default 3s) each
+	GO=$(GO) FUZZTIME=$(or $(FUZZTIME),3s) ./scripts/fuzz.sh
 
 lint: ## go vet and a gofmt check
 	$(GO) vet ./...

@@ -103,12 +103,13 @@ func openEnv(ctx context.Context, dataDir string, log *slog.Logger) (*env, error
 	return e, nil
 }
 
-// close releases the ledger and stops the embedded cluster if this process started it.
+// close releases the ledger and stops the embedded cluster's supervisor, and
+// the cluster itself if this process owns it (started or adopted it).
 func (e *env) close() {
 	if e.led != nil {
 		e.led.Close()
 	}
-	if e.cluster != nil && e.cluster.Owned() {
+	if e.cluster != nil {
 		if err := e.cluster.Stop(context.Background()); err != nil {
 			e.log.Error("stopping embedded PostgreSQL", "err", err)
 		}

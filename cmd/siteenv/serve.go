@@ -37,6 +37,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer e.close()
+	if e.cluster != nil {
+		// The embedded database is ours to keep running: restart it if it
+		// dies under the server (env.close ends the supervisor first).
+		e.cluster.Supervise(ctx)
+	}
 	secret, err := e.secret()
 	if err != nil {
 		return err

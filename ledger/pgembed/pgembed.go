@@ -8,10 +8,18 @@
 //	<dir>/run              unix socket directory (or a short directory under
 //	                       os.TempDir() when <dir> is too deep for sun_path)
 //	<dir>/socketdir        records the socket directory in use
+//	<dir>/owner            the process that owns the running server (pid and
+//	                       start time); removed when the owner stops it
 //	<dir>/.lock            flock held while starting/stopping
 //
 // The server listens on a unix socket only (no TCP listener). When the
 // process runs as root, PostgreSQL runs as the `postgres` system user.
+//
+// Ownership: the process that starts the server owns it and stops it on exit;
+// processes that find it running attach without owning it. A server whose
+// owner died without stopping it (kill -9, power loss of the process) is
+// adopted by the next process that starts or attaches, which then owns it.
+// Supervise restarts a server that dies under a running process.
 package pgembed
 
 import (
@@ -74,14 +82,25 @@ type Cluster struct {
 	port      int
 	logger    *slog.Logger
 
+	// ephemeral is remembered so a supervised restart keeps the settings.
+	ephemeral bool
+
+	// mu guards owned and the connection fields (socketDir, port) that a
+	// supervised restart may rewrite; it is held for a whole start or stop.
 	mu    sync.Mutex
 	owned bool
+
+	// sup is the running supervisor, if any (see Supervise).
+	supMu sync.Mutex
+	sup   *supervisor
 }
 
 // Start initialises (first run) and starts a PostgreSQL cluster under dir, or
 // attaches to the server already running for dir (then Owned is false and
-// Stop is a no-op). It then ensures opt.Database exists. Concurrent Start calls
-// on the same dir (from any process) are serialised with a lock file in dir.
+// Stop is a no-op, unless the process that started the server has exited:
+// then this Cluster adopts and owns it). It then ensures opt.Database exists.
+// Concurrent Start calls on the same dir (from any process) are serialised
+// with a lock file in dir.
 func Start(ctx context.Context, dir string, opt Options) (*Cluster, error) {
 	if opt.Database == "" {
 		opt.Database = "siteenv"
@@ -131,6 +150,7 @@ func Start(ctx context.Context, dir string, opt Options) (*Cluster, error) {
 		superuser: u.name,
 		port:      defaultPort,
 		logger:    opt.Logger.With("component", "pgembed", "dir", abs),
+		ephemeral: opt.Ephemeral,
 	}
 
 	unlock, err := lockDir(ctx, filepath.Join(abs, ".lock"))
@@ -158,26 +178,15 @@ func Start(ctx context.Context, dir string, opt Options) (*Cluster, error) {
 	}
 	c.superuser = dataDirOwner(c.dataDir, u.name)
 
-	running, err := c.running(ctx)
-	if err != nil {
+	if err := c.ensureRunningLocked(ctx); err != nil {
 		return nil, err
-	}
-	if running {
-		if err := c.attach(ctx); err != nil {
-			return nil, err
-		}
-		c.logger.Info("attached to running PostgreSQL", "socket_dir", c.socketDir)
-	} else {
-		if err := c.start(ctx, opt.Ephemeral); err != nil {
-			return nil, err
-		}
-		c.owned = true
-		c.logger.Info("started PostgreSQL", "socket_dir", c.socketDir, "log", c.logFile, "ephemeral", opt.Ephemeral)
 	}
 
 	if err := c.ensureDatabase(ctx, opt.Database); err != nil {
 		if c.owned {
-			_ = c.stopLocked(context.WithoutCancel(ctx))
+			if c.stopLocked(context.WithoutCancel(ctx)) == nil {
+				c.removeOwner()
+			}
 		}
 		return nil, err
 	}
@@ -186,6 +195,8 @@ func Start(ctx context.Context, dir string, opt Options) (*Cluster, error) {
 
 // DSN returns a libpq keyword/value DSN (usable by pgx) for database.
 func (c *Cluster) DSN(database string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable",
 		dsnQuote(c.socketDir), c.port, dsnQuote(c.superuser), dsnQuote(database))
 }
@@ -197,9 +208,11 @@ func (c *Cluster) Owned() bool {
 	return c.owned
 }
 
-// Stop shuts the server down (pg_ctl stop -m fast) if this Cluster started
-// it; otherwise it does nothing. Calling Stop more than once is harmless.
+// Stop ends the supervisor (if any), then shuts the server down (pg_ctl stop
+// -m fast) if this Cluster owns it; otherwise it does nothing more. Calling
+// Stop more than once is harmless.
 func (c *Cluster) Stop(ctx context.Context) error {
+	c.stopSupervisor()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.owned {
@@ -210,9 +223,21 @@ func (c *Cluster) Stop(ctx context.Context) error {
 		return err
 	}
 	defer unlock()
+	// Another process may have restarted (and so owns) the server since.
+	if o, ok := c.readOwner(); ok && !o.isSelf() && o.alive() {
+		c.owned = false
+		c.logger.Info("PostgreSQL is now owned by another process; leaving it running", "owner_pid", o.pid)
+		return nil
+	}
+	if !c.postmasterAlive() {
+		c.removeOwner()
+		c.owned = false
+		return nil
+	}
 	if err := c.stopLocked(ctx); err != nil {
 		return err
 	}
+	c.removeOwner()
 	c.owned = false
 	return nil
 }
@@ -269,6 +294,11 @@ func (c *Cluster) initdb(ctx context.Context, ephemeral bool) error {
 // running reports whether a postmaster is alive for the data directory.
 func (c *Cluster) running(ctx context.Context) (bool, error) {
 	if _, err := os.Stat(filepath.Join(c.dataDir, "postmaster.pid")); errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	// pg_ctl status takes a zombie postmaster (killed, and not reaped by a
+	// container's init) for a running one; look at the process first.
+	if !c.postmasterAlive() {
 		return false, nil
 	}
 	cmd := c.user.command(ctx, c.tool("pg_ctl"), "status", "-D", c.dataDir)
@@ -334,6 +364,9 @@ func (c *Cluster) start(ctx context.Context, ephemeral bool) error {
 	}
 	c.socketDir = sock
 	if err := c.writeConfig(ephemeral); err != nil {
+		return err
+	}
+	if err := c.clearStaleLocks(ctx); err != nil {
 		return err
 	}
 	rec := filepath.Join(c.dir, "socketdir")

@@ -1,14 +1,20 @@
 package pgembed
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -310,4 +316,168 @@ func TestDSNQuote(t *testing.T) {
 	if got := c.DSN("siteenv"); got != want {
 		t.Errorf("DSN = %s, want %s", got, want)
 	}
+}
+
+// TestHelperOwner is not a test: TestAdoptAfterOwnerCrash runs the test
+// binary again with PGEMBED_HELPER_DIR set, so that a separate process starts
+// (and owns) a cluster and can then be killed with SIGKILL.
+func TestHelperOwner(t *testing.T) {
+	dir := os.Getenv("PGEMBED_HELPER_DIR")
+	if dir == "" {
+		t.Skip("helper process for TestAdoptAfterOwnerCrash")
+	}
+	c, err := Start(context.Background(), dir, Options{Ephemeral: true})
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("ready owned=%v\n", c.Owned())
+	select {} // until killed
+}
+
+// startOwnerProcess starts a cluster under dir from another process and
+// returns that process once the cluster runs.
+func startOwnerProcess(t *testing.T, dir string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperOwner$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "PGEMBED_HELPER_DIR="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "ready owned=true\n" {
+		t.Fatalf("helper process: %q %v", line, err)
+	}
+	return cmd
+}
+
+// assertNoServer fails unless no live process works in the cluster's data
+// directory (PostgreSQL's processes all do) and postmaster.pid is gone.
+func assertNoServer(t *testing.T, c *Cluster) {
+	t.Helper()
+	if pids := processesIn(c.dataDir); len(pids) > 0 {
+		t.Fatalf("PostgreSQL processes %v still run in %s", pids, c.dataDir)
+	}
+	if _, err := os.Stat(filepath.Join(c.dataDir, "postmaster.pid")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("postmaster.pid remains: %v", err)
+	}
+}
+
+// A server whose owner died by SIGKILL is adopted by the next Start, which
+// then stops it; while the owner lives, Start only attaches.
+func TestAdoptAfterOwnerCrash(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(testRoot(t), "pg")
+	owner := startOwnerProcess(t, dir)
+
+	attached := mustStart(t, dir, Options{})
+	if attached.Owned() {
+		t.Fatal("Start adopted a server whose owner is alive")
+	}
+	if err := attached.Stop(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if !attached.postmasterAlive() {
+		t.Fatal("an attached Cluster's Stop stopped the server")
+	}
+
+	if err := owner.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = owner.Wait()
+	pid := attached.postmasterPID()
+
+	c := mustStart(t, dir, Options{})
+	if !c.Owned() {
+		t.Fatal("Start did not adopt the server its crashed owner left running")
+	}
+	if c.postmasterPID() != pid {
+		t.Fatalf("adopting restarted the server (pid %d, was %d)", c.postmasterPID(), pid)
+	}
+	if got := mustPsql(t, c, "siteenv", "SELECT 1"); got != "1" {
+		t.Fatalf("SELECT 1 = %q", got)
+	}
+	if err := c.Stop(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	assertNoServer(t, c)
+	if _, err := os.Stat(filepath.Join(c.dir, "owner")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("owner record remains after Stop: %v", err)
+	}
+}
+
+// A postmaster killed under a supervised Cluster is started again, data
+// intact; Stop then ends the supervisor and the server.
+func TestSuperviseRestartsKilledPostmaster(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(testRoot(t), "pg")
+	var logBuf syncBuffer
+	// Durable: with synchronous_commit off a crash may lose the last commit.
+	c := mustStart(t, dir, Options{Logger: slog.New(slog.NewTextHandler(io.MultiWriter(&logBuf, t.Output()), nil))})
+	mustPsql(t, c, "siteenv", "CREATE TABLE kept (v int); INSERT INTO kept VALUES (7)")
+	c.Supervise(testCtx(t))
+	c.Supervise(testCtx(t)) // a second call is harmless
+
+	for round := range 2 {
+		old := c.postmasterPID()
+		if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		var last string
+		for {
+			pid := c.postmasterPID()
+			if pid != 0 && pid != old && c.postmasterAlive() {
+				out, err := psql(t, c, "siteenv", "SELECT v FROM kept")
+				if err == nil && out == "7" {
+					break
+				}
+				last = fmt.Sprintf("%s %v", out, err)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: PostgreSQL was not restarted within 60s (last psql: %s)\n%s", round, last, logBuf.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if !c.Owned() {
+		t.Fatal("the restarted server is not owned by the supervising Cluster")
+	}
+	if !strings.Contains(logBuf.String(), "embedded PostgreSQL is not running; restarting it") {
+		t.Fatalf("no log line for the restart:\n%s", logBuf.String())
+	}
+	if err := c.Stop(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	assertNoServer(t, c)
+	// Stop ended the supervisor (it waits for the goroutine to return).
+	c.supMu.Lock()
+	defer c.supMu.Unlock()
+	if c.sup != nil {
+		t.Fatal("the supervisor outlived Stop")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -1,0 +1,11 @@
+// Package faultsuite holds no code: its tests are the fault suite. They build
+// the real siteenv binary once, run it as separate processes against real
+// PostgreSQL clusters and a file store, and attack it as a client and as a
+// crash would: a seeded fuzz pass over every route of the OpenAPI document,
+// the tenant-isolation matrix, kill -9 during concurrent purchases, database
+// outages, a missing release tile, and the embedded PostgreSQL's lifecycle.
+// Every response is validated against the OpenAPI document.
+//
+// It runs with the rest of the suite (`go test ./...`, `make test`) in well
+// under three minutes on two cores; -faultsuite.seed replays a fuzz pass.
+package faultsuite
