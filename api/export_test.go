@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"siteenv/tiles"
 )
@@ -56,3 +57,6 @@ func InstallEcho(s *Server, count *atomic.Int64, gate <-chan struct{}) {
 func SetQueryBackend(s *Server, store tiles.Store, runner QueryRunner) {
 	s.store, s.runner = store, runner
 }
+
+// SetIdempotencyWait sets how long a duplicate waits for its first request.
+func SetIdempotencyWait(s *Server, d time.Duration) { s.cfg.IdempotencyWait = d }

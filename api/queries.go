@@ -192,15 +192,13 @@ func (s *Server) createQuery(r *request) error {
 		var fe []FieldError
 		for i, id := range req.LayerIDs {
 			field := fmt.Sprintf("layer_ids[%d]", i)
+			// A layer the key may not use is answered exactly like a missing one.
 			if !r.principal.PermitsDataset(id) {
-				return &Problem{Code: "not_found", Detail: "Layer " + id + " does not exist or is not available to this key.", FieldErrors: []FieldError{{Field: field, Message: "no such layer"}}}
+				return &placedError{err: ledger.ErrNotFound, place: atLayer, field: field, name: id}
 			}
 			y, err := s.led.Layer(r.c, id)
-			if errors.Is(err, ledger.ErrNotFound) {
-				return &Problem{Code: "not_found", Detail: "Layer " + id + " does not exist or is not available to this key.", FieldErrors: []FieldError{{Field: field, Message: "no such layer"}}}
-			}
 			if err != nil {
-				return err
+				return &placedError{err: err, place: atLayer, field: field, name: id}
 			}
 			if y.SectionPrice > 0 && !sa.Granted[y.SectionKey] {
 				return &Problem{Code: "access_required", Detail: fmt.Sprintf("Section %s must be acquired for this site before querying %s (POST /access/acquisitions).", y.SectionKey, id),
@@ -228,10 +226,6 @@ func (s *Server) createQuery(r *request) error {
 			SiteID: site.ID, SiteGeometry: site.Geometry, RadiusM: *req.RadiusM, LayerIDs: req.LayerIDs,
 			IncludeGeometry: includeGeometry, Frozen: frozen},
 			ledger.QueryLimits{MaxQueued: Limits["max_queued_queries"], MaxRetainedBytes: Limits["max_retained_result_bytes"]})
-		if errors.Is(err, ledger.ErrCapacity) {
-			return &Problem{Code: "capacity_exceeded", RetryAfter: 30,
-				Detail: "The account has 100 queries queued or 2 GiB of retained results; wait for queries to finish or release results with DELETE /queries/{id}."}
-		}
 		if err != nil {
 			return err
 		}
@@ -271,11 +265,8 @@ func (s *Server) siteForQuery(r *request, sel selector) (ledger.Site, error) {
 			return ledger.Site{}, err
 		}
 		saved, _, err := s.led.SaveSite(r.c, site, nil, r.principal.HasScope(ledger.ScopeSitesWrite))
-		if errors.Is(err, ledger.ErrCreateNotPermitted) {
-			return ledger.Site{}, newProblem("scope_insufficient", "This selector names a new site; registering it needs the sites:write scope.")
-		}
 		if err != nil {
-			return ledger.Site{}, err
+			return ledger.Site{}, at(err, atQuerySite, "")
 		}
 		site = saved
 	}

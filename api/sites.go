@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -60,11 +59,7 @@ func (s *Server) boundary(r *request, sel selector, field string) (orb.Geometry,
 		return nil, &site, err
 	case kindExternalReference:
 		site, err := s.led.SiteByReference(r.c, r.principal.AccountID, sel.Namespace, sel.Reference)
-		if errors.Is(err, ledger.ErrNotFound) {
-			return nil, nil, &Problem{Code: "not_found", Detail: "No active site is registered under this external reference.",
-				FieldErrors: []FieldError{{Field: field, Message: "not registered"}}}
-		}
-		return nil, &site, err
+		return nil, &site, at(err, atSiteReference, field)
 	case kindPoint, kindProjectedPoint:
 		return sel.Point, nil, nil
 	case kindGeometry:
@@ -156,14 +151,8 @@ func (s *Server) createSite(r *request) error {
 				FieldErrors: []FieldError{{Field: "site", Message: "larger than 40 hectares"}}}
 		}
 		saved, _, err := s.led.SaveSite(r.c, site, req.ExternalReference, r.principal.HasScope(ledger.ScopeSitesWrite))
-		switch {
-		case errors.Is(err, ledger.ErrReferenceConflict):
-			return &Problem{Code: "site_reference_conflict", Detail: "This external reference is already bound to a different boundary; a changed boundary needs a new reference.",
-				FieldErrors: []FieldError{{Field: "external_reference", Message: "bound to a different boundary"}}}
-		case errors.Is(err, ledger.ErrCreateNotPermitted):
-			return newProblem("scope_insufficient", "Registering a new site needs the sites:write scope; this key can only reuse existing sites.")
-		case err != nil:
-			return err
+		if err != nil {
+			return at(err, atSiteRegistration, "")
 		}
 		r.resourceType, r.resourceID = "site", saved.ID.String()
 		return r.writeJSON(200, siteResponse{APIVersion: "1", Site: siteView(saved)})
