@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -163,4 +164,78 @@ func TestIdempotencyLiveClaimIsRenewed(t *testing.T) {
 			t.Fatalf("step %d: a live claim was taken over: %+v %v", i, c, err)
 		}
 	}
+}
+
+// TestAcquireRetryAfterCrashMidPurchaseChargesOnce: a replica claims a
+// purchase's key and is cut off (kill -9) inside the purchase transaction,
+// after its checks and before commit. The database rolls that transaction
+// back; the retry on another replica takes the claim over once the lease
+// lapses and charges exactly once.
+func TestAcquireRetryAfterCrashMidPurchaseChargesOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 11, 22, 10, 0, 30, 0, time.UTC))
+	dsn := ledgertest.DSN(t)
+	proxy, viaProxy := ledgertest.NewProxy(t, dsn)
+	open := func(dsn string) *ledger.Ledger {
+		l, err := ledger.Open(ctx, dsn, ledger.Options{Clock: clk, MaxConns: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(l.Close)
+		return l
+	}
+	dead, live := open(viaProxy), open(dsn)
+	acct, _ := live.CreateAccount(ctx, "", 100)
+	k, _ := live.CreateKey(ctx, ledger.KeyParams{Account: acct.ID, Scopes: []string{"access:acquire"}})
+	if err := live.SetSection(ctx, "flood", "Flood", 30); err != nil {
+		t.Fatal(err)
+	}
+	site, err := live.CreateSite(ctx, ledger.Site{AccountID: acct.ID, Geometry: json.RawMessage(`{"type":"Point","coordinates":[151,-33.8]}`), Fingerprint: "aa"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := ledger.AcquireParams{Account: acct.ID, Integration: k.IntegrationID, IdemKey: "crash", SiteID: site.ID, Sections: []string{"flood"}}
+	fp := []byte("acquire flood")
+
+	if c, err := dead.ClaimIdempotency(ctx, k.IntegrationID, "crash", "create_acquisition", fp); err != nil || c.State != ledger.IdemFresh {
+		t.Fatalf("claim: %+v %v", c, err)
+	}
+	reached, release := make(chan struct{}), make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce)
+	ledger.SetFaultHook(dead, func(_ context.Context, point string) error {
+		if point == "acquire:checked" {
+			close(reached)
+			<-release
+		}
+		return nil
+	})
+	deadErr := make(chan error, 1)
+	go func() { _, err := dead.Acquire(ctx, params); deadErr <- err }()
+	<-reached
+	proxy.Kill()
+	clk.Advance(ledger.DefaultIdempotencyLease)
+
+	c, err := live.ClaimIdempotency(ctx, k.IntegrationID, "crash", "create_acquisition", fp)
+	if err != nil || c.State != ledger.IdemFresh {
+		t.Fatalf("retry did not take over: %+v %v", c, err)
+	}
+	p, err := live.Acquire(ctx, params)
+	if err != nil || p.CreditsCharged != 30 {
+		t.Fatalf("retry purchase: %+v %v", p, err)
+	}
+	if err := live.CompleteIdempotency(ctx, k.IntegrationID, "crash", c.Token, ledger.IdemResponse{Status: 200, Body: []byte("ok")}); err != nil {
+		t.Fatal(err)
+	}
+	releaseOnce()
+	if err := <-deadErr; !errors.Is(err, ledger.ErrUnavailable) {
+		t.Fatalf("cut-off purchase: %v", err)
+	}
+	a, _ := live.Account(ctx, acct.ID)
+	ps, _ := live.ListPurchases(ctx, acct.ID, ledger.PurchaseFilter{Limit: 10})
+	if a.CreditBalance != 70 || len(ps) != 1 {
+		t.Fatalf("balance %d with %d purchases, want 70 with 1", a.CreditBalance, len(ps))
+	}
+	checkInvariants(t, bundle{ctx: ctx, led: live, clock: clk})
 }
