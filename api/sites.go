@@ -84,7 +84,7 @@ func (s *Server) boundary(r *request, sel selector, field string) (orb.Geometry,
 			parts = append(parts, g.Geometry())
 		}
 		if len(fe) > 0 {
-			return nil, nil, &Problem{Code: "cadastre_incomplete", Detail: fmt.Sprintf("%d of the %d parcels were not found; check the identifiers and the jurisdiction.", len(fe), len(sel.CadastreIDs)), FieldErrors: fe}
+			return nil, nil, &Problem{Code: CodeCadastreIncomplete, Detail: fmt.Sprintf("%d of the %d parcels were not found; check the identifiers and the jurisdiction.", len(fe), len(sel.CadastreIDs)), FieldErrors: fe}
 		}
 		// The same union as the resolve preview, so the saved site matches it.
 		return parcelBoundary(parts), nil, nil
@@ -147,7 +147,7 @@ func (s *Server) createSite(r *request) error {
 			site.Name = req.Name
 		}
 		if existing == nil && site.AreaM2 > maxSiteAreaM2 {
-			return &Problem{Code: "site_ineligible", Detail: fmt.Sprintf("The site covers %.1f ha; new sites are limited to 40 ha before buffering.", site.AreaM2/10_000),
+			return &Problem{Code: CodeSiteIneligible, Detail: fmt.Sprintf("The site covers %.1f ha; new sites are limited to 40 ha before buffering.", site.AreaM2/10_000),
 				FieldErrors: []FieldError{{Field: "site", Message: "larger than 40 hectares"}}}
 		}
 		saved, _, err := s.led.SaveSite(r.c, site, req.ExternalReference, r.principal.HasScope(ledger.ScopeSitesWrite))
@@ -315,7 +315,7 @@ func (s *Server) updateSite(r *request) error {
 }
 
 func boundaryImmutable(field string) error {
-	return &Problem{Code: "paid_site_immutable", Detail: "A site's boundary never changes; save a changed boundary as a new site with POST /sites (it does not inherit paid access).",
+	return &Problem{Code: CodePaidSiteImmutable, Detail: "A site's boundary never changes; save a changed boundary as a new site with POST /sites (it does not inherit paid access).",
 		FieldErrors: []FieldError{{Field: field, Message: "the boundary cannot be changed"}}}
 }
 
