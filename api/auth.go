@@ -13,23 +13,16 @@ func (s *Server) authenticate(r *request) error {
 	h := string(r.ctx.Request.Header.Peek("Authorization"))
 	scheme, key, ok := strings.Cut(h, " ")
 	if h == "" {
-		return newProblem("unauthenticated", "Send the API key as 'Authorization: Bearer <key>'.")
+		return newProblem(CodeUnauthenticated, "Send the API key as 'Authorization: Bearer <key>'.")
 	}
 	if !ok || !strings.EqualFold(scheme, "Bearer") || key == "" || strings.ContainsAny(key, " \t") {
-		return newProblem("unauthenticated", "The Authorization header must be 'Bearer <key>'.")
+		return newProblem(CodeUnauthenticated, "The Authorization header must be 'Bearer <key>'.")
 	}
 	p, err := s.led.Authenticate(r.c, key)
-	switch {
-	case errors.Is(err, ledger.ErrKeyRevoked):
-		r.principal = p // for the audit record of the revoked attempt
-		return newProblem("credential_revoked", "This API key has been revoked; use a current key.")
-	case errors.Is(err, ledger.ErrNotFound):
-		return newProblem("unauthenticated", "The API key is not recognised.")
-	case err != nil:
-		return err
+	if err == nil || errors.Is(err, ledger.ErrKeyRevoked) {
+		r.principal = p // a revoked key's too, for the audit record of the attempt
 	}
-	r.principal = p
-	return nil
+	return at(err, atAuthentication, "")
 }
 
 // authorize requires every scope.
@@ -41,7 +34,7 @@ func (s *Server) authorize(r *request, scopes ...string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return newProblem("scope_insufficient", "This key lacks the scope(s) %s.", strings.Join(missing, ", "))
+		return newProblem(CodeScopeInsufficient, "This key lacks the scope(s) %s.", strings.Join(missing, ", "))
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"siteenv/engine"
 	"siteenv/tiles"
@@ -60,3 +61,6 @@ func SetQueryBackend(s *Server, store tiles.Store, runner QueryRunner) {
 
 // SetMapEngine attaches the engine map images search through.
 func SetMapEngine(s *Server, eng *engine.Engine) { s.engine = eng }
+
+// SetIdempotencyWait sets how long a duplicate waits for its first request.
+func SetIdempotencyWait(s *Server, d time.Duration) { s.cfg.IdempotencyWait = d }

@@ -1,10 +1,14 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"time"
+
+	"github.com/google/uuid"
 
 	"siteenv/ledger"
 )
@@ -51,23 +55,26 @@ func (s *Server) idempotent(r *request, logical any, op func() error) error {
 	integration := r.principal.IntegrationID
 	deadline := time.Now().Add(s.cfg.IdempotencyWait)
 	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 250*time.Millisecond) {
-		claim, err := s.led.ClaimIdempotency(r.c, integration, key, r.op.ID, fp, s.cfg.IdempotencyStale)
+		claim, err := s.led.ClaimIdempotency(r.c, integration, key, r.op.ID, fp)
 		if err != nil {
 			return err
 		}
 		switch claim.State {
 		case ledger.IdemMismatch:
-			return newProblem("idempotency_conflict", "This Idempotency-Key was already used for a different request; use a new key for a new request.")
+			return newProblem(CodeIdempotencyConflict, "This Idempotency-Key was already used for a different request; use a new key for a new request.")
 		case ledger.IdemReplay:
 			s.replay(r, claim.Response)
 			return nil
 		case ledger.IdemFresh:
-			return s.runFirst(r, key, op)
+			return s.runFirst(r, key, claim.Token, op)
 		}
-		// In flight elsewhere: wait for it (real time: this is the server
-		// waiting on another request, not a test).
+		// In flight: the first request's process is alive (its claim's lease
+		// is renewed; a dead one's lapses within seconds and this loop takes
+		// it over). Wait for it (real time: this is the server waiting on
+		// another request, not a test).
 		if time.Now().Add(wait).After(deadline) {
-			return &Problem{Code: "idempotency_conflict", RetryAfter: 1,
+			// Retryable, unlike a changed request (status-codes.md).
+			return &Problem{Code: CodeIdempotencyConflict, Retryable: true, RetryAfter: 1,
 				Detail: "A request with this Idempotency-Key is still in progress; retry after Retry-After seconds."}
 		}
 		select {
@@ -78,16 +85,35 @@ func (s *Server) idempotent(r *request, logical any, op func() error) error {
 	}
 }
 
-func (s *Server) runFirst(r *request, key string, op func() error) error {
+// claimSettleTimeout bounds storing or releasing a claim once the request's
+// work is done, even when the request's own deadline has passed: an unsettled
+// claim would otherwise hold its key until its lease lapses.
+const claimSettleTimeout = 5 * time.Second
+
+// runFirst executes op under the claim token and settles the claim: the
+// response is stored for replay, or, after a retryable failure (429, 5xx)
+// or a panic, the claim is released so that a retry executes again.
+func (s *Server) runFirst(r *request, key string, token uuid.UUID, op func() error) (err error) {
 	integration := r.principal.IntegrationID
+	settle, cancel := context.WithTimeout(context.WithoutCancel(r.c), claimSettleTimeout)
+	defer cancel()
+	settled := false
+	defer func() {
+		if !settled { // op panicked: forget the claim, then let Handle answer.
+			if rerr := s.led.ReleaseIdempotency(settle, integration, key, token); rerr != nil {
+				s.log.Error("idempotency release failed", "request_id", r.id, "err", rerr)
+			}
+		}
+	}()
 	if err := op(); err != nil {
 		p := problemFor(r.c, s.log, err)
-		r.problemCode = p.Code
+		r.problemCode = string(p.Code)
 		s.writeProblem(r.ctx, r.id, p)
 	}
+	settled = true
 	status := r.ctx.Response.StatusCode()
 	if status == 429 || status >= 500 {
-		if err := s.led.ReleaseIdempotency(r.c, integration, key); err != nil {
+		if err := s.led.ReleaseIdempotency(settle, integration, key, token); err != nil {
 			s.log.Error("idempotency release failed", "request_id", r.id, "err", err)
 		}
 		return nil
@@ -98,7 +124,15 @@ func (s *Server) runFirst(r *request, key string, op func() error) error {
 		Location:    string(r.ctx.Response.Header.Peek("Location")),
 		Body:        append([]byte(nil), r.ctx.Response.Body()...),
 	}
-	return s.led.CompleteIdempotency(r.c, integration, key, rec)
+	err = s.led.CompleteIdempotency(settle, integration, key, token, rec)
+	if errors.Is(err, ledger.ErrClaimLost) {
+		// This request stalled past its lease and a retry took the key over;
+		// the retry's response is the one stored. This one is already
+		// written, and a purchase carries the key itself, so it is the same.
+		s.log.Warn("idempotency claim lost before completion", "request_id", r.id, "operation", r.op.ID)
+		return nil
+	}
+	return err
 }
 
 // replay writes a stored first response.

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -99,28 +98,8 @@ func (s *Server) createAcquisition(r *request) error {
 				return slices.ContainsFunc(layers, r.principal.PermitsDataset)
 			},
 		})
-		var use *ledger.UnknownSectionsError
-		switch {
-		case errors.As(err, &use):
-			var fe []FieldError
-			for i, k := range req.SectionKeys {
-				if slices.Contains(use.Keys, k) {
-					fe = append(fe, FieldError{Field: fmt.Sprintf("section_keys[%d]", i), Message: "no such section"})
-				}
-			}
-			return &Problem{Code: "not_found", Detail: "Some sections do not exist or are not available to this key.", FieldErrors: fe}
-		case errors.Is(err, ledger.ErrInsufficientCredits):
-			return newProblem("insufficient_credits", "The account's credit balance does not cover this purchase; nothing was charged.")
-		case errors.Is(err, ledger.ErrCreditCeiling):
-			return newProblem("credit_ceiling_exceeded", "This purchase would exceed the integration's total spending limit; nothing was charged.")
-		case errors.Is(err, ledger.ErrSiteIneligible):
-			return &Problem{Code: "site_ineligible", Detail: "The site is larger than 40 hectares and cannot be used for new purchases.",
-				FieldErrors: []FieldError{{Field: "site_id", Message: "ineligible site"}}}
-		case errors.Is(err, ledger.ErrNotFound):
-			return &Problem{Code: "not_found", Detail: "The site does not exist or is not an active site of this account.",
-				FieldErrors: []FieldError{{Field: "site_id", Message: "not found"}}}
-		case err != nil:
-			return err
+		if err != nil {
+			return &placedError{err: err, place: atAcquisition, field: "site_id", items: req.SectionKeys}
 		}
 		r.resourceType, r.resourceID = "purchase", p.ID.String()
 		already := []string{}

@@ -192,18 +192,16 @@ func (s *Server) createQuery(r *request) error {
 		var fe []FieldError
 		for i, id := range req.LayerIDs {
 			field := fmt.Sprintf("layer_ids[%d]", i)
+			// A layer the key may not use is answered exactly like a missing one.
 			if !r.principal.PermitsDataset(id) {
-				return &Problem{Code: "not_found", Detail: "Layer " + id + " does not exist or is not available to this key.", FieldErrors: []FieldError{{Field: field, Message: "no such layer"}}}
+				return &placedError{err: ledger.ErrNotFound, place: atLayer, field: field, name: id}
 			}
 			y, err := s.led.Layer(r.c, id)
-			if errors.Is(err, ledger.ErrNotFound) {
-				return &Problem{Code: "not_found", Detail: "Layer " + id + " does not exist or is not available to this key.", FieldErrors: []FieldError{{Field: field, Message: "no such layer"}}}
-			}
 			if err != nil {
-				return err
+				return &placedError{err: err, place: atLayer, field: field, name: id}
 			}
 			if y.SectionPrice > 0 && !sa.Granted[y.SectionKey] {
-				return &Problem{Code: "access_required", Detail: fmt.Sprintf("Section %s must be acquired for this site before querying %s (POST /access/acquisitions).", y.SectionKey, id),
+				return &Problem{Code: CodeAccessRequired, Detail: fmt.Sprintf("Section %s must be acquired for this site before querying %s (POST /access/acquisitions).", y.SectionKey, id),
 					FieldErrors: []FieldError{{Field: field, Message: "section " + y.SectionKey + " not acquired for this site"}}}
 			}
 			if *req.RadiusM > y.RadiusMaxM {
@@ -228,10 +226,6 @@ func (s *Server) createQuery(r *request) error {
 			SiteID: site.ID, SiteGeometry: site.Geometry, RadiusM: *req.RadiusM, LayerIDs: req.LayerIDs,
 			IncludeGeometry: includeGeometry, Frozen: frozen},
 			ledger.QueryLimits{MaxQueued: Limits["max_queued_queries"], MaxRetainedBytes: Limits["max_retained_result_bytes"]})
-		if errors.Is(err, ledger.ErrCapacity) {
-			return &Problem{Code: "capacity_exceeded", RetryAfter: 30,
-				Detail: "The account has 100 queries queued or 2 GiB of retained results; wait for queries to finish or release results with DELETE /queries/{id}."}
-		}
 		if err != nil {
 			return err
 		}
@@ -271,16 +265,13 @@ func (s *Server) siteForQuery(r *request, sel selector) (ledger.Site, error) {
 			return ledger.Site{}, err
 		}
 		saved, _, err := s.led.SaveSite(r.c, site, nil, r.principal.HasScope(ledger.ScopeSitesWrite))
-		if errors.Is(err, ledger.ErrCreateNotPermitted) {
-			return ledger.Site{}, newProblem("scope_insufficient", "This selector names a new site; registering it needs the sites:write scope.")
-		}
 		if err != nil {
-			return ledger.Site{}, err
+			return ledger.Site{}, at(err, atQuerySite, "")
 		}
 		site = saved
 	}
 	if site.AreaM2 > maxSiteAreaM2 {
-		return ledger.Site{}, &Problem{Code: "site_ineligible", Detail: fmt.Sprintf("The site covers %.1f ha; queries are limited to sites of 40 ha before buffering.", site.AreaM2/10_000),
+		return ledger.Site{}, &Problem{Code: CodeSiteIneligible, Detail: fmt.Sprintf("The site covers %.1f ha; queries are limited to sites of 40 ha before buffering.", site.AreaM2/10_000),
 			FieldErrors: []FieldError{{Field: "site", Message: "larger than 40 hectares"}}}
 	}
 	return site, nil
@@ -301,7 +292,7 @@ func (s *Server) fillPage(r *request, q ledger.Query, body *queryBody, offset, o
 	obj, err := s.store.Open(r.c, *q.ResultKey)
 	if errors.Is(err, tiles.ErrNotExist) {
 		// Swept at its expiry between the ledger read and this one.
-		return newProblem("result_expired", "This query's results expired 24 hours after completion; submit a new query.")
+		return newProblem(CodeResultExpired, "This query's results expired 24 hours after completion; submit a new query.")
 	}
 	if err != nil {
 		return err
@@ -391,16 +382,16 @@ func (s *Server) queryPage(r *request, resultsOnly bool) error {
 	body := queryView(q)
 	switch {
 	case q.ReleasedAt != nil:
-		return newProblem("result_released", "This query's results were released with DELETE; submit a new query.")
+		return newProblem(CodeResultReleased, "This query's results were released with DELETE; submit a new query.")
 	case q.ResultKey == nil && q.ExpiresAt != nil && !s.clock.Now().Before(*q.ExpiresAt):
-		return newProblem("result_expired", "This query's results expired 24 hours after completion; submit a new query.")
+		return newProblem(CodeResultExpired, "This query's results expired 24 hours after completion; submit a new query.")
 	case q.ResultKey != nil && q.ExpiresAt != nil && !s.clock.Now().Before(*q.ExpiresAt):
-		return newProblem("result_expired", "This query's results expired 24 hours after completion; submit a new query.")
+		return newProblem(CodeResultExpired, "This query's results expired 24 hours after completion; submit a new query.")
 	case resultsOnly && !finished(q.Status):
 		if q.Status == ledger.QueryCancelled {
-			return newProblem("result_released", "This query was cancelled; it has no results.")
+			return newProblem(CodeResultReleased, "This query was cancelled; it has no results.")
 		}
-		return &Problem{Code: "result_not_ready", RetryAfter: 1, Detail: "The query is still " + q.Status + "; poll " + body.QueryURL + "."}
+		return &Problem{Code: CodeResultNotReady, RetryAfter: 1, Detail: "The query is still " + q.Status + "; poll " + body.QueryURL + "."}
 	}
 	bind := binding(strconv.FormatBool(includeGeometry))
 	var pos resultPosition
@@ -549,5 +540,5 @@ func (s *Server) getQueryLayerSchema(r *request) error {
 		schema["x-schema-version"] = f.SchemaVersion
 		return r.writeJSON(200, schema)
 	}
-	return &Problem{Code: "not_found", Detail: "The query did not select layer " + strings.TrimSpace(id) + "."}
+	return &Problem{Code: CodeNotFound, Detail: "The query did not select layer " + strings.TrimSpace(id) + "."}
 }

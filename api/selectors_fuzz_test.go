@@ -45,7 +45,7 @@ func FuzzDecodeSelector(f *testing.F) {
 			if !errors.As(err, &p) {
 				t.Fatalf("%q: not a Problem: %T %v", raw, err, err)
 			}
-			if !slices.Contains([]string{"invalid_request", "invalid_geometry", "unsupported_crs"}, p.Code) {
+			if !slices.Contains([]Code{CodeInvalidRequest, CodeInvalidGeometry, CodeUnsupportedCRS}, p.Code) {
 				t.Fatalf("%q: code %s", raw, p.Code)
 			}
 			if len(p.FieldErrors) == 0 || p.Detail == "" {

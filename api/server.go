@@ -39,8 +39,6 @@ type Config struct {
 	// IdempotencyWait is how long a duplicate waits for the first request
 	// before answering a retryable idempotency_conflict; default 10 s.
 	IdempotencyWait time.Duration
-	// IdempotencyStale is when a running claim is taken over; default 5 min.
-	IdempotencyStale time.Duration
 	// Store holds releases and retained query results; required for queries.
 	Store tiles.Store
 	// Runner executes queries in this process (nil: another replica does;
@@ -73,9 +71,6 @@ func (c *Config) fill() error {
 	}
 	if c.IdempotencyWait == 0 {
 		c.IdempotencyWait = 10 * time.Second
-	}
-	if c.IdempotencyStale == 0 {
-		c.IdempotencyStale = 5 * time.Minute
 	}
 	if c.MapRenders == 0 {
 		c.MapRenders = runtime.GOMAXPROCS(0)
@@ -239,7 +234,7 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	}()
 	if err := s.serve(r); err != nil {
 		p := problemFor(r.c, s.log, err)
-		r.problemCode = p.Code
+		r.problemCode = string(p.Code)
 		s.writeProblem(ctx, r.id, p)
 	}
 	s.audit(r)

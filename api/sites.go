@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -60,11 +59,7 @@ func (s *Server) boundary(r *request, sel selector, field string) (orb.Geometry,
 		return nil, &site, err
 	case kindExternalReference:
 		site, err := s.led.SiteByReference(r.c, r.principal.AccountID, sel.Namespace, sel.Reference)
-		if errors.Is(err, ledger.ErrNotFound) {
-			return nil, nil, &Problem{Code: "not_found", Detail: "No active site is registered under this external reference.",
-				FieldErrors: []FieldError{{Field: field, Message: "not registered"}}}
-		}
-		return nil, &site, err
+		return nil, &site, at(err, atSiteReference, field)
 	case kindPoint, kindProjectedPoint:
 		return sel.Point, nil, nil
 	case kindGeometry:
@@ -89,7 +84,7 @@ func (s *Server) boundary(r *request, sel selector, field string) (orb.Geometry,
 			parts = append(parts, g.Geometry())
 		}
 		if len(fe) > 0 {
-			return nil, nil, &Problem{Code: "cadastre_incomplete", Detail: fmt.Sprintf("%d of the %d parcels were not found; check the identifiers and the jurisdiction.", len(fe), len(sel.CadastreIDs)), FieldErrors: fe}
+			return nil, nil, &Problem{Code: CodeCadastreIncomplete, Detail: fmt.Sprintf("%d of the %d parcels were not found; check the identifiers and the jurisdiction.", len(fe), len(sel.CadastreIDs)), FieldErrors: fe}
 		}
 		// The same union as the resolve preview, so the saved site matches it.
 		return parcelBoundary(parts), nil, nil
@@ -152,18 +147,12 @@ func (s *Server) createSite(r *request) error {
 			site.Name = req.Name
 		}
 		if existing == nil && site.AreaM2 > maxSiteAreaM2 {
-			return &Problem{Code: "site_ineligible", Detail: fmt.Sprintf("The site covers %.1f ha; new sites are limited to 40 ha before buffering.", site.AreaM2/10_000),
+			return &Problem{Code: CodeSiteIneligible, Detail: fmt.Sprintf("The site covers %.1f ha; new sites are limited to 40 ha before buffering.", site.AreaM2/10_000),
 				FieldErrors: []FieldError{{Field: "site", Message: "larger than 40 hectares"}}}
 		}
 		saved, _, err := s.led.SaveSite(r.c, site, req.ExternalReference, r.principal.HasScope(ledger.ScopeSitesWrite))
-		switch {
-		case errors.Is(err, ledger.ErrReferenceConflict):
-			return &Problem{Code: "site_reference_conflict", Detail: "This external reference is already bound to a different boundary; a changed boundary needs a new reference.",
-				FieldErrors: []FieldError{{Field: "external_reference", Message: "bound to a different boundary"}}}
-		case errors.Is(err, ledger.ErrCreateNotPermitted):
-			return newProblem("scope_insufficient", "Registering a new site needs the sites:write scope; this key can only reuse existing sites.")
-		case err != nil:
-			return err
+		if err != nil {
+			return at(err, atSiteRegistration, "")
 		}
 		r.resourceType, r.resourceID = "site", saved.ID.String()
 		return r.writeJSON(200, siteResponse{APIVersion: "1", Site: siteView(saved)})
@@ -326,7 +315,7 @@ func (s *Server) updateSite(r *request) error {
 }
 
 func boundaryImmutable(field string) error {
-	return &Problem{Code: "paid_site_immutable", Detail: "A site's boundary never changes; save a changed boundary as a new site with POST /sites (it does not inherit paid access).",
+	return &Problem{Code: CodePaidSiteImmutable, Detail: "A site's boundary never changes; save a changed boundary as a new site with POST /sites (it does not inherit paid access).",
 		FieldErrors: []FieldError{{Field: field, Message: "the boundary cannot be changed"}}}
 }
 

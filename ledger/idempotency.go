@@ -3,10 +3,45 @@ package ledger
 import (
 	"bytes"
 	"context"
+	"errors"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
 )
+
+// Idempotency claims are leases.
+//
+// A running claim records a random claim token and lease_until. The process
+// that holds it renews the lease of all its running claims in one statement
+// every leaseRenewal (renewLeases); a claim whose lease has lapsed belongs to a
+// process that died (kill -9, crash, lost network) and is taken over by the
+// next retry at once, instead of blocking its key for minutes. Why a lease
+// rather than a PostgreSQL session advisory lock tied to the claimer's
+// connection: a lock needs one dedicated connection per in-flight request on
+// top of the connection the request's own work uses (a 100-way storm would
+// exhaust the pool or the server's max_connections, and transaction-mode
+// poolers drop session locks), while a lease costs one UPDATE per process
+// every ~2 s and works across any number of replicas on one database.
+//
+// Only the token's holder may complete or release a claim, so a process that
+// lost its lease (it stalled beyond the lease) cannot overwrite or delete the
+// record of the process that took over. Money stays safe even then: a
+// purchase carries the Idempotency-Key itself (AcquireParams.IdemKey).
+//
+// Lease times come from the ledger clock; replicas' clocks must agree to well
+// within the lease (NTP does: milliseconds against seconds).
+
+// DefaultIdempotencyLease is Options.IdempotencyLease's default.
+const DefaultIdempotencyLease = 5 * time.Second
+
+// legacyStale is when a running claim written before leases existed (no
+// lease_until) counts as abandoned: the previous rule.
+const legacyStale = "5 minutes"
+
+// ErrClaimLost: the claim was taken over after its lease lapsed; the
+// response was not stored.
+var ErrClaimLost = newError("ledger: idempotency claim lost to another request")
 
 // IdemResponse is a stored first response, replayed byte for byte.
 type IdemResponse struct {
@@ -26,7 +61,7 @@ const (
 	IdemReplay
 	// IdemMismatch: the key was used for a different logical request.
 	IdemMismatch
-	// IdemInFlight: the first request is still running.
+	// IdemInFlight: the first request is still running (its lease is live).
 	IdemInFlight
 )
 
@@ -34,20 +69,116 @@ const (
 type IdemClaim struct {
 	State    IdemState
 	Response IdemResponse
+	// Token identifies a fresh claim to CompleteIdempotency and
+	// ReleaseIdempotency.
+	Token uuid.UUID
+}
+
+// leases are the running claims this Ledger holds and renews.
+type leases struct {
+	mu struct {
+		sync.Mutex
+		tokens map[uuid.UUID]struct{}
+	}
+	stop chan struct{}
+	done chan struct{}
+}
+
+func (ls *leases) add(t uuid.UUID) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.mu.tokens == nil {
+		ls.mu.tokens = map[uuid.UUID]struct{}{}
+	}
+	ls.mu.tokens[t] = struct{}{}
+}
+
+func (ls *leases) remove(t uuid.UUID) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	delete(ls.mu.tokens, t)
+}
+
+func (ls *leases) held() []uuid.UUID {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	out := make([]uuid.UUID, 0, len(ls.mu.tokens))
+	for t := range ls.mu.tokens {
+		out = append(out, t)
+	}
+	return out
+}
+
+// startLeases starts the renewal loop; Close stops it.
+func (l *Ledger) startLeases() {
+	l.leases.stop, l.leases.done = make(chan struct{}), make(chan struct{})
+	go l.renewLeases()
+}
+
+// stopLeases ends renewal without releasing anything, as a crash would: the
+// claims lapse after the lease.
+func (l *Ledger) stopLeases() {
+	if l.leases.stop == nil {
+		return
+	}
+	select {
+	case <-l.leases.stop:
+	default:
+		close(l.leases.stop)
+	}
+	<-l.leases.done
+}
+
+// renewLeases extends this process's running claims every third of a lease,
+// so two renewals can fail before a live claim lapses. Real time paces it (it
+// is the process being alive); the lease itself is on the ledger clock.
+func (l *Ledger) renewLeases() {
+	defer close(l.leases.done)
+	t := time.NewTicker(l.lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.leases.stop:
+			return
+		case <-t.C:
+		}
+		tokens := l.leases.held()
+		if len(tokens) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), l.lease/3)
+		_, err := l.pool.Exec(ctx, `UPDATE idempotency SET lease_until = $2 WHERE claim_token = ANY ($1) AND state = 'running'`,
+			tokens, l.now().Add(l.lease))
+		cancel()
+		if err != nil {
+			l.log.Warn("idempotency lease renewal failed", "claims", len(tokens), "err", translate(err))
+		}
+	}
 }
 
 // ClaimIdempotency claims (integration, key) for a request whose logical
-// identity is (operation, fingerprint). A running claim older than stale is
-// taken over, so a crashed replica does not block its key forever.
-func (l *Ledger) ClaimIdempotency(ctx context.Context, integration uuid.UUID, key, operation string, fingerprint []byte, stale time.Duration) (IdemClaim, error) {
+// identity is (operation, fingerprint). A running claim whose lease has
+// lapsed (its process is gone) is taken over at once. A fresh claim is
+// renewed by this Ledger until CompleteIdempotency or ReleaseIdempotency.
+func (l *Ledger) ClaimIdempotency(ctx context.Context, integration uuid.UUID, key, operation string, fingerprint []byte) (IdemClaim, error) {
 	now := l.now()
-	tag, err := l.pool.Exec(ctx, `INSERT INTO idempotency (integration_id, idem_key, operation, fingerprint, state, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, 'running', $5, $5) ON CONFLICT DO NOTHING`, integration, key, operation, fingerprint, now)
+	token := uuid.New()
+	// Renewal starts before the row exists: renewing a token with no row is a no-op.
+	l.leases.add(token)
+	fresh := false
+	defer func() {
+		if !fresh {
+			l.leases.remove(token)
+		}
+	}()
+	tag, err := l.pool.Exec(ctx, `INSERT INTO idempotency (integration_id, idem_key, operation, fingerprint, state, created_at, updated_at, claim_token, lease_until)
+		VALUES ($1, $2, $3, $4, 'running', $5, $5, $6, $7) ON CONFLICT DO NOTHING`, integration, key, operation, fingerprint, now, token, now.Add(l.lease))
 	if err != nil {
-		return IdemClaim{}, translate(err)
+		return IdemClaim{}, nameParams(err, "", "Idempotency-Key")
 	}
 	if tag.RowsAffected() == 1 {
-		return IdemClaim{State: IdemFresh}, nil
+		fresh = true
+		return IdemClaim{State: IdemFresh, Token: token}, nil
 	}
 	var (
 		op, state  string
@@ -55,13 +186,16 @@ func (l *Ledger) ClaimIdempotency(ctx context.Context, integration uuid.UUID, ke
 		status     *int
 		ctype, loc *string
 		body       []byte
-		updated    time.Time
 	)
-	err = l.pool.QueryRow(ctx, `SELECT operation, fingerprint, state, status, content_type, location, body, updated_at
+	err = l.pool.QueryRow(ctx, `SELECT operation, fingerprint, state, status, content_type, location, body
 		FROM idempotency WHERE integration_id = $1 AND idem_key = $2`, integration, key).
-		Scan(&op, &fp, &state, &status, &ctype, &loc, &body, &updated)
+		Scan(&op, &fp, &state, &status, &ctype, &loc, &body)
+	if err = translate(err); errors.Is(err, ErrNotFound) {
+		// Released between the insert and the read: the caller polls again.
+		return IdemClaim{State: IdemInFlight}, nil
+	}
 	if err != nil {
-		return IdemClaim{}, translate(err)
+		return IdemClaim{}, err
 	}
 	if op != operation || !bytes.Equal(fp, fingerprint) {
 		return IdemClaim{State: IdemMismatch}, nil
@@ -76,29 +210,45 @@ func (l *Ledger) ClaimIdempotency(ctx context.Context, integration uuid.UUID, ke
 		}
 		return IdemClaim{State: IdemReplay, Response: r}, nil
 	}
-	if now.Sub(updated) > stale {
-		tag, err := l.pool.Exec(ctx, `UPDATE idempotency SET updated_at = $3
-			WHERE integration_id = $1 AND idem_key = $2 AND state = 'running' AND updated_at = $4`, integration, key, now, updated)
-		if err != nil {
-			return IdemClaim{}, translate(err)
-		}
-		if tag.RowsAffected() == 1 {
-			return IdemClaim{State: IdemFresh}, nil
-		}
+	// Take over a lapsed claim. The condition is re-checked on the locked row,
+	// so of several replicas racing for it exactly one wins.
+	tag, err = l.pool.Exec(ctx, `UPDATE idempotency SET claim_token = $3, lease_until = $4, updated_at = $5
+		WHERE integration_id = $1 AND idem_key = $2 AND state = 'running'
+		AND coalesce(lease_until, updated_at + interval '`+legacyStale+`') <= $5`, integration, key, token, now.Add(l.lease), now)
+	if err != nil {
+		return IdemClaim{}, translate(err)
+	}
+	if tag.RowsAffected() == 1 {
+		fresh = true
+		l.log.Info("idempotency claim taken over after its lease lapsed", "operation", operation)
+		return IdemClaim{State: IdemFresh, Token: token}, nil
 	}
 	return IdemClaim{State: IdemInFlight}, nil
 }
 
-// CompleteIdempotency stores the first response for replay.
-func (l *Ledger) CompleteIdempotency(ctx context.Context, integration uuid.UUID, key string, r IdemResponse) error {
-	_, err := l.pool.Exec(ctx, `UPDATE idempotency SET state = 'done', status = $3, content_type = $4, location = nullif($5, ''), body = $6, updated_at = $7
-		WHERE integration_id = $1 AND idem_key = $2`, integration, key, r.Status, r.ContentType, r.Location, r.Body, l.now())
-	return translate(err)
+// CompleteIdempotency stores the first response of the claim token for
+// replay. ErrClaimLost: another request took the claim over meanwhile.
+func (l *Ledger) CompleteIdempotency(ctx context.Context, integration uuid.UUID, key string, token uuid.UUID, r IdemResponse) error {
+	l.leases.remove(token)
+	tag, err := l.pool.Exec(ctx, `UPDATE idempotency SET state = 'done', status = $4, content_type = $5, location = nullif($6, ''), body = $7, updated_at = $8,
+			claim_token = NULL, lease_until = NULL
+		WHERE integration_id = $1 AND idem_key = $2 AND claim_token = $3 AND state = 'running'`,
+		integration, key, token, r.Status, r.ContentType, r.Location, r.Body, l.now())
+	if err != nil {
+		return translate(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrClaimLost
+	}
+	return nil
 }
 
-// ReleaseIdempotency forgets a running claim so that a retry executes again
-// (used after retryable failures, which must not be replayed).
-func (l *Ledger) ReleaseIdempotency(ctx context.Context, integration uuid.UUID, key string) error {
-	_, err := l.pool.Exec(ctx, `DELETE FROM idempotency WHERE integration_id = $1 AND idem_key = $2 AND state = 'running'`, integration, key)
+// ReleaseIdempotency forgets the claim token's running claim so that a retry
+// executes again (used after retryable failures, which must not be replayed).
+// A claim taken over by another request is left alone.
+func (l *Ledger) ReleaseIdempotency(ctx context.Context, integration uuid.UUID, key string, token uuid.UUID) error {
+	l.leases.remove(token)
+	_, err := l.pool.Exec(ctx, `DELETE FROM idempotency WHERE integration_id = $1 AND idem_key = $2 AND claim_token = $3 AND state = 'running'`,
+		integration, key, token)
 	return translate(err)
 }

@@ -3,7 +3,6 @@ package ledger_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -162,57 +161,6 @@ func TestRateWindowSharedAcrossCallers(t *testing.T) {
 	b.clock.Advance(30 * time.Second)
 	if ok, _, _ := b.led.Hit(b.ctx, acct.ID, "reads", 3, time.Minute); !ok {
 		t.Fatal("new window still limited")
-	}
-}
-
-func TestIdempotencyClaims(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	acct, _ := b.led.CreateAccount(b.ctx, "", 0)
-	k, _ := b.led.CreateKey(b.ctx, ledger.KeyParams{Account: acct.ID, Scopes: []string{"sites:read"}})
-	fp := []byte("fp1")
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	fresh := 0
-	for i := 0; i < 20; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := b.led.ClaimIdempotency(b.ctx, k.IntegrationID, "k1", "create_site", fp, time.Minute)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if c.State == ledger.IdemFresh {
-				mu.Lock()
-				fresh++
-				mu.Unlock()
-			} else if c.State != ledger.IdemInFlight {
-				t.Errorf("state %v", c.State)
-			}
-		}()
-	}
-	wg.Wait()
-	if fresh != 1 {
-		t.Fatalf("%d fresh claims, want 1", fresh)
-	}
-	if c, _ := b.led.ClaimIdempotency(b.ctx, k.IntegrationID, "k1", "create_site", []byte("other"), time.Minute); c.State != ledger.IdemMismatch {
-		t.Fatalf("changed request: %v", c.State)
-	}
-	if err := b.led.CompleteIdempotency(b.ctx, k.IntegrationID, "k1", ledger.IdemResponse{Status: 200, ContentType: "application/json", Body: []byte(`{"x":1}`)}); err != nil {
-		t.Fatal(err)
-	}
-	c, _ := b.led.ClaimIdempotency(b.ctx, k.IntegrationID, "k1", "create_site", fp, time.Minute)
-	if c.State != ledger.IdemReplay || string(c.Response.Body) != `{"x":1}` {
-		t.Fatalf("replay: %+v", c)
-	}
-	// A stale running claim is taken over.
-	if c, _ := b.led.ClaimIdempotency(b.ctx, k.IntegrationID, "k2", "create_site", fp, time.Minute); c.State != ledger.IdemFresh {
-		t.Fatal(c.State)
-	}
-	b.clock.Advance(2 * time.Minute)
-	if c, _ := b.led.ClaimIdempotency(b.ctx, k.IntegrationID, "k2", "create_site", fp, time.Minute); c.State != ledger.IdemFresh {
-		t.Fatalf("stale claim not taken over: %v", c.State)
 	}
 }
 

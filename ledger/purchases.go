@@ -14,11 +14,11 @@ import (
 
 // Purchase errors. A rejected check leaves nothing behind.
 var (
-	ErrInsufficientCredits = errors.New("ledger: insufficient credits")
-	ErrCreditCeiling       = errors.New("ledger: integration spending limit would be exceeded")
-	ErrSiteIneligible      = errors.New("ledger: site ineligible for new purchases")
+	ErrInsufficientCredits = newError("ledger: insufficient credits")
+	ErrCreditCeiling       = newError("ledger: integration spending limit would be exceeded")
+	ErrSiteIneligible      = newError("ledger: site ineligible for new purchases")
 	// ErrUnknownSection carries the unknown keys in UnknownSectionsError.
-	ErrUnknownSection = errors.New("ledger: unknown section")
+	ErrUnknownSection = newError("ledger: unknown section")
 )
 
 // UnknownSectionsError names sections that do not exist (or that the key may not see).
@@ -132,7 +132,7 @@ func (l *Ledger) Acquire(ctx context.Context, p AcquireParams) (Purchase, error)
 		rows, err := tx.Query(ctx, `SELECT s.section_key, s.name, s.price, coalesce(array_agg(l.layer_id) FILTER (WHERE l.layer_id IS NOT NULL), '{}')
 			FROM sections s LEFT JOIN layers l USING (section_key) WHERE s.section_key = ANY ($1) GROUP BY s.section_key`, p.Sections)
 		if err != nil {
-			return err
+			return nameParams(err, "section_keys")
 		}
 		for rows.Next() {
 			var k string
@@ -145,7 +145,7 @@ func (l *Ledger) Acquire(ctx context.Context, p AcquireParams) (Purchase, error)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return err
+			return nameParams(err, "section_keys")
 		}
 		var unknown []string
 		for _, k := range p.Sections {

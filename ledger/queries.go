@@ -21,7 +21,7 @@ const (
 )
 
 // ErrCapacity: the account's query queue or retained storage is full.
-var ErrCapacity = errors.New("ledger: query capacity exceeded")
+var ErrCapacity = newError("ledger: query capacity exceeded")
 
 // FrozenLayer is what a query captured of a layer when it was created.
 type FrozenLayer struct {

@@ -14,9 +14,9 @@ import (
 // Errors of site registration.
 var (
 	// ErrReferenceConflict: an external reference is bound to a different boundary.
-	ErrReferenceConflict = errors.New("ledger: external reference bound to a different boundary")
+	ErrReferenceConflict = newError("ledger: external reference bound to a different boundary")
 	// ErrCreateNotPermitted: no active site matches and the caller may not create one.
-	ErrCreateNotPermitted = errors.New("ledger: creating a site needs sites:write")
+	ErrCreateNotPermitted = newError("ledger: creating a site needs sites:write")
 )
 
 // Site is a saved boundary of an account.
@@ -33,6 +33,9 @@ type Site struct {
 	CreatedAt  time.Time
 	ArchivedAt *time.Time
 }
+
+// siteParams names the parameters of a site INSERT for InputError.Field.
+var siteParams = []string{"", "", "name", "", "geometry", "fingerprint"}
 
 const siteColumns = `site_id, account_id, name, portfolio_id, geometry, fingerprint, area_m2, min_lon, min_lat, max_lon, max_lat, created_at, archived_at`
 
@@ -52,7 +55,7 @@ func (l *Ledger) CreateSite(ctx context.Context, s Site) (Site, error) {
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		s.ID, s.AccountID, s.Name, s.PortfolioID, s.Geometry, s.Fingerprint, s.AreaM2,
 		s.Bounds[0], s.Bounds[1], s.Bounds[2], s.Bounds[3], s.CreatedAt)
-	return s, translate(err)
+	return s, nameParams(err, siteParams...)
 }
 
 // Site reads an active site of account; another account's, archived or
@@ -93,7 +96,7 @@ func (l *Ledger) SaveSite(ctx context.Context, s Site, ref *ExternalRef, create 
 				return ErrReferenceConflict
 			}
 			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-				return err
+				return nameParams(err, "", "external_reference.namespace", "external_reference.reference")
 			}
 		}
 		existing, err := scanSite(tx.QueryRow(ctx, `SELECT `+siteColumns+` FROM sites
@@ -112,7 +115,7 @@ func (l *Ledger) SaveSite(ctx context.Context, s Site, ref *ExternalRef, create 
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 				s.ID, s.AccountID, s.Name, s.PortfolioID, s.Geometry, s.Fingerprint, s.AreaM2,
 				s.Bounds[0], s.Bounds[1], s.Bounds[2], s.Bounds[3], s.CreatedAt); err != nil {
-				return err
+				return nameParams(err, siteParams...)
 			}
 			saved = s
 		}
@@ -121,7 +124,7 @@ func (l *Ledger) SaveSite(ctx context.Context, s Site, ref *ExternalRef, create 
 				VALUES ($1, $2, $3, $4, $5, $6)
 				ON CONFLICT (account_id, namespace, reference) DO UPDATE SET site_id = excluded.site_id`,
 				s.AccountID, ref.Namespace, ref.Reference, saved.ID, saved.Fingerprint, l.now())
-			return err
+			return nameParams(err, "", "external_reference.namespace", "external_reference.reference")
 		}
 		return nil
 	})
@@ -179,7 +182,11 @@ func (l *Ledger) UpdateSite(ctx context.Context, account, id uuid.UUID, u SiteUp
 	err := l.tx(ctx, func(tx pgx.Tx) error {
 		if u.SetPortfolio && u.PortfolioID != nil {
 			var owner uuid.UUID
-			if err := tx.QueryRow(ctx, `SELECT account_id FROM portfolios WHERE portfolio_id = $1`, *u.PortfolioID).Scan(&owner); err != nil || owner != account {
+			err := tx.QueryRow(ctx, `SELECT account_id FROM portfolios WHERE portfolio_id = $1`, *u.PortfolioID).Scan(&owner)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err // an outage is not "no such portfolio"
+			}
+			if err != nil || owner != account {
 				return fmt.Errorf("portfolio: %w", ErrNotFound)
 			}
 		}
@@ -189,7 +196,7 @@ func (l *Ledger) UpdateSite(ctx context.Context, account, id uuid.UUID, u SiteUp
 				portfolio_id = CASE WHEN $5 THEN $6 ELSE portfolio_id END
 			WHERE site_id = $1 AND account_id = $2 AND archived_at IS NULL
 			RETURNING `+siteColumns, id, account, u.SetName, u.Name, u.SetPortfolio, u.PortfolioID))
-		return err
+		return nameParams(err, "", "", "", "name")
 	})
 	if errors.Is(err, ErrNotFound) {
 		return Site{}, err

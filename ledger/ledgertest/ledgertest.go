@@ -6,7 +6,11 @@ package ledgertest
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -139,4 +143,82 @@ func New(t testing.TB, clk clock.Clock) *ledger.Ledger {
 	}
 	t.Cleanup(l.Close)
 	return l
+}
+
+// Proxy is a TCP proxy in front of a test database, so a test can cut a
+// client off the way a crashed process or a failed network does: Kill drops
+// every proxied connection (the server sees them vanish and rolls back their
+// transactions) and refuses new ones, as an unreachable database does.
+type Proxy struct {
+	ln     net.Listener
+	target func() (net.Conn, error)
+	mu     sync.Mutex
+	conns  []net.Conn
+	killed bool
+}
+
+// NewProxy starts a proxy to the database of dsn and returns it with the DSN
+// that connects through it. It is killed at test cleanup.
+func NewProxy(t testing.TB, dsn string) (*Proxy, string) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatalf("ledgertest: proxy: %v", err)
+	}
+	network, addr := "tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+	if strings.HasPrefix(cfg.Host, "/") {
+		network, addr = "unix", fmt.Sprintf("%s/.s.PGSQL.%d", cfg.Host, cfg.Port)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("ledgertest: proxy: %v", err)
+	}
+	p := &Proxy{ln: ln, target: func() (net.Conn, error) { return net.Dial(network, addr) }}
+	go p.serve()
+	t.Cleanup(p.Kill)
+	port := ln.Addr().(*net.TCPAddr).Port
+	out := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=%s sslmode=disable", port, cfg.User, cfg.Database)
+	if cfg.Password != "" {
+		out += " password=" + cfg.Password
+	}
+	return p, out
+}
+
+func (p *Proxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := p.target()
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		if p.killed {
+			p.mu.Unlock()
+			c.Close()
+			s.Close()
+			return
+		}
+		p.conns = append(p.conns, c, s)
+		p.mu.Unlock()
+		go func() { _, _ = io.Copy(s, c); s.Close() }()
+		go func() { _, _ = io.Copy(c, s); c.Close() }()
+	}
+}
+
+// Kill drops every connection through the proxy and refuses new ones.
+func (p *Proxy) Kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.killed {
+		return
+	}
+	p.killed = true
+	p.ln.Close()
+	for _, c := range p.conns {
+		c.Close()
+	}
 }
