@@ -5,16 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"reflect"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // decodeBody reads the JSON request body into dst (a pointer to a struct with
-// json tags). Non-JSON media types give unsupported_media_type, malformed JSON
-// invalid_json, and unknown or mistyped fields invalid_request naming them.
-// The body size is already bounded by the server (MaxRequestBody).
+// json tags). Non-JSON media types give unsupported_media_type; malformed
+// JSON, invalid UTF-8 and duplicate object keys invalid_json; NUL in a string
+// and unknown or mistyped fields invalid_request naming them. The body size
+// is already bounded by the server (MaxRequestBody).
 func decodeBody(contentType string, body []byte, dst any) error {
 	if contentType == "" {
 		return newProblem("unsupported_media_type", "Send the body as application/json (Content-Type header missing).")
@@ -29,21 +33,16 @@ func decodeBody(contentType string, body []byte, dst any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return newProblem("invalid_json", "The request body is empty; send a JSON object.")
 	}
-	var raw any
-	if err := json.Unmarshal(body, &raw); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return newProblem("invalid_json", "The body is not valid JSON (at byte %d).", se.Offset)
-		}
-		return newProblem("invalid_json", "The body is not valid JSON.")
+	top, err := scanJSON(body)
+	if err != nil {
+		return err
 	}
-	obj, ok := raw.(map[string]any)
-	if !ok {
+	if top == nil {
 		return invalid("The body must be a JSON object.", FieldError{Field: "body", Message: "must be a JSON object"})
 	}
 	var fe []FieldError
 	known := jsonFields(dst)
-	for _, k := range sortedKeys(obj) {
+	for _, k := range top {
 		if !known[k] {
 			fe = append(fe, FieldError{Field: k, Message: "unknown field"})
 		}
@@ -116,4 +115,188 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// maxJSONDepth bounds nesting as encoding/json does when decoding.
+const maxJSONDepth = 10000
+
+// scanJSON reads body token by token, once (linear time), and refuses what
+// encoding/json would silently accept: invalid UTF-8 inside a string (it
+// becomes U+FFFD) and a repeated key in an object (the last one wins), both
+// invalid_json; and NUL in a key or string value (valid JSON, but PostgreSQL
+// text cannot hold it), invalid_request. Field errors name each place by its
+// JSON path (site.geometry.coordinates[0]). It returns the top-level keys in
+// order of appearance, or nil when the body is not an object.
+func scanJSON(body []byte) ([]string, error) {
+	// frame is one open object or array; path is the container's own path.
+	type frame struct {
+		path    string
+		object  bool
+		keys    map[string]string // case-folded key -> key as written
+		key     string            // object: the key whose value comes next ("" before it is read)
+		haveKey bool
+		index   int // array: index of the next element
+	}
+	var (
+		stack    []*frame
+		top      []string
+		rootObj  bool
+		badJSON  []FieldError
+		badInput []FieldError
+	)
+	note := func(list *[]FieldError, field, msg string) {
+		if len(*list) < maxFieldErrors {
+			*list = append(*list, FieldError{Field: field, Message: msg})
+		}
+	}
+	// valuePath is the path of the value about to be read.
+	valuePath := func() string {
+		if len(stack) == 0 {
+			return "body"
+		}
+		f := stack[len(stack)-1]
+		if f.object {
+			return joinPath(f.path, f.key)
+		}
+		return fmt.Sprintf("%s[%d]", f.path, f.index)
+	}
+	// consumed marks the value at the top frame as read.
+	consumed := func() {
+		if len(stack) == 0 {
+			return
+		}
+		f := stack[len(stack)-1]
+		if f.object {
+			f.haveKey = false
+		} else {
+			f.index++
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	for started := false; ; started = true {
+		if started && len(stack) == 0 {
+			// One value only: a second one (the decoder reads streams) or
+			// anything else after it is malformed.
+			if _, err := dec.Token(); err != io.EOF {
+				return nil, newProblem("invalid_json", "The body has data after its JSON value (at byte %d).", dec.InputOffset())
+			}
+			break
+		}
+		start := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			field := valuePath()
+			if f := stack[max(len(stack)-1, 0):]; len(f) == 1 && f[0].object && !f[0].haveKey {
+				field = f[0].path // between members: name the object
+			}
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				return nil, &Problem{Code: "invalid_json", Detail: fmt.Sprintf("The body is not valid JSON (at byte %d).", se.Offset),
+					FieldErrors: []FieldError{{Field: field, Message: "not valid JSON here"}}}
+			}
+			// io.EOF or io.ErrUnexpectedEOF: the body ends inside a value.
+			return nil, &Problem{Code: "invalid_json", Detail: "The body is not valid JSON (it ends early).",
+				FieldErrors: []FieldError{{Field: field, Message: "incomplete"}}}
+		}
+		raw := body[start:dec.InputOffset()]
+		var f *frame
+		if len(stack) > 0 {
+			f = stack[len(stack)-1]
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				if len(stack) == maxJSONDepth {
+					return nil, newProblem("invalid_json", "The body nests deeper than %d levels.", maxJSONDepth)
+				}
+				if len(stack) == 0 && t == '{' {
+					rootObj = true
+				}
+				stack = append(stack, &frame{path: valuePath(), object: t == '{'})
+			case '}', ']':
+				stack = stack[:len(stack)-1]
+				consumed()
+			}
+			continue
+		case string:
+			if f != nil && f.object && !f.haveKey {
+				// An object key.
+				path := joinPath(f.path, t)
+				if !utf8.Valid(raw) {
+					note(&badJSON, path, "key is not valid UTF-8")
+				}
+				if strings.IndexByte(t, 0) >= 0 {
+					note(&badInput, path, "key must not contain NUL characters")
+				}
+				// encoding/json matches struct fields case-insensitively, so
+				// keys equal but for case are duplicates too.
+				if f.keys == nil {
+					f.keys = map[string]string{}
+				}
+				folded := foldKey(t)
+				if prev, dup := f.keys[folded]; dup {
+					msg := "duplicate key"
+					if prev != t {
+						msg = "duplicate key (differs only in letter case from " + joinPath("", prev) + ")"
+					}
+					note(&badJSON, path, msg)
+				} else {
+					f.keys[folded] = t
+				}
+				f.key, f.haveKey = t, true
+				if len(stack) == 1 {
+					top = append(top, t)
+				}
+				continue
+			}
+			if !utf8.Valid(raw) {
+				note(&badJSON, valuePath(), "must be valid UTF-8")
+			}
+			if strings.IndexByte(t, 0) >= 0 {
+				note(&badInput, valuePath(), "must not contain NUL characters")
+			}
+		}
+		consumed()
+	}
+	switch {
+	case len(badJSON) > 0:
+		return nil, &Problem{Code: "invalid_json", Detail: "The body has invalid UTF-8 or repeated keys.", FieldErrors: badJSON}
+	case len(badInput) > 0:
+		return nil, invalid("Text in the body must not contain NUL characters.", badInput...)
+	}
+	if !rootObj {
+		return nil, nil
+	}
+	if top == nil {
+		top = []string{}
+	}
+	return top, nil
+}
+
+// joinPath appends an object key to a JSON path, printing the key so that a
+// field error stays readable and valid text.
+func joinPath(parent, key string) string {
+	key = strings.ToValidUTF8(key, "\uFFFD")
+	key = strings.ReplaceAll(key, "\x00", "\\u0000")
+	if parent == "body" || parent == "" {
+		return key
+	}
+	return parent + "." + key
+}
+
+// foldKey maps a key to a representative of its case-folding class, so that
+// foldKey(a) == foldKey(b) exactly when strings.EqualFold(a, b).
+func foldKey(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		m := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			m = min(m, f)
+		}
+		b.WriteRune(m)
+	}
+	return b.String()
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"time"
 
@@ -44,6 +45,11 @@ type Config struct {
 	// Runner executes queries in this process (nil: another replica does;
 	// POST /queries then answers 202 without waiting).
 	Runner QueryRunner
+	// BodyReadTimeout bounds how long the body may take to arrive once the
+	// headers are in; default 5 s (1 MiB at 200 KiB/s). A request whose
+	// Content-Length exceeds what the client sends is answered 400 when it
+	// passes, instead of holding the connection for the whole ReadTimeout.
+	BodyReadTimeout time.Duration
 }
 
 // QueryRunner is the part of the job runner the API needs (jobs.Runner).
@@ -69,6 +75,12 @@ func (c *Config) fill() error {
 	}
 	if c.IdempotencyStale == 0 {
 		c.IdempotencyStale = 5 * time.Minute
+	}
+	if c.BodyReadTimeout == 0 {
+		c.BodyReadTimeout = 5 * time.Second
+	}
+	if c.BodyReadTimeout < 0 {
+		return errors.New("api: Config.BodyReadTimeout must not be negative")
 	}
 	if len(c.Secret) < 32 {
 		return errors.New("api: Config.Secret must be at least 32 bytes")
@@ -166,10 +178,15 @@ const MaxRequestBody = 1 << 20
 // from Content-Length alone, before reading them.
 func (s *Server) HTTPServer() *fasthttp.Server {
 	return &fasthttp.Server{
-		Handler:               s.Handle,
-		Name:                  "siteenv",
-		MaxRequestBodySize:    MaxRequestBody,
-		ReadTimeout:           30 * time.Second,
+		Handler:            s.Handle,
+		Name:               "siteenv",
+		MaxRequestBodySize: MaxRequestBody,
+		// ReadTimeout covers the request line and headers; the body then
+		// gets BodyReadTimeout from when the headers are in.
+		ReadTimeout: 30 * time.Second,
+		HeaderReceived: func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+			return fasthttp.RequestConfig{ReadTimeout: s.cfg.BodyReadTimeout}
+		},
 		WriteTimeout:          60 * time.Second,
 		IdleTimeout:           2 * time.Minute,
 		NoDefaultServerHeader: true,
@@ -186,8 +203,12 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 	rid := uuid.NewString()
 	ctx.Response.Header.Set("X-Request-Id", rid)
 	p := &Problem{Code: "invalid_request", Detail: "The HTTP request could not be parsed."}
-	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+	var ne net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		p = newProblem("payload_too_large", "The request body exceeds the 1 MiB limit.")
+	case errors.As(err, &ne) && ne.Timeout():
+		p = newProblem("invalid_request", "The request did not arrive in time; a body must arrive within %s of its headers and match its Content-Length.", s.cfg.BodyReadTimeout)
 	}
 	s.writeProblem(ctx, rid, p)
 	ctx.SetConnectionClose()
@@ -252,6 +273,11 @@ func (s *Server) serve(r *request) error {
 		if err := s.limitReads(r); err != nil {
 			return err
 		}
+	}
+	// After authentication, as the read routes always checked parameters,
+	// and before any handler can write or charge.
+	if err := r.checkParams(); err != nil {
+		return err
 	}
 	if rt.handler == nil {
 		return newProblem("feature_disabled", "The operation %s is not available on this server yet.", rt.op.ID)
