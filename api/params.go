@@ -19,13 +19,13 @@ type queryParams struct {
 	fe  []FieldError
 }
 
-// checkParams refuses, for every operation alike and before its handler
-// runs, query parameters the OpenAPI document does not declare for it, a
-// declared non-array parameter given more than once, and path or query
-// values that are not valid UTF-8 or hold NUL (PostgreSQL text cannot store
-// NUL; such input is the client's error, never an outage). Handlers still
-// parse their own parameters with query.
-func (r *request) checkParams() error {
+// checkParams finds, for every operation alike, query parameters the OpenAPI
+// document does not declare for it, a declared non-array parameter given more
+// than once, and path or query values that are not valid UTF-8 or hold NUL
+// (PostgreSQL text cannot store NUL; such input is the client's error, never
+// an outage). Server.serve refuses them before the handler runs, or for a
+// read lets the handler's query report them together with its own findings.
+func (r *request) checkParams() []FieldError {
 	var fe []FieldError
 	add := func(field, msg string) { fe = append(fe, FieldError{Field: field, Message: msg}) }
 	for _, name := range sortedKeys(r.params) {
@@ -59,10 +59,12 @@ func (r *request) checkParams() error {
 			add(k, bad[k])
 		}
 	}
-	if len(fe) > 0 {
-		return invalid("Some query or path parameters are invalid.", fe...)
-	}
-	return nil
+	return fe
+}
+
+// paramProblem is the invalid_request naming bad query or path parameters.
+func paramProblem(fe []FieldError) *Problem {
+	return invalid("Some query parameters are invalid.", fe...)
 }
 
 // badText says what is wrong with a text input PostgreSQL could not store
@@ -78,8 +80,10 @@ func badText(s string) string {
 }
 
 // query checks the query string holds only the allowed names, each once.
+// Problems Server.serve found (checkParams) come first in its report.
 func (r *request) query(allowed ...string) *queryParams {
-	q := &queryParams{}
+	q := &queryParams{fe: slices.Clone(r.paramErrs)}
+	r.paramsRead = true
 	seen := map[string]int{}
 	values := map[string]string{}
 	r.ctx.QueryArgs().VisitAll(func(k, v []byte) {
@@ -98,7 +102,11 @@ func (r *request) query(allowed ...string) *queryParams {
 	return q
 }
 
+// add notes a problem with field; the first noted for a field stands.
 func (q *queryParams) add(field, msg string) {
+	if slices.ContainsFunc(q.fe, func(fe FieldError) bool { return fe.Field == field }) {
+		return
+	}
 	q.fe = append(q.fe, FieldError{Field: field, Message: msg})
 }
 

@@ -226,6 +226,10 @@ type request struct {
 	resourceType, resourceID string
 	// problemCode is the error code answered, for the audit record.
 	problemCode string
+	// paramErrs are bad parameters Server.serve found; query reports them
+	// and sets paramsRead.
+	paramErrs  []FieldError
+	paramsRead bool
 }
 
 // Handle is the fasthttp handler.
@@ -274,10 +278,25 @@ func (s *Server) serve(r *request) error {
 			return err
 		}
 	}
-	// After authentication, as the read routes always checked parameters,
-	// and before any handler can write or charge.
-	if err := r.checkParams(); err != nil {
-		return err
+	// Parameters are checked after authentication, as the read routes always
+	// did, and before any handler can write or charge. A read that declares
+	// query parameters runs its handler so that one answer names every bad
+	// parameter, the handler's findings included; if the handler does not
+	// refuse them, the refusal stands anyway.
+	if fe := r.checkParams(); len(fe) > 0 {
+		safe := r.op.Method == "GET" || r.op.Method == "HEAD"
+		if !safe || len(r.op.Query) == 0 || rt.handler == nil {
+			return paramProblem(fe)
+		}
+		r.paramErrs = fe
+		err := rt.handler(s, r)
+		var p *Problem
+		if r.paramsRead && errors.As(err, &p) && p.Code == "invalid_request" {
+			return err
+		}
+		r.ctx.Response.Reset()
+		r.ctx.Response.Header.Set("X-Request-Id", r.id)
+		return paramProblem(fe)
 	}
 	if rt.handler == nil {
 		return newProblem("feature_disabled", "The operation %s is not available on this server yet.", rt.op.ID)

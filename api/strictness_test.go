@@ -126,6 +126,28 @@ func TestEveryOperationRefusesUndeclaredQueryParameters(t *testing.T) {
 	}
 }
 
+// TestReadsNameEveryBadParameter: a read still names the bad parameters its
+// handler finds together with those refused for every operation; and a read
+// handler that never looks at its parameters cannot accept undeclared ones.
+func TestReadsNameEveryBadParameter(t *testing.T) {
+	t.Parallel()
+	h := setup(t, api.InstallForgetfulRead)
+	k := h.key(h.account(0), nil, "usage:read", "sites:read")
+	m := h.do("GET", "/activity?limit=0&operation=a%00b&colour=red&outcome=x&outcome=y", k.Secret, nil).problem(t, "invalid_request", 400)
+	got := fieldsNamed(t, m)
+	for _, f := range []string{"limit", "operation", "colour", "outcome"} {
+		if !slices.Contains(got, f) {
+			t.Errorf("field_errors %v do not name %q", got, f)
+		}
+	}
+	if r := h.do("GET", "/sites", k.Secret, nil); r.status != 200 {
+		t.Fatalf("forgetful read: %d %s", r.status, r.body)
+	}
+	refused(t, h.do("GET", "/sites?colour=red", k.Secret, nil), "invalid_request", "colour")
+	refused(t, h.do("GET", "/sites?limit=1&limit=2", k.Secret, nil), "invalid_request", "limit")
+	refused(t, h.do("GET", "/sites?search=%00", k.Secret, nil), "invalid_request", "search")
+}
+
 // TestWritesWithUndeclaredQueryParametersChangeNothing: a purchase with
 // ?dry_run=true used to charge; now it and the other writes are refused
 // before anything is written or charged, and the same Idempotency-Key then
