@@ -5,9 +5,11 @@ ADDR     ?= 127.0.0.1:8080
 DATA_DIR ?= ./var
 # Packages whose goroutines share memory run again under the race detector.
 RACE_PKGS := ./api/... ./clock/... ./ledger/... ./engine/... ./jobs/...
+# Each Go fuzz target runs this long in `make fuzz` (and so in `make test`).
+FUZZTIME ?= 3s
 
 .DEFAULT_GOAL := help
-.PHONY: help run build test lint bench tools
+.PHONY: help run build test lint bench tools fuzz
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -25,6 +27,15 @@ tools: ## install what the tests need (versitygw S3 server; PostGIS and GDAL for
 test: tools lint ## the whole suite: vet, gofmt, every test, race detector on shared-memory packages
 	$(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
+	$(MAKE) --no-print-directory fuzz
+
+fuzz: ## run every Go fuzz target (func Fuzz* in a _test.go file) for FUZZTIME each (Go fuzzes one target per run)
+	@grep -r --include='*_test.go' --exclude-dir=.git --exclude-dir=var -o '^func Fuzz[A-Za-z0-9_]*' . | sort | \
+	  while IFS=: read -r file fn; do \
+	    name=$${fn#func }; pkg=$$(dirname "$$file"); \
+	    echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
+	    out=$$($(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$pkg" 2>&1) || { echo "$$out"; exit 1; }; \
+	  done
 
 lint: ## go vet and a gofmt check
 	$(GO) vet ./...
