@@ -208,7 +208,7 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		p = newProblem("payload_too_large", "The request body exceeds the 1 MiB limit.")
 	case errors.As(err, &ne) && ne.Timeout():
-		p = newProblem("invalid_request", "The request did not arrive in time; a body must arrive within %s of its headers and match its Content-Length.", s.cfg.BodyReadTimeout)
+		p = newProblem("invalid_request", "The request did not arrive in time: send the headers promptly, then exactly Content-Length bytes of body within %s of them.", s.cfg.BodyReadTimeout)
 	}
 	s.writeProblem(ctx, rid, p)
 	ctx.SetConnectionClose()
