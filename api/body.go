@@ -9,6 +9,7 @@ import (
 	"mime"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -120,6 +121,47 @@ func sortedKeys[V any](m map[string]V) []string {
 // maxJSONDepth bounds nesting as encoding/json does when decoding.
 const maxJSONDepth = 10000
 
+// jsonFrame is one open object or array of scanJSON.
+type jsonFrame struct {
+	object  bool
+	keys    map[string]string // case-folded key -> key as written
+	key     string            // object: the latest key read
+	haveKey bool              // object: key's value comes next
+	index   int               // array: index of the next element
+}
+
+// jsonPath names the position the innermost frame points at, e.g.
+// site.geometry.coordinates[0]; "body" for the root. Built only when a
+// problem is reported, so scanning stays linear in the body's size.
+func jsonPath(stack []*jsonFrame) string {
+	var b strings.Builder
+	for i, f := range stack {
+		switch {
+		case f.object && i > 0:
+			b.WriteByte('.')
+			fallthrough
+		case f.object:
+			b.WriteString(printableKey(f.key))
+		default:
+			if i == 0 {
+				b.WriteString("body")
+			}
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(f.index))
+			b.WriteByte(']')
+		}
+	}
+	if b.Len() == 0 {
+		return "body"
+	}
+	return b.String()
+}
+
+// printableKey keeps a key readable and valid text inside a field error.
+func printableKey(k string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(k, "\uFFFD"), "\x00", `\u0000`)
+}
+
 // scanJSON reads body token by token, once (linear time), and refuses what
 // encoding/json would silently accept: invalid UTF-8 inside a string (it
 // becomes U+FFFD) and a repeated key in an object (the last one wins), both
@@ -128,39 +170,19 @@ const maxJSONDepth = 10000
 // JSON path (site.geometry.coordinates[0]). It returns the top-level keys in
 // order of appearance, or nil when the body is not an object.
 func scanJSON(body []byte) ([]string, error) {
-	// frame is one open object or array; path is the container's own path.
-	type frame struct {
-		path    string
-		object  bool
-		keys    map[string]string // case-folded key -> key as written
-		key     string            // object: the key whose value comes next ("" before it is read)
-		haveKey bool
-		index   int // array: index of the next element
-	}
 	var (
-		stack    []*frame
+		stack    []*jsonFrame
 		top      []string
 		rootObj  bool
 		badJSON  []FieldError
 		badInput []FieldError
 	)
-	note := func(list *[]FieldError, field, msg string) {
+	note := func(list *[]FieldError, msg string) {
 		if len(*list) < maxFieldErrors {
-			*list = append(*list, FieldError{Field: field, Message: msg})
+			*list = append(*list, FieldError{Field: jsonPath(stack), Message: msg})
 		}
 	}
-	// valuePath is the path of the value about to be read.
-	valuePath := func() string {
-		if len(stack) == 0 {
-			return "body"
-		}
-		f := stack[len(stack)-1]
-		if f.object {
-			return joinPath(f.path, f.key)
-		}
-		return fmt.Sprintf("%s[%d]", f.path, f.index)
-	}
-	// consumed marks the value at the top frame as read.
+	// consumed marks the value at the innermost frame as read.
 	consumed := func() {
 		if len(stack) == 0 {
 			return
@@ -186,21 +208,21 @@ func scanJSON(body []byte) ([]string, error) {
 		start := dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
-			field := valuePath()
-			if f := stack[max(len(stack)-1, 0):]; len(f) == 1 && f[0].object && !f[0].haveKey {
-				field = f[0].path // between members: name the object
+			at := stack
+			if n := len(stack); n > 0 && stack[n-1].object && !stack[n-1].haveKey {
+				at = stack[:n-1] // between members: name the object
 			}
 			var se *json.SyntaxError
 			if errors.As(err, &se) {
 				return nil, &Problem{Code: "invalid_json", Detail: fmt.Sprintf("The body is not valid JSON (at byte %d).", se.Offset),
-					FieldErrors: []FieldError{{Field: field, Message: "not valid JSON here"}}}
+					FieldErrors: []FieldError{{Field: jsonPath(at), Message: "not valid JSON here"}}}
 			}
 			// io.EOF or io.ErrUnexpectedEOF: the body ends inside a value.
 			return nil, &Problem{Code: "invalid_json", Detail: "The body is not valid JSON (it ends early).",
-				FieldErrors: []FieldError{{Field: field, Message: "incomplete"}}}
+				FieldErrors: []FieldError{{Field: jsonPath(at), Message: "incomplete"}}}
 		}
 		raw := body[start:dec.InputOffset()]
-		var f *frame
+		var f *jsonFrame
 		if len(stack) > 0 {
 			f = stack[len(stack)-1]
 		}
@@ -211,10 +233,8 @@ func scanJSON(body []byte) ([]string, error) {
 				if len(stack) == maxJSONDepth {
 					return nil, newProblem("invalid_json", "The body nests deeper than %d levels.", maxJSONDepth)
 				}
-				if len(stack) == 0 && t == '{' {
-					rootObj = true
-				}
-				stack = append(stack, &frame{path: valuePath(), object: t == '{'})
+				rootObj = rootObj || len(stack) == 0 && t == '{'
+				stack = append(stack, &jsonFrame{object: t == '{'})
 			case '}', ']':
 				stack = stack[:len(stack)-1]
 				consumed()
@@ -222,13 +242,13 @@ func scanJSON(body []byte) ([]string, error) {
 			continue
 		case string:
 			if f != nil && f.object && !f.haveKey {
-				// An object key.
-				path := joinPath(f.path, t)
+				// An object key; raw holds it (and ASCII separators).
+				f.key, f.haveKey = t, true
 				if !utf8.Valid(raw) {
-					note(&badJSON, path, "key is not valid UTF-8")
+					note(&badJSON, "key is not valid UTF-8")
 				}
 				if strings.IndexByte(t, 0) >= 0 {
-					note(&badInput, path, "key must not contain NUL characters")
+					note(&badInput, "key must not contain NUL characters")
 				}
 				// encoding/json matches struct fields case-insensitively, so
 				// keys equal but for case are duplicates too.
@@ -239,23 +259,22 @@ func scanJSON(body []byte) ([]string, error) {
 				if prev, dup := f.keys[folded]; dup {
 					msg := "duplicate key"
 					if prev != t {
-						msg = "duplicate key (differs only in letter case from " + joinPath("", prev) + ")"
+						msg = "duplicate key (differs only in letter case from " + strconv.Quote(printableKey(prev)) + ")"
 					}
-					note(&badJSON, path, msg)
+					note(&badJSON, msg)
 				} else {
 					f.keys[folded] = t
 				}
-				f.key, f.haveKey = t, true
 				if len(stack) == 1 {
 					top = append(top, t)
 				}
 				continue
 			}
 			if !utf8.Valid(raw) {
-				note(&badJSON, valuePath(), "must be valid UTF-8")
+				note(&badJSON, "must be valid UTF-8")
 			}
 			if strings.IndexByte(t, 0) >= 0 {
-				note(&badInput, valuePath(), "must not contain NUL characters")
+				note(&badInput, "must not contain NUL characters")
 			}
 		}
 		consumed()
@@ -275,28 +294,36 @@ func scanJSON(body []byte) ([]string, error) {
 	return top, nil
 }
 
-// joinPath appends an object key to a JSON path, printing the key so that a
-// field error stays readable and valid text.
-func joinPath(parent, key string) string {
-	key = strings.ToValidUTF8(key, "\uFFFD")
-	key = strings.ReplaceAll(key, "\x00", "\\u0000")
-	if parent == "body" || parent == "" {
-		return key
-	}
-	return parent + "." + key
-}
-
 // foldKey maps a key to a representative of its case-folding class, so that
-// foldKey(a) == foldKey(b) exactly when strings.EqualFold(a, b).
+// foldKey(a) == foldKey(b) exactly when strings.EqualFold(a, b). ASCII
+// letters fold to lower case, so the usual keys are their own
+// representative and cost no allocation.
 func foldKey(s string) string {
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		plain = s[i] < utf8.RuneSelf && (s[i] < 'A' || s[i] > 'Z')
+	}
+	if plain {
+		return s
+	}
 	var b strings.Builder
 	b.Grow(len(s))
 	for _, r := range s {
-		m := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			m = min(m, f)
-		}
-		b.WriteRune(m)
+		b.WriteRune(foldRune(r))
 	}
 	return b.String()
+}
+
+// foldRune picks one rune of r's case-folding orbit: its ASCII lower-case
+// letter when it has one (K, k and the Kelvin sign all give k), else the
+// smallest.
+func foldRune(r rune) rune {
+	m := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		m = min(m, f)
+	}
+	if m < utf8.RuneSelf {
+		return unicode.ToLower(m)
+	}
+	return m
 }

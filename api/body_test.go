@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -90,5 +91,49 @@ func TestScanJSONDepth(t *testing.T) {
 	var p *Problem
 	if !errors.As(err, &p) || p.Code != "invalid_json" {
 		t.Fatalf("deep nesting: %v", err)
+	}
+}
+
+// BenchmarkDecodeBody: a 10,000-vertex site and a maximally nested body,
+// both near the 1 MiB limit; scanning stays linear.
+func BenchmarkDecodeBody(b *testing.B) {
+	var coords strings.Builder
+	for i := range 10000 {
+		if i > 0 {
+			coords.WriteByte(',')
+		}
+		fmt.Fprintf(&coords, "[151.%06d,-33.%06d]", i, i)
+	}
+	bodies := map[string][]byte{
+		"vertices": []byte(`{"site":{"kind":"geometry","geometry":{"type":"Polygon","coordinates":[[` + coords.String() + `]]}}}`),
+		"nested":   []byte(`{"site":` + strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth) + `}`),
+		"keys":     []byte(`{"site":{` + strings.Repeat(`"k":1,`, 100000) + `"k":1}}`),
+	}
+	for name, body := range bodies {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var d struct {
+					Site json.RawMessage `json:"site"`
+				}
+				_ = decodeBody("application/json", body, &d)
+			}
+		})
+	}
+}
+
+// TestFoldKey: keys fold together exactly when strings.EqualFold says so.
+func TestFoldKey(t *testing.T) {
+	keys := []string{"name", "Name", "NAME", "kelvin", "\u212Aelvin", "Kelvin", "ſite", "site", "SITE", "straße", "STRASSE", "Σίσυφος", "σίσυφος", "ς", "σ", "Σ", "", "a\x00", "A\x00", "\uFFFD"}
+	for _, a := range keys {
+		for _, b := range keys {
+			if got, want := foldKey(a) == foldKey(b), strings.EqualFold(a, b); got != want {
+				t.Errorf("%q %q: folded equal %v, EqualFold %v", a, b, got, want)
+			}
+		}
+	}
+	if k := "site_id"; foldKey(k) != k {
+		t.Errorf("foldKey(%q) = %q", k, foldKey(k))
 	}
 }
