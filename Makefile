@@ -34,7 +34,7 @@ fuzz: ## run every Go fuzz target (func Fuzz* in a _test.go file) for FUZZTIME e
 	  while IFS=: read -r file fn; do \
 	    name=$${fn#func }; pkg=$$(dirname "$$file"); \
 	    echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
-	    out=$$($(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$pkg" 2>&1) || { echo "$$out"; exit 1; }; \
+	    out=$$($(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$pkg" </dev/null 2>&1) || { echo "$$out"; echo "fuzz $$pkg $$name failed" >&2; exit 1; }; \
 	  done
 
 lint: ## go vet and a gofmt check
