@@ -64,7 +64,7 @@ func (r *request) checkParams() []FieldError {
 
 // paramProblem is the invalid_request naming bad query or path parameters.
 func paramProblem(fe []FieldError) *Problem {
-	return invalid("Some query parameters are invalid.", fe...)
+	return invalid("Some query or path parameters are invalid.", fe...)
 }
 
 // badText says what is wrong with a text input PostgreSQL could not store
