@@ -5,6 +5,8 @@ ADDR     ?= 127.0.0.1:8080
 DATA_DIR ?= ./var
 # Packages whose goroutines share memory run again under the race detector.
 RACE_PKGS := ./api/... ./clock/... ./ledger/... ./engine/... ./jobs/...
+# Each Go fuzz target runs this long in `make fuzz` (and so in `make test`).
+FUZZTIME ?= 3s
 
 .DEFAULT_GOAL := help
 .PHONY: help run build test lint bench tools fuzz

@@ -2,9 +2,12 @@ package api
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -14,7 +17,9 @@ import (
 // FuzzDecodeBody: any bytes give either a decoded value or a Problem of the
 // body family, never a panic or another error.
 func FuzzDecodeBody(f *testing.F) {
-	for _, s := range []string{`{"name":"a","n":1}`, `{"name":`, `[]`, `null`, `{"n":1.5}`, `{"x":1}`, "\xff", `{"name":"a"} trailing`, ``} {
+	for _, s := range []string{`{"name":"a","n":1}`, `{"name":`, `[]`, `null`, `{"n":1.5}`, `{"x":1}`, "\xff", `{"name":"a"} trailing`, ``,
+		`{"name":"a","name":"b"}`, `{"list":[{"k":1,"k":2}]}`, `{"Name":"a","name":"b"}`, `{"name":"a\u0000"}`, "{\"name\":\"a\x00\"}",
+		"{\"name\":\"\xc3\x28\"}", "{\"list\":[\"\xed\xa0\x80\"]}", `{"name":"\ud800"}`, `{"list":[[[[[]]]]]}`, `{"n":1} {"n":2}`} {
 		f.Add([]byte(s), "application/json")
 	}
 	f.Add([]byte(`{}`), "text/plain")
@@ -27,6 +32,15 @@ func FuzzDecodeBody(f *testing.F) {
 		}
 		err := decodeBody(ctype, body, &dst)
 		if err == nil {
+			// Accepted: one well-formed UTF-8 JSON value whose text holds no NUL.
+			if !utf8.Valid(body) || !json.Valid(body) {
+				t.Fatalf("accepted %q", body)
+			}
+			for _, s := range append([]string{dst.Name}, dst.List...) {
+				if strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) {
+					t.Fatalf("accepted text %q from %q", s, body)
+				}
+			}
 			return
 		}
 		var p *Problem

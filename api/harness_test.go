@@ -89,7 +89,7 @@ type response struct {
 }
 
 // json decodes the body into a generic map.
-func (r response) json(t *testing.T) map[string]any {
+func (r response) json(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(r.body, &m); err != nil {
@@ -99,7 +99,7 @@ func (r response) json(t *testing.T) map[string]any {
 }
 
 // problem asserts a Problem with the code and returns it.
-func (r response) problem(t *testing.T, code string, status int) map[string]any {
+func (r response) problem(t testing.TB, code string, status int) map[string]any {
 	t.Helper()
 	if r.status != status {
 		t.Fatalf("status %d, want %d: %s", r.status, status, r.body)

@@ -19,9 +19,71 @@ type queryParams struct {
 	fe  []FieldError
 }
 
+// checkParams finds, for every operation alike, query parameters the OpenAPI
+// document does not declare for it, a declared non-array parameter given more
+// than once, and path or query values that are not valid UTF-8 or hold NUL
+// (PostgreSQL text cannot store NUL; such input is the client's error, never
+// an outage). Server.serve refuses them before the handler runs, or for a
+// read lets the handler's query report them together with its own findings.
+func (r *request) checkParams() []FieldError {
+	var fe []FieldError
+	add := func(field, msg string) { fe = append(fe, FieldError{Field: field, Message: msg}) }
+	for _, name := range sortedKeys(r.params) {
+		if msg := badText(r.params[name]); msg != "" {
+			add(name, msg)
+		}
+	}
+	declared := map[string]bool{} // name -> array
+	for _, p := range r.op.Query {
+		declared[p.Name] = p.Array
+	}
+	seen := map[string]int{}
+	var bad map[string]string
+	r.ctx.QueryArgs().VisitAll(func(k, v []byte) {
+		seen[string(k)]++
+		if msg := badText(string(v)); msg != "" {
+			if bad == nil {
+				bad = map[string]string{}
+			}
+			bad[string(k)] = msg
+		}
+	})
+	for _, k := range sortedKeys(seen) {
+		array, ok := declared[k]
+		switch {
+		case !ok:
+			add(k, "unknown query parameter")
+		case seen[k] > 1 && !array:
+			add(k, "must be given at most once")
+		case bad[k] != "":
+			add(k, bad[k])
+		}
+	}
+	return fe
+}
+
+// paramProblem is the invalid_request naming bad query or path parameters.
+func paramProblem(fe []FieldError) *Problem {
+	return invalid("Some query or path parameters are invalid.", fe...)
+}
+
+// badText says what is wrong with a text input PostgreSQL could not store
+// as given, or "" when it is fine.
+func badText(s string) string {
+	switch {
+	case !utf8.ValidString(s):
+		return "must be valid UTF-8"
+	case strings.IndexByte(s, 0) >= 0:
+		return "must not contain NUL characters"
+	}
+	return ""
+}
+
 // query checks the query string holds only the allowed names, each once.
+// Problems Server.serve found (checkParams) come first in its report.
 func (r *request) query(allowed ...string) *queryParams {
-	q := &queryParams{}
+	q := &queryParams{fe: slices.Clone(r.paramErrs)}
+	r.paramsRead = true
 	seen := map[string]int{}
 	values := map[string]string{}
 	r.ctx.QueryArgs().VisitAll(func(k, v []byte) {
@@ -40,7 +102,11 @@ func (r *request) query(allowed ...string) *queryParams {
 	return q
 }
 
+// add notes a problem with field; the first noted for a field stands.
 func (q *queryParams) add(field, msg string) {
+	if slices.ContainsFunc(q.fe, func(fe FieldError) bool { return fe.Field == field }) {
+		return
+	}
 	q.fe = append(q.fe, FieldError{Field: field, Message: msg})
 }
 

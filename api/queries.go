@@ -119,18 +119,27 @@ type createQueryRequest struct {
 	IncludeGeometry *bool           `json:"include_geometry"`
 }
 
+// preferWait reads the Prefer header (nil: absent) as the initial wait in
+// seconds, 0 to 3.
+func preferWait(h []byte) (int, error) {
+	if h == nil {
+		return 0, nil
+	}
+	m := preferWaitRE.FindSubmatch(h)
+	if m == nil {
+		return 0, invalid("The Prefer header must be wait=0 to wait=3.", FieldError{Field: "Prefer", Message: "must match ^wait=[0-3]$"})
+	}
+	return int(m[1][0] - '0'), nil
+}
+
 func (s *Server) createQuery(r *request) error {
 	var req createQueryRequest
 	if err := decodeBody(string(r.ctx.Request.Header.ContentType()), r.ctx.Request.Body(), &req); err != nil {
 		return err
 	}
-	wait := 0
-	if p := r.ctx.Request.Header.Peek("Prefer"); p != nil {
-		m := preferWaitRE.FindSubmatch(p)
-		if m == nil {
-			return invalid("The Prefer header must be wait=0 to wait=3.", FieldError{Field: "Prefer", Message: "must match ^wait=[0-3]$"})
-		}
-		wait, _ = strconv.Atoi(string(m[1]))
+	wait, err := preferWait(r.ctx.Request.Header.Peek("Prefer"))
+	if err != nil {
+		return err
 	}
 	sel, err := decodeSelector(req.Site, "site", false)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"runtime"
 	"strings"
 	"time"
@@ -49,6 +50,11 @@ type Config struct {
 	Engine *engine.Engine
 	// MapRenders bounds concurrent map renders; default GOMAXPROCS.
 	MapRenders int
+	// BodyReadTimeout bounds how long the body may take to arrive once the
+	// headers are in; default 5 s (1 MiB at 200 KiB/s). A request whose
+	// Content-Length exceeds what the client sends is answered 400 when it
+	// passes, instead of holding the connection for the whole ReadTimeout.
+	BodyReadTimeout time.Duration
 }
 
 // QueryRunner is the part of the job runner the API needs (jobs.Runner).
@@ -74,6 +80,12 @@ func (c *Config) fill() error {
 	}
 	if c.MapRenders == 0 {
 		c.MapRenders = runtime.GOMAXPROCS(0)
+	}
+	if c.BodyReadTimeout == 0 {
+		c.BodyReadTimeout = 5 * time.Second
+	}
+	if c.BodyReadTimeout < 0 {
+		return errors.New("api: Config.BodyReadTimeout must not be negative")
 	}
 	if len(c.Secret) < 32 {
 		return errors.New("api: Config.Secret must be at least 32 bytes")
@@ -177,10 +189,15 @@ const MaxRequestBody = 1 << 20
 // from Content-Length alone, before reading them.
 func (s *Server) HTTPServer() *fasthttp.Server {
 	return &fasthttp.Server{
-		Handler:               s.Handle,
-		Name:                  "siteenv",
-		MaxRequestBodySize:    MaxRequestBody,
-		ReadTimeout:           30 * time.Second,
+		Handler:            s.Handle,
+		Name:               "siteenv",
+		MaxRequestBodySize: MaxRequestBody,
+		// ReadTimeout covers the request line and headers; the body then
+		// gets BodyReadTimeout from when the headers are in.
+		ReadTimeout: 30 * time.Second,
+		HeaderReceived: func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+			return fasthttp.RequestConfig{ReadTimeout: s.cfg.BodyReadTimeout}
+		},
 		WriteTimeout:          60 * time.Second,
 		IdleTimeout:           2 * time.Minute,
 		NoDefaultServerHeader: true,
@@ -197,8 +214,12 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 	rid := uuid.NewString()
 	ctx.Response.Header.Set("X-Request-Id", rid)
 	p := &Problem{Code: "invalid_request", Detail: "The HTTP request could not be parsed."}
-	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+	var ne net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		p = newProblem("payload_too_large", "The request body exceeds the 1 MiB limit.")
+	case errors.As(err, &ne) && ne.Timeout():
+		p = newProblem("invalid_request", "The request did not arrive in time: send the headers promptly, then exactly Content-Length bytes of body within %s of them.", s.cfg.BodyReadTimeout)
 	}
 	s.writeProblem(ctx, rid, p)
 	ctx.SetConnectionClose()
@@ -216,6 +237,10 @@ type request struct {
 	resourceType, resourceID string
 	// problemCode is the error code answered, for the audit record.
 	problemCode string
+	// paramErrs are bad parameters Server.serve found; query reports them
+	// and sets paramsRead.
+	paramErrs  []FieldError
+	paramsRead bool
 }
 
 // Handle is the fasthttp handler.
@@ -263,6 +288,26 @@ func (s *Server) serve(r *request) error {
 		if err := s.limitReads(r); err != nil {
 			return err
 		}
+	}
+	// Parameters are checked after authentication, as the read routes always
+	// did, and before any handler can write or charge. A read that declares
+	// query parameters runs its handler so that one answer names every bad
+	// parameter, the handler's findings included; if the handler does not
+	// refuse them, the refusal stands anyway.
+	if fe := r.checkParams(); len(fe) > 0 {
+		safe := r.op.Method == "GET" || r.op.Method == "HEAD"
+		if !safe || len(r.op.Query) == 0 || rt.handler == nil {
+			return paramProblem(fe)
+		}
+		r.paramErrs = fe
+		err := rt.handler(s, r)
+		var p *Problem
+		if r.paramsRead && errors.As(err, &p) && p.Code == "invalid_request" {
+			return err
+		}
+		r.ctx.Response.Reset()
+		r.ctx.Response.Header.Set("X-Request-Id", r.id)
+		return paramProblem(fe)
 	}
 	if rt.handler == nil {
 		return newProblem("feature_disabled", "The operation %s is not available on this server yet.", rt.op.ID)

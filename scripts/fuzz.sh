@@ -13,6 +13,6 @@ for file in $targets; do
 	pkg="./$(dirname "${file#./}")"
 	for name in $(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$file"); do
 		echo "fuzz $pkg $name ($FUZZTIME)"
-		$GO test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg"
+		$GO test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg" </dev/null || { echo "fuzz $pkg $name failed" >&2; exit 1; }
 	done
 done
