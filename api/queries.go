@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"siteenv/engine"
 	"siteenv/ledger"
 	"siteenv/tiles"
 )
@@ -163,9 +164,9 @@ func (s *Server) createQuery(r *request) error {
 		seen[id] = true
 	}
 	if req.RadiusM == nil {
-		fe = append(fe, FieldError{Field: "radius_m", Message: "required: 0 to 10000 metres"})
-	} else if *req.RadiusM < 0 || *req.RadiusM > 10_000 {
-		fe = append(fe, FieldError{Field: "radius_m", Message: "must be 0 to 10000 metres"})
+		fe = append(fe, FieldError{Field: "radius_m", Message: fmt.Sprintf("required: 0 to %d metres", engine.MaxRadiusM)})
+	} else if *req.RadiusM < 0 || *req.RadiusM > engine.MaxRadiusM {
+		fe = append(fe, FieldError{Field: "radius_m", Message: fmt.Sprintf("must be 0 to %d metres", engine.MaxRadiusM)})
 	}
 	pageSize := 100
 	if req.PageSize != nil {

@@ -84,8 +84,15 @@ func (c *Config) fill() error {
 	if c.BodyReadTimeout == 0 {
 		c.BodyReadTimeout = 5 * time.Second
 	}
-	if c.BodyReadTimeout < 0 {
+	switch {
+	case c.BodyReadTimeout < 0:
 		return errors.New("api: Config.BodyReadTimeout must not be negative")
+	case c.CursorTTL < 0:
+		return errors.New("api: Config.CursorTTL must not be negative")
+	case c.IdempotencyWait < 0:
+		return errors.New("api: Config.IdempotencyWait must not be negative")
+	case c.MapRenders < 0:
+		return errors.New("api: Config.MapRenders must not be negative")
 	}
 	if len(c.Secret) < 32 {
 		return errors.New("api: Config.Secret must be at least 32 bytes")

@@ -55,7 +55,7 @@ func (s *Server) getUsage(r *request) error {
 			Queued:                   qu.Queued,
 			QueuedLimit:              Limits["max_queued_queries"],
 			Running:                  qu.Running,
-			RunningLimit:             Limits["max_running_queries"],
+			RunningLimit:             s.limits()["max_running_queries"],
 			NextResultExpiry:         utc(qu.NextResultExpiry),
 		},
 	})
