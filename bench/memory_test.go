@@ -12,7 +12,6 @@ func TestBoundHeap(t *testing.T) {
 	if total < 1<<30 {
 		t.Fatalf("memTotal %d: /proc/meminfo not read", total)
 	}
-	t.Setenv("GOMEMLIMIT", "")
 	before := debug.SetMemoryLimit(-1)
 	limit, restore := boundHeap(2_000_000, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if total >= 8<<30 && (limit <= 0 || limit >= total || debug.SetMemoryLimit(-1) != limit) {
@@ -22,9 +21,14 @@ func TestBoundHeap(t *testing.T) {
 	if got := debug.SetMemoryLimit(-1); got != before {
 		t.Fatalf("limit not restored: %d, was %d", got, before)
 	}
-	t.Setenv("GOMEMLIMIT", "1GiB")
+	// A limit the caller set (GOMEMLIMIT, read by the runtime at start) wins.
+	debug.SetMemoryLimit(1 << 30)
+	defer debug.SetMemoryLimit(before)
 	if limit, _ := boundHeap(2_000_000, slog.New(slog.NewTextHandler(io.Discard, nil))); limit != 0 {
-		t.Fatalf("GOMEMLIMIT from the environment was overridden: %d", limit)
+		t.Fatalf("the caller's memory limit was overridden: %d", limit)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 1<<30 {
+		t.Fatalf("the caller's limit changed to %d", got)
 	}
 }
 
