@@ -18,6 +18,8 @@ require (
 	golang.org/x/term v0.46.0
 )
 
+require codeberg.org/go-pdf/fpdf v0.12.0
+
 require (
 	github.com/andybalholm/brotli v1.2.3 // indirect
 	github.com/apache/thrift v0.24.0 // indirect

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the tools the test suite needs that `go test` cannot fetch by itself:
 #   versitygw  - a real S3 server, used by the tiles S3 store tests (127.0.0.1 only).
+#   pdftotext  - poppler-utils, reads the report PDFs back as a reader would.
 # Idempotent: a tool that is already installed is left alone.
 set -euo pipefail
 
@@ -16,4 +17,15 @@ if [ -x "$gobin/versitygw" ]; then
 else
 	echo "versitygw: installing $VERSITYGW_VERSION into $gobin"
 	go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+fi
+
+if command -v pdftotext >/dev/null 2>&1; then
+	echo "pdftotext: already installed"
+elif command -v apt-get >/dev/null 2>&1; then
+	echo "pdftotext: installing poppler-utils"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq poppler-utils >/dev/null 2>&1 ||
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq poppler-utils; }
+else
+	echo "pdftotext (poppler-utils) is required by the report tests" >&2
+	exit 1
 fi

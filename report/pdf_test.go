@@ -1,0 +1,188 @@
+package report
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func ptrInt(n int) *int { return &n }
+
+// sampleReport is a two-section report whose layers end every way a layer
+// can: records found, no records, not covered, source unavailable.
+func sampleReport() Report {
+	cover := pointSiteMap()
+	flood := borderMap()
+	src := func(p, a string) []ReportSource {
+		return []ReportSource{{Provider: p, Licence: "CC-BY-4.0", Attribution: a, URL: "https://example.gov.au/" + strings.ToLower(strings.ReplaceAll(p, " ", "-")),
+			Published: "2024-03-01", Effective: "2024-02-15", Retrieved: "2024-03-05T00:00:00Z"}}
+	}
+	return Report{
+		ReportID: "0190c6d4-6f1e-7b8a-9c3d-4e5f60718293", RevisionID: "0190c6d4-7000-7b8a-9c3d-4e5f60718294", Revision: 2,
+		ReceiptID: "0190c6d4-7100-7b8a-9c3d-4e5f60718295", Created: time.Date(2026, 11, 23, 4, 5, 6, 0, time.UTC),
+		Site:  ReportSite{Name: "12 Smith Street, Parramatta", Reference: "DEAL-42", AreaM2: 612.5, Jurisdiction: "NSW"},
+		Cover: cover,
+		Sections: []ReportSection{
+			{Key: "contamination", Name: "Contamination", Map: cover, Layers: []ReportLayer{
+				{ID: "nsw-epa-contaminated-land", Name: "NSW contaminated land notified to the EPA", ReleaseID: "r_aaaa", SchemaVersion: "2024-03",
+					RadiusM: 2000, Status: "data_present", Coverage: "complete", Count: ptrInt(2),
+					Nearest: []NearFeature{
+						{ID: "NSWEPA-00000017", DistanceM: 0, BearingDeg: math.NaN(), Fields: []Field{{"site_name", "Former service station"}, {"status", "Regulated"}}},
+						{ID: "NSWEPA-00000042", DistanceM: 412.3, BearingDeg: 47, Fields: []Field{{"site_name", "Dry cleaner"}}},
+					},
+					Sources: src("NSW Environment Protection Authority", "© State of New South Wales (EPA) 2024")},
+				{ID: "vic-epa-priority-sites", Name: "Victoria EPA Priority Sites Register", ReleaseID: "r_bbbb", SchemaVersion: "2023-11",
+					RadiusM: 2000, Status: "no_data", Reason: "outside_coverage", Coverage: "none", Count: ptrInt(0),
+					Sources: src("EPA Victoria", "© State of Victoria (EPA Victoria) 2023")},
+			}},
+			{Key: "flood", Name: "Flooding", Map: flood, Layers: []ReportLayer{
+				{ID: "nsw-flood-planning-area", Name: "Flood planning areas", ReleaseID: "r_cccc", SchemaVersion: "2024-01",
+					RadiusM: 1000, Status: "no_data", Reason: "no_matches", Coverage: "complete", Count: ptrInt(0),
+					Sources: src("NSW State Emergency Service", "© NSW SES 2024")},
+				{ID: "bom-flood-warning-gauges", Name: "Flood warning gauges", ReleaseID: "r_dddd", SchemaVersion: "2024.1",
+					RadiusM: 10000, Status: "unavailable", Reason: "source_unavailable", Coverage: "unknown",
+					Sources: src("Bureau of Meteorology", "© Commonwealth of Australia (Bureau of Meteorology) 2024")},
+			}},
+		},
+		Changes: []LayerChange{{LayerID: "nsw-epa-contaminated-land", OldRelease: "r_0000", NewRelease: "r_aaaa", Added: []string{"NSWEPA-00000042"}}},
+	}
+}
+
+// pdfText extracts a PDF's text with poppler's pdftotext (installed by
+// scripts/install-test-tools.sh), as a reader of the filed report would.
+func pdfText(t *testing.T, pdf []byte) string {
+	t.Helper()
+	bin, err := exec.LookPath("pdftotext")
+	if err != nil {
+		t.Fatal("pdftotext not found: run make tools (scripts/install-test-tools.sh installs poppler-utils)")
+	}
+	in := filepath.Join(t.TempDir(), "r.pdf")
+	if err := os.WriteFile(in, pdf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "-layout", "-enc", "UTF-8", in, "-").Output()
+	if err != nil {
+		t.Fatalf("pdftotext: %v", err)
+	}
+	return string(out)
+}
+
+func TestPDFStatesEveryLine(t *testing.T) {
+	r := sampleReport()
+	pdf, err := RenderPDF(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := pdfText(t, pdf)
+	flat := strings.Join(strings.Fields(text), " ")
+	want := []string{r.Site.Name, r.ReportID, r.ReceiptID, "DEAL-42", "613 m²", "NSW",
+		"Records found", "No records", "Not covered", "Source unavailable",
+		"NSWEPA-00000042", "412 m", "NE", "on site", "Dry cleaner",
+		"Changes since revision 1", "added NSWEPA-00000042",
+		strings.Join(strings.Fields(Limitations), " ")}
+	for _, s := range r.Sections {
+		want = append(want, s.Name)
+		for _, l := range s.Layers {
+			want = append(want, l.Name, l.ReleaseID)
+			for _, src := range l.Sources {
+				want = append(want, src.Attribution, "Licence: "+src.Licence, src.Provider)
+			}
+		}
+	}
+	for _, w := range want {
+		if !strings.Contains(flat, w) {
+			t.Errorf("the PDF's text lacks %q", w)
+		}
+	}
+	if !bytes.Contains(pdf, []byte("/FontFile2")) {
+		t.Error("fonts are not embedded")
+	}
+}
+
+// Golden text: what a reader extracts, page by page (-update rewrites it).
+func TestPDFGoldenText(t *testing.T) {
+	pdf, err := RenderPDF(sampleReport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := pdfText(t, pdf)
+	golden := filepath.Join("testdata", "report.txt")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./report -run TestPDFGoldenText -update)", err)
+	}
+	if got != string(want) {
+		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+		for i := 0; i < max(len(gl), len(wl)); i++ {
+			var g, w string
+			if i < len(gl) {
+				g = gl[i]
+			}
+			if i < len(wl) {
+				w = wl[i]
+			}
+			if g != w {
+				t.Fatalf("text differs from %s at line %d:\n got: %q\nwant: %q", golden, i+1, g, w)
+			}
+		}
+	}
+}
+
+func TestPDFDeterministic(t *testing.T) {
+	a, err := RenderPDF(sampleReport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := RenderPDF(sampleReport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatal("two renders of the same report differ")
+	}
+	r := sampleReport()
+	r.Created = r.Created.Add(time.Hour)
+	c, _ := RenderPDF(r)
+	if bytes.Equal(a, c) {
+		t.Fatal("the build time does not reach the PDF")
+	}
+}
+
+func TestPDFRefusesIncompleteInput(t *testing.T) {
+	if _, err := RenderPDF(Report{}); err == nil {
+		t.Fatal("a report without id and time was printed")
+	}
+}
+
+func TestDirection(t *testing.T) {
+	for _, tc := range []struct {
+		deg  float64
+		want string
+	}{{0, "N"}, {11, "N"}, {12, "NNE"}, {45, "NE"}, {90, "E"}, {180, "S"}, {270, "W"}, {350, "N"}, {-45, "NW"}, {math.NaN(), "on site"}} {
+		if got := direction(tc.deg); got != tc.want {
+			t.Errorf("direction(%v) = %s, want %s", tc.deg, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkReportPDF prints the sample report (two sections, three maps).
+func BenchmarkReportPDF(b *testing.B) {
+	r := sampleReport()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := RenderPDF(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
