@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"siteenv/api"
 	"siteenv/api/openapi"
 	"siteenv/ledger"
 )
@@ -123,13 +122,22 @@ func TestLimitNamesMatchTheDocument(t *testing.T) {
 		t.Fatal(err)
 	}
 	documented := doc.Components.Schemas.Limits.Properties
-	for name := range api.Limits {
+	// What GET /context reports: the static limits and the engine's and
+	// the runner's, read where they are enforced.
+	h := setup(t)
+	k := h.key(h.account(0), nil, "usage:read")
+	r := h.do("GET", "/context", k.Secret, nil)
+	reported, ok := r.json(t)["limits"].(map[string]any)
+	if r.status != 200 || !ok {
+		t.Fatalf("context: %d %s", r.status, r.body)
+	}
+	for name := range reported {
 		if _, ok := documented[name]; !ok {
 			t.Errorf("limit %s is not in the document", name)
 		}
 	}
 	for name := range documented {
-		if _, ok := api.Limits[name]; !ok {
+		if _, ok := reported[name]; !ok {
 			t.Errorf("documented limit %s is not reported", name)
 		}
 	}
