@@ -3,8 +3,6 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"net"
-	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -12,7 +10,6 @@ import (
 	"time"
 
 	"siteenv/api"
-	"siteenv/api/openapi/openapitest"
 	"siteenv/clock"
 	"siteenv/ledger"
 	"siteenv/ledger/ledgertest"
@@ -28,34 +25,7 @@ func replica(t *testing.T, dsn string, clk *clock.Fake, configure ...func(*api.S
 		t.Fatal(err)
 	}
 	t.Cleanup(led.Close)
-	srv, err := api.New(api.Config{Secret: bytes.Repeat([]byte("s"), 32), Clock: clk, IdempotencyWait: 20 * time.Second}, led)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range configure {
-		c(srv)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := srv.HTTPServer()
-	go hs.Serve(ln) //nolint:errcheck
-	t.Cleanup(func() { _ = hs.Shutdown() })
-	return &harness{
-		t: t, ctx: context.Background(), led: led, clock: clk, srv: srv,
-		base:   "http://" + ln.Addr().String() + api.BasePath,
-		client: &http.Client{Timeout: 30 * time.Second},
-		v:      openapitest.New(t),
-	}
-}
-
-func fieldNames(m map[string]any) []string {
-	var out []string
-	for _, fe := range m["field_errors"].([]any) {
-		out = append(out, fe.(map[string]any)["field"].(string))
-	}
-	return out
+	return setupOn(t, clk, led, nil, configure...)
 }
 
 // TestNULReachingTheDatabaseIsBadInput: text the database refuses (a NUL,
@@ -83,7 +53,7 @@ func TestNULReachingTheDatabaseIsBadInput(t *testing.T) {
 		if r.status != 400 || (m["code"] != "invalid_request" && m["code"] != "invalid_json") || m["retryable"] != false {
 			t.Fatalf("NUL in %s: %d %s", c.field, r.status, r.body)
 		}
-		if f := fieldNames(m); len(f) != 1 || f[0] != c.field {
+		if f := fieldsNamed(m); len(f) != 1 || f[0] != c.field {
 			t.Fatalf("NUL in %s: field errors %v", c.field, f)
 		}
 	}

@@ -39,8 +39,18 @@ type harness struct {
 func setup(t testing.TB, configure ...func(*api.Server)) *harness {
 	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 11, 22, 9, 0, 10, 0, time.UTC))
-	led := ledgertest.New(t, clk)
-	srv, err := api.New(api.Config{Secret: bytes.Repeat([]byte("s"), 32), Clock: clk, IdempotencyWait: 20 * time.Second}, led)
+	return setupOn(t, clk, ledgertest.New(t, clk), nil, configure...)
+}
+
+// setupOn serves a harness over led, with the Config adjusted by edit (nil:
+// the defaults) and the Server by configure.
+func setupOn(t testing.TB, clk *clock.Fake, led *ledger.Ledger, edit func(*api.Config), configure ...func(*api.Server)) *harness {
+	t.Helper()
+	cfg := api.Config{Secret: bytes.Repeat([]byte("s"), 32), Clock: clk, IdempotencyWait: 20 * time.Second}
+	if edit != nil {
+		edit(&cfg)
+	}
+	srv, err := api.New(cfg, led)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +70,15 @@ func setup(t testing.TB, configure ...func(*api.Server)) *harness {
 		client: &http.Client{Timeout: 30 * time.Second},
 		v:      openapitest.New(t),
 	}
+}
+
+// fieldsNamed lists the field of every field error of a Problem.
+func fieldsNamed(m map[string]any) []string {
+	var out []string
+	for _, fe := range m["field_errors"].([]any) {
+		out = append(out, fe.(map[string]any)["field"].(string))
+	}
+	return out
 }
 
 // account creates an account with credits.

@@ -183,12 +183,9 @@ func TestMapImageEmptySection(t *testing.T) {
 
 func wantField(t *testing.T, p map[string]any, field string) {
 	t.Helper()
-	for _, fe := range p["field_errors"].([]any) {
-		if fe.(map[string]any)["field"] == field {
-			return
-		}
+	if !slices.Contains(fieldsNamed(p), field) {
+		t.Fatalf("field_errors do not name %s: %v", field, p)
 	}
-	t.Fatalf("field_errors do not name %s: %v", field, p)
 }
 
 func (h *harness) balance(account uuid.UUID) int64 {

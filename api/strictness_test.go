@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,7 +17,6 @@ import (
 
 	"siteenv/api"
 	"siteenv/api/openapi"
-	"siteenv/api/openapi/openapitest"
 	"siteenv/clock"
 	"siteenv/ledger"
 	"siteenv/ledger/ledgertest"
@@ -28,36 +26,7 @@ import (
 func setupConfig(t *testing.T, configure func(*api.Config)) *harness {
 	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 11, 22, 9, 0, 10, 0, time.UTC))
-	led := ledgertest.New(t, clk)
-	cfg := api.Config{Secret: bytes.Repeat([]byte("s"), 32), Clock: clk, IdempotencyWait: 20 * time.Second}
-	configure(&cfg)
-	srv, err := api.New(cfg, led)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := srv.HTTPServer()
-	go hs.Serve(ln) //nolint:errcheck
-	t.Cleanup(func() { _ = hs.Shutdown() })
-	return &harness{
-		t: t, ctx: t.Context(), led: led, clock: clk, srv: srv,
-		base:   "http://" + ln.Addr().String() + api.BasePath,
-		client: &http.Client{Timeout: 30 * time.Second},
-		v:      openapitest.New(t),
-	}
-}
-
-// fieldsNamed lists the field of every field error of a Problem.
-func fieldsNamed(t *testing.T, m map[string]any) []string {
-	t.Helper()
-	var out []string
-	for _, fe := range m["field_errors"].([]any) {
-		out = append(out, fe.(map[string]any)["field"].(string))
-	}
-	return out
+	return setupOn(t, clk, ledgertest.New(t, clk), configure)
 }
 
 // refused asserts a 400 of code whose field_errors name field.
@@ -65,7 +34,7 @@ func refused(t *testing.T, r response, code, field string) {
 	t.Helper()
 	m := r.problem(t, code, 400)
 	assertProblemShape(t, r)
-	if got := fieldsNamed(t, m); !slices.Contains(got, field) {
+	if got := fieldsNamed(m); !slices.Contains(got, field) {
 		t.Fatalf("field_errors %v do not name %q: %s", got, field, r.body)
 	}
 }
@@ -134,7 +103,7 @@ func TestReadsNameEveryBadParameter(t *testing.T) {
 	h := setup(t, api.InstallForgetfulRead)
 	k := h.key(h.account(0), nil, "usage:read", "sites:read")
 	m := h.do("GET", "/activity?limit=0&operation=a%00b&colour=red&outcome=x&outcome=y", k.Secret, nil).problem(t, "invalid_request", 400)
-	got := fieldsNamed(t, m)
+	got := fieldsNamed(m)
 	for _, f := range []string{"limit", "operation", "colour", "outcome"} {
 		if !slices.Contains(got, f) {
 			t.Errorf("field_errors %v do not name %q", got, f)

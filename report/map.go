@@ -231,16 +231,12 @@ func eachPoint(g orb.Geometry, fn func(orb.Point)) {
 			fn(p)
 		}
 	case orb.LineString:
-		for _, p := range g {
-			fn(p)
-		}
+		eachPoint(orb.MultiPoint(g), fn)
+	case orb.Ring:
+		eachPoint(orb.MultiPoint(g), fn)
 	case orb.MultiLineString:
 		for _, l := range g {
 			eachPoint(l, fn)
-		}
-	case orb.Ring:
-		for _, p := range g {
-			fn(p)
 		}
 	case orb.Polygon:
 		for _, r := range g {
