@@ -361,6 +361,13 @@ func startOwnerProcess(t *testing.T, dir string) *exec.Cmd {
 // directory (PostgreSQL's processes all do) and postmaster.pid is gone.
 func assertNoServer(t *testing.T, c *Cluster) {
 	t.Helper()
+	// Children of a postmaster killed earlier in the test exit when they
+	// notice its death, which on a loaded machine can trail Stop by a
+	// moment: wait for them (bounded), then insist.
+	deadline := time.Now().Add(30 * time.Second)
+	for len(processesIn(c.dataDir)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
 	if pids := processesIn(c.dataDir); len(pids) > 0 {
 		t.Fatalf("PostgreSQL processes %v still run in %s", pids, c.dataDir)
 	}
