@@ -684,7 +684,14 @@ func TestCluster(t *testing.T) {
 		if err := a3.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
-		ans := <-inflight
+		var ans answer
+		select {
+		case ans = <-inflight:
+			// Only on a machine too loaded to poll within the request's 3 s.
+			t.Logf("the POST answered before SIGTERM was sent: not a request in flight")
+		default:
+			ans = <-inflight
+		}
 		if ans.err != nil || ans.r.status != 202 || ans.r.json(t)["query_id"] != id {
 			t.Fatalf("the request in flight at SIGTERM: %v %d %s", ans.err, ans.r.status, ans.r.body)
 		}
