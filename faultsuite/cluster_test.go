@@ -629,6 +629,11 @@ func TestCluster(t *testing.T) {
 		}
 		id := q.json(t)["query_id"].(string)
 		c.waitStatus(t, id, "running", 30*time.Second) // claimed by A2, the only replica
+		// Tiles load lazily, per query: the held S3 read stalls only the
+		// query; A2 serves what needs no tile meanwhile.
+		if r := ca2.do("GET", "/sites/"+site, tn.key, nil); r.status != 200 {
+			t.Fatalf("GET /sites on A2 while its query waits on S3: %d %s", r.status, r.body)
+		}
 		a2.kill9()
 		c.gate.resume()
 		b2 := c.replica(t, timings...)
