@@ -41,6 +41,7 @@ vgw="$(command -v versitygw || true)"; [ -n "$vgw" ] || vgw="$gobin/versitygw"
 if [ -z "$dir" ]; then dir="$(mktemp -d /tmp/siteenv-cluster.XXXXXX)"; fi
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
+[ -z "$(ls -A "$dir")" ] || { echo "cluster.sh: $dir is not empty (--dir wants a new or empty directory)" >&2; exit 2; }
 chmod 755 "$dir" # the postgres user must reach its data directory below it
 
 # PostgreSQL refuses to run as root: run it as the postgres user then.
