@@ -158,7 +158,8 @@ func newTenant(t *testing.T, l *ledger.Ledger, name string, credits int64) tenan
 // env is what a siteenv process of a test sees.
 type env struct {
 	dataDir string
-	dsn     string // "" means the embedded cluster under dataDir
+	dsn     string   // "" means the embedded cluster under dataDir
+	extra   []string // more KEY=value settings (an S3 store, query timings)
 }
 
 func (e env) environ() []string {
@@ -174,7 +175,7 @@ func (e env) environ() []string {
 	if e.dsn != "" {
 		out = append(out, "SITEENV_DATABASE_URL="+e.dsn)
 	}
-	return out
+	return append(out, e.extra...)
 }
 
 // cli runs a siteenv command to completion and decodes its JSON output.

@@ -64,6 +64,9 @@ func checkEnv() error {
 	if _, err := engineMemory(); err != nil {
 		return err
 	}
+	if _, err := queryTimings(); err != nil {
+		return err
+	}
 	if s := os.Getenv("SITEENV_SECRET"); s != "" && len(s) < 32 {
 		return errors.New("SITEENV_SECRET must be at least 32 characters")
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"siteenv/tiles"
 )
@@ -25,6 +26,8 @@ func TestServeRefusesABadEnvironment(t *testing.T) {
 		{"SITEENV_LOG_LEVEL", "bogus"},
 		{"SITEENV_ENGINE_MEMORY", "lots"},
 		{"SITEENV_SECRET", "short"},
+		{"SITEENV_QUERY_ATTEMPT", "5"},
+		{"SITEENV_QUERY_SWEEP", "-1s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dataDir := filepath.Join(t.TempDir(), "var")
@@ -79,5 +82,24 @@ func TestS3ConfigFromEnv(t *testing.T) {
 	t.Setenv("SITEENV_S3_ENDPOINT", "s3.ap-southeast-2.amazonaws.com")
 	if !s3ConfigFromEnv().UseSSL {
 		t.Fatal("bare endpoint should default to TLS")
+	}
+}
+
+func TestQueryTimings(t *testing.T) {
+	t.Setenv("SITEENV_QUERY_ATTEMPT", "")
+	t.Setenv("SITEENV_QUERY_SWEEP", "")
+	if cfg, err := queryTimings(); err != nil || cfg.Attempt != 0 || cfg.Sweep != 0 {
+		t.Fatalf("unset: %+v %v (want zero: the runner's defaults)", cfg, err)
+	}
+	t.Setenv("SITEENV_QUERY_ATTEMPT", "4s")
+	t.Setenv("SITEENV_QUERY_SWEEP", " 2m ")
+	if cfg, err := queryTimings(); err != nil || cfg.Attempt != 4*time.Second || cfg.Sweep != 2*time.Minute {
+		t.Fatalf("set: %+v %v", cfg, err)
+	}
+	for _, bad := range []string{"4", "0s", "500ms", "-3s", "25h", "soon"} {
+		t.Setenv("SITEENV_QUERY_ATTEMPT", bad)
+		if _, err := queryTimings(); err == nil || !strings.Contains(err.Error(), "SITEENV_QUERY_ATTEMPT") {
+			t.Errorf("%q: %v", bad, err)
+		}
 	}
 }

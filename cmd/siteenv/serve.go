@@ -64,7 +64,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	eng := engine.New(store, engOpt)
-	jobsCfg := jobs.Config{Logger: log}
+	jobsCfg, err := queryTimings()
+	if err != nil {
+		return err
+	}
+	jobsCfg.Logger = log
 	if err := jobsCfg.Validate(); err != nil {
 		return err
 	}
@@ -159,4 +163,28 @@ func engineMemory() (int64, error) {
 		return 0, fmt.Errorf("SITEENV_ENGINE_MEMORY must be bytes or a number with KiB, MiB or GiB, e.g. 2GiB")
 	}
 	return n * mult, nil
+}
+
+// queryTimings reads SITEENV_QUERY_ATTEMPT (how long one execution of a query
+// may hold its claim before another replica requeues it; default 120s) and
+// SITEENV_QUERY_SWEEP (how often each replica looks for expired attempts;
+// default 30s), as Go durations such as 90s or 2m. Operators lower them to
+// recover a crashed replica's queries sooner; the cluster tests use seconds.
+func queryTimings() (jobs.Config, error) {
+	var cfg jobs.Config
+	for _, v := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"SITEENV_QUERY_ATTEMPT", &cfg.Attempt}, {"SITEENV_QUERY_SWEEP", &cfg.Sweep}} {
+		s := strings.TrimSpace(os.Getenv(v.name))
+		if s == "" {
+			continue
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil || d < time.Second || d > 24*time.Hour {
+			return jobs.Config{}, fmt.Errorf("%s must be a duration from 1s to 24h, e.g. 90s or 2m, got %q", v.name, s)
+		}
+		*v.dst = d
+	}
+	return cfg, cfg.Validate()
 }
