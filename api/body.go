@@ -22,17 +22,17 @@ import (
 // is already bounded by the server (MaxRequestBody).
 func decodeBody(contentType string, body []byte, dst any) error {
 	if contentType == "" {
-		return newProblem("unsupported_media_type", "Send the body as application/json (Content-Type header missing).")
+		return newProblem(CodeUnsupportedMediaType, "Send the body as application/json (Content-Type header missing).")
 	}
 	mt, params, err := mime.ParseMediaType(contentType)
 	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-		return newProblem("unsupported_media_type", "Send the body as application/json.")
+		return newProblem(CodeUnsupportedMediaType, "Send the body as application/json.")
 	}
 	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		return newProblem("unsupported_media_type", "The JSON body must be UTF-8.")
+		return newProblem(CodeUnsupportedMediaType, "The JSON body must be UTF-8.")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return newProblem("invalid_json", "The request body is empty; send a JSON object.")
+		return newProblem(CodeInvalidJSON, "The request body is empty; send a JSON object.")
 	}
 	top, err := scanJSON(body)
 	if err != nil {
@@ -201,7 +201,7 @@ func scanJSON(body []byte) ([]string, error) {
 			// One value only: a second one (the decoder reads streams) or
 			// anything else after it is malformed.
 			if _, err := dec.Token(); err != io.EOF {
-				return nil, newProblem("invalid_json", "The body has data after its JSON value (at byte %d).", dec.InputOffset())
+				return nil, newProblem(CodeInvalidJSON, "The body has data after its JSON value (at byte %d).", dec.InputOffset())
 			}
 			break
 		}
@@ -214,11 +214,11 @@ func scanJSON(body []byte) ([]string, error) {
 			}
 			var se *json.SyntaxError
 			if errors.As(err, &se) {
-				return nil, &Problem{Code: "invalid_json", Detail: fmt.Sprintf("The body is not valid JSON (at byte %d).", se.Offset),
+				return nil, &Problem{Code: CodeInvalidJSON, Detail: fmt.Sprintf("The body is not valid JSON (at byte %d).", se.Offset),
 					FieldErrors: []FieldError{{Field: jsonPath(at), Message: "not valid JSON here"}}}
 			}
 			// io.EOF or io.ErrUnexpectedEOF: the body ends inside a value.
-			return nil, &Problem{Code: "invalid_json", Detail: "The body is not valid JSON (it ends early).",
+			return nil, &Problem{Code: CodeInvalidJSON, Detail: "The body is not valid JSON (it ends early).",
 				FieldErrors: []FieldError{{Field: jsonPath(at), Message: "incomplete"}}}
 		}
 		raw := body[start:dec.InputOffset()]
@@ -231,7 +231,7 @@ func scanJSON(body []byte) ([]string, error) {
 			switch t {
 			case '{', '[':
 				if len(stack) == maxJSONDepth {
-					return nil, newProblem("invalid_json", "The body nests deeper than %d levels.", maxJSONDepth)
+					return nil, newProblem(CodeInvalidJSON, "The body nests deeper than %d levels.", maxJSONDepth)
 				}
 				rootObj = rootObj || len(stack) == 0 && t == '{'
 				stack = append(stack, &jsonFrame{object: t == '{'})
@@ -281,7 +281,7 @@ func scanJSON(body []byte) ([]string, error) {
 	}
 	switch {
 	case len(badJSON) > 0:
-		return nil, &Problem{Code: "invalid_json", Detail: "The body has invalid UTF-8 or repeated keys.", FieldErrors: badJSON}
+		return nil, &Problem{Code: CodeInvalidJSON, Detail: "The body has invalid UTF-8 or repeated keys.", FieldErrors: badJSON}
 	case len(badInput) > 0:
 		return nil, invalid("Text in the body must not contain NUL characters.", badInput...)
 	}

@@ -76,7 +76,7 @@ func (c cursorCodec) sign(s string) []byte {
 // another account's or list's cursor, changed filters or expiry give
 // invalid_cursor, without saying which (that would help forgers).
 func (c cursorCodec) decode(s string, account uuid.UUID, resource, bind string, pos any) error {
-	bad := newProblem("invalid_cursor", "The cursor is invalid, expired or belongs to a different list or filters; restart the list without a cursor.")
+	bad := newProblem(CodeInvalidCursor, "The cursor is invalid, expired or belongs to a different list or filters; restart the list without a cursor.")
 	bad.FieldErrors = []FieldError{{Field: "cursor", Message: "restart the list without a cursor"}}
 	enc, sig, ok := strings.Cut(s, ".")
 	if !ok {

@@ -62,6 +62,6 @@ func (s *Server) rateLimit(r *request, bucket string, perMinute int) error {
 	if ok {
 		return nil
 	}
-	return &Problem{Code: "rate_limited", Detail: "The account's " + bucket + " limit is exhausted; retry after the Retry-After seconds.",
+	return &Problem{Code: CodeRateLimited, Detail: "The account's " + bucket + " limit is exhausted; retry after the Retry-After seconds.",
 		RetryAfter: int(math.Ceil(wait.Seconds()))}
 }

@@ -535,7 +535,7 @@ func (s *Server) resolveCadastre(r *request, sel selector) (resolution, error) {
 	case len(ps) == 0:
 		return resolution{status: statusNoMatch, missing: missing}, nil
 	case len(missing) > 0:
-		return resolution{}, &Problem{Code: "cadastre_incomplete",
+		return resolution{}, &Problem{Code: CodeCadastreIncomplete,
 			Detail:      fmt.Sprintf("%d of the %d parcels are not in the %s cadastre; check the identifiers, or list only parcels that exist.", len(missing), len(sel.CadastreIDs), sel.Jurisdiction),
 			FieldErrors: fe}
 	}

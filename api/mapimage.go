@@ -73,7 +73,7 @@ func (s *Server) getMapImage(r *request) error {
 		return err
 	}
 	if s.engine == nil {
-		return newProblem("feature_disabled", "Map images are not available on this server.")
+		return newProblem(CodeFeatureDisabled, "Map images are not available on this server.")
 	}
 	r.resourceType, r.resourceID = "site", id.String()
 	in, err := s.gatherMap(r, id, key)
@@ -149,19 +149,19 @@ func (s *Server) gatherMap(r *request, id uuid.UUID, key string) (mapInput, erro
 		after = page[len(page)-1].ID
 	}
 	if len(layers) == 0 {
-		return mapInput{}, &Problem{Code: "not_found", Detail: "No section " + key + " exists.",
+		return mapInput{}, &Problem{Code: CodeNotFound, Detail: "No section " + key + " exists.",
 			FieldErrors: []FieldError{{Field: "section_key", Message: "no such section"}}}
 	}
 	for _, y := range layers {
 		if !r.principal.PermitsDataset(y.ID) {
 			// Never a map with layers silently missing.
-			return mapInput{}, &Problem{Code: "source_rights_restricted",
+			return mapInput{}, &Problem{Code: CodeSourceRightsRestricted,
 				Detail:      "This key's dataset restriction does not permit every dataset the " + key + " map draws; use a key without that restriction.",
 				FieldErrors: []FieldError{{Field: "section_key", Message: "the key may not see every dataset of this section"}}}
 		}
 	}
 	if layers[0].SectionPrice > 0 && !sa.Granted[key] {
-		return mapInput{}, &Problem{Code: "access_required",
+		return mapInput{}, &Problem{Code: CodeAccessRequired,
 			Detail:      fmt.Sprintf("Section %s must be acquired for this site before its map can be downloaded (POST /access/acquisitions with section_keys [%q]).", key, key),
 			FieldErrors: []FieldError{{Field: "section_key", Message: "section " + key + " not acquired for this site"}}}
 	}
@@ -292,7 +292,7 @@ func (s *Server) renderInput(r *request, in mapInput, date time.Time) (report.Ma
 			// A store fault is transient: answering with a map missing a
 			// layer would be cached under an ETag the full map should have.
 			s.log.WarnContext(r.c, "map layer source unavailable", "layer", l.layer.ID, "release", l.release.ReleaseID)
-			return report.Map{}, &Problem{Code: "source_unavailable", RetryAfter: 5,
+			return report.Map{}, &Problem{Code: CodeSourceUnavailable, RetryAfter: 5,
 				Detail: "The data of layer " + l.layer.ID + " is temporarily unavailable; retry shortly."}
 		case lr.Reason == engine.ReasonOutsideCoverage:
 			ml.Outcome = report.OutsideCoverage

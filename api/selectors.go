@@ -132,12 +132,12 @@ func decodeSelector(raw json.RawMessage, field string, allowAddress bool) (selec
 				break
 			}
 			if !slices.Contains([]string{"OGC:CRS84", "EPSG:4326", "EPSG:7844"}, c) {
-				return sel, &Problem{Code: "unsupported_crs", Detail: "A point's crs must be OGC:CRS84, EPSG:4326 or EPSG:7844; use projected_point with an epsg code for MGA coordinates.",
+				return sel, &Problem{Code: CodeUnsupportedCRS, Detail: "A point's crs must be OGC:CRS84, EPSG:4326 or EPSG:7844; use projected_point with an epsg code for MGA coordinates.",
 					FieldErrors: []FieldError{{Field: field + ".crs", Message: "must be OGC:CRS84, EPSG:4326 or EPSG:7844"}}}
 			}
 		}
 		if lon < -180 || lon > 180 || lat < -90 || lat > 90 {
-			return sel, &Problem{Code: "invalid_geometry", Detail: "The point is outside longitude -180..180, latitude -90..90 (order: longitude, latitude).",
+			return sel, &Problem{Code: CodeInvalidGeometry, Detail: "The point is outside longitude -180..180, latitude -90..90 (order: longitude, latitude).",
 				FieldErrors: []FieldError{{Field: field + ".longitude", Message: "longitude -180..180"}, {Field: field + ".latitude", Message: "latitude -90..90"}}}
 		}
 		sel.Point = orb.Point{lon, lat}
@@ -154,12 +154,12 @@ func decodeSelector(raw json.RawMessage, field string, allowAddress bool) (selec
 		}
 		crs, err := geo.CRSFromEPSG(epsg)
 		if err != nil || !crs.IsProjected() {
-			return sel, &Problem{Code: "unsupported_crs", Detail: fmt.Sprintf("EPSG:%d is not a supported projected CRS; use a GDA2020 MGA zone, EPSG:7847..7858.", epsg),
+			return sel, &Problem{Code: CodeUnsupportedCRS, Detail: fmt.Sprintf("EPSG:%d is not a supported projected CRS; use a GDA2020 MGA zone, EPSG:7847..7858.", epsg),
 				FieldErrors: []FieldError{{Field: field + ".epsg", Message: "must be 7847..7858"}}}
 		}
 		lon, lat, err := geo.ToCRS84(crs, e, n)
 		if err != nil || math.IsNaN(lon) || math.IsNaN(lat) {
-			return sel, &Problem{Code: "invalid_geometry", Detail: fmt.Sprintf("The easting and northing are outside MGA zone %d.", crs.Zone()),
+			return sel, &Problem{Code: CodeInvalidGeometry, Detail: fmt.Sprintf("The easting and northing are outside MGA zone %d.", crs.Zone()),
 				FieldErrors: []FieldError{{Field: field + ".easting", Message: "outside the zone"}, {Field: field + ".northing", Message: "outside the zone"}}}
 		}
 		sel.Point = orb.Point{lon, lat}
@@ -186,7 +186,7 @@ func decodeSelector(raw json.RawMessage, field string, allowAddress bool) (selec
 		}
 	case kindGeometry:
 		if v, ok := m["crs"]; ok && !bytes.Equal(bytes.TrimSpace(v), []byte(`"OGC:CRS84"`)) {
-			return sel, &Problem{Code: "unsupported_crs", Detail: "Geometry selectors are in OGC:CRS84 (longitude, latitude); reproject MGA coordinates or use projected_point.",
+			return sel, &Problem{Code: CodeUnsupportedCRS, Detail: "Geometry selectors are in OGC:CRS84 (longitude, latitude); reproject MGA coordinates or use projected_point.",
 				FieldErrors: []FieldError{{Field: field + ".crs", Message: "must be OGC:CRS84"}}}
 		}
 		v, ok := m["geometry"]
@@ -201,7 +201,7 @@ func decodeSelector(raw json.RawMessage, field string, allowAddress bool) (selec
 		switch g.(type) {
 		case orb.Polygon, orb.MultiPolygon:
 		default:
-			return sel, &Problem{Code: "invalid_geometry", Detail: "A geometry selector takes a Polygon or MultiPolygon.",
+			return sel, &Problem{Code: CodeInvalidGeometry, Detail: "A geometry selector takes a Polygon or MultiPolygon.",
 				FieldErrors: []FieldError{{Field: field + ".geometry.type", Message: "must be Polygon or MultiPolygon"}}}
 		}
 		sel.Geometry = g
@@ -221,11 +221,11 @@ func geometryProblem(err error, field string) error {
 		if ve.Path != "" {
 			f += "." + ve.Path
 		}
-		return &Problem{Code: "invalid_geometry", Detail: "The geometry is invalid at " + f + ": " + ve.Reason + ".",
+		return &Problem{Code: CodeInvalidGeometry, Detail: "The geometry is invalid at " + f + ": " + ve.Reason + ".",
 			FieldErrors: []FieldError{{Field: f, Message: ve.Reason}}}
 	}
 	if errors.Is(err, geo.ErrInvalidGeometry) {
-		return &Problem{Code: "invalid_geometry", Detail: "The geometry is invalid: " + err.Error(), FieldErrors: []FieldError{{Field: field, Message: err.Error()}}}
+		return &Problem{Code: CodeInvalidGeometry, Detail: "The geometry is invalid: " + err.Error(), FieldErrors: []FieldError{{Field: field, Message: err.Error()}}}
 	}
 	return err
 }

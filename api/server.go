@@ -220,13 +220,13 @@ func (s *Server) HTTPServer() *fasthttp.Server {
 func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 	rid := uuid.NewString()
 	ctx.Response.Header.Set("X-Request-Id", rid)
-	p := &Problem{Code: "invalid_request", Detail: "The HTTP request could not be parsed."}
+	p := &Problem{Code: CodeInvalidRequest, Detail: "The HTTP request could not be parsed."}
 	var ne net.Error
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		p = newProblem("payload_too_large", "The request body exceeds the 1 MiB limit.")
+		p = newProblem(CodePayloadTooLarge, "The request body exceeds the 1 MiB limit.")
 	case errors.As(err, &ne) && ne.Timeout():
-		p = newProblem("invalid_request", "The request did not arrive in time: send the headers promptly, then exactly Content-Length bytes of body within %s of them.", s.cfg.BodyReadTimeout)
+		p = newProblem(CodeInvalidRequest, "The request did not arrive in time: send the headers promptly, then exactly Content-Length bytes of body within %s of them.", s.cfg.BodyReadTimeout)
 	}
 	s.writeProblem(ctx, rid, p)
 	ctx.SetConnectionClose()
@@ -261,7 +261,7 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 		if v := recover(); v != nil {
 			s.log.Error("panic serving request", "request_id", r.id, "panic", fmt.Sprint(v))
 			ctx.Response.ResetBody()
-			s.writeProblem(ctx, r.id, &Problem{Code: "internal_error", Detail: "An internal error occurred; retry with backoff.", RetryAfter: 1})
+			s.writeProblem(ctx, r.id, &Problem{Code: CodeInternalError, Detail: "An internal error occurred; retry with backoff.", RetryAfter: 1})
 		}
 	}()
 	if err := s.serve(r); err != nil {
@@ -275,14 +275,14 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 func (s *Server) serve(r *request) error {
 	path := string(r.ctx.Path())
 	if path != BasePath && !strings.HasPrefix(path, BasePath+"/") {
-		return newProblem("not_found", "No such path; the API lives under %s.", BasePath)
+		return newProblem(CodeNotFound, "No such path; the API lives under %s.", BasePath)
 	}
 	rt, params, allow := s.router.match(string(r.ctx.Method()), strings.TrimPrefix(path, BasePath))
 	if rt == nil {
 		if len(allow) > 0 {
-			return &Problem{Code: "method_not_allowed", Detail: "This path accepts " + strings.Join(allow, ", ") + ".", Allow: strings.Join(allow, ", ")}
+			return &Problem{Code: CodeMethodNotAllowed, Detail: "This path accepts " + strings.Join(allow, ", ") + ".", Allow: strings.Join(allow, ", ")}
 		}
-		return newProblem("not_found", "No such path.")
+		return newProblem(CodeNotFound, "No such path.")
 	}
 	r.op, r.params = &rt.op, params
 	if !rt.op.Public {
@@ -309,7 +309,7 @@ func (s *Server) serve(r *request) error {
 		r.paramErrs = fe
 		err := rt.handler(s, r)
 		var p *Problem
-		if r.paramsRead && errors.As(err, &p) && p.Code == "invalid_request" {
+		if r.paramsRead && errors.As(err, &p) && p.Code == CodeInvalidRequest {
 			return err
 		}
 		r.ctx.Response.Reset()
@@ -317,7 +317,7 @@ func (s *Server) serve(r *request) error {
 		return paramProblem(fe)
 	}
 	if rt.handler == nil {
-		return newProblem("feature_disabled", "The operation %s is not available on this server yet.", rt.op.ID)
+		return newProblem(CodeFeatureDisabled, "The operation %s is not available on this server yet.", rt.op.ID)
 	}
 	return rt.handler(s, r)
 }
@@ -350,7 +350,7 @@ func (s *Server) writeProblem(ctx *fasthttp.RequestCtx, requestID string, p *Pro
 	if ra := p.retryAfter(); ra != "" {
 		ctx.Response.Header.Set("Retry-After", ra)
 	}
-	if p.Code == "unauthenticated" || p.Code == "credential_revoked" {
+	if p.Code == CodeUnauthenticated || p.Code == CodeCredentialRevoked {
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="siteenv"`)
 	}
 	if p.Allow != "" {
