@@ -21,7 +21,7 @@ import (
 	"siteenv/clock"
 	"siteenv/engine"
 	"siteenv/ledger"
-	"siteenv/tiles"
+	"siteenv/store"
 )
 
 // BasePath prefixes every API path.
@@ -41,7 +41,7 @@ type Config struct {
 	// before answering a retryable idempotency_conflict; default 10 s.
 	IdempotencyWait time.Duration
 	// Store holds releases and retained query results; required for queries.
-	Store tiles.Store
+	Store store.Store
 	// Runner executes queries in this process (nil: another replica does;
 	// POST /queries then answers 202 without waiting).
 	Runner QueryRunner
@@ -105,7 +105,7 @@ type Server struct {
 	clock   clock.Clock
 	router  *router
 	cursors cursorCodec
-	store   tiles.Store
+	store   store.Store
 	runner  QueryRunner
 	engine  *engine.Engine
 	// mapSlots bounds concurrent map renders.

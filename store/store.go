@@ -1,4 +1,4 @@
-package tiles
+package store
 
 import (
 	"context"
@@ -190,7 +190,7 @@ func (c ctxReader) Read(p []byte) (int, error) {
 // returns how many bytes to read at off and whether the read is short.
 func readAtBounds(size int64, p []byte, off int64) (n int, short bool, err error) {
 	if off < 0 {
-		return 0, false, fmt.Errorf("tiles: ReadAt: negative offset %d", off)
+		return 0, false, fmt.Errorf("store: ReadAt: negative offset %d", off)
 	}
 	if off >= size {
 		if len(p) == 0 {
