@@ -20,6 +20,8 @@ var (
 	ErrInvalidKey = errors.New("store: invalid key")
 	// ErrInvalidURL reports a store URL that OpenStore cannot use.
 	ErrInvalidURL = errors.New("store: invalid store url")
+	// ErrInvalidRange reports a GetRange outside the object.
+	ErrInvalidRange = errors.New("store: range outside the object")
 	// ErrSizeMismatch reports a Put whose reader did not yield the declared
 	// number of bytes.
 	ErrSizeMismatch = errors.New("store: object size does not match")

@@ -284,3 +284,17 @@ func (o *fileObject) ReadAt(p []byte, off int64) (int, error) {
 	}
 	return m, err
 }
+
+// GetRange implements Store.
+func (s *FileStore) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	obj, err := s.Open(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRange(key, obj.Size(), off, length); err != nil {
+		obj.Close()
+		return nil, err
+	}
+	fo := obj.(*fileObject)
+	return &rangeReader{ctx: ctx, r: io.NewSectionReader(fo.f, off, length), c: fo.f}, nil
+}

@@ -283,3 +283,59 @@ func (o *s3Object) ReadAt(p []byte, off int64) (int, error) {
 	}
 	return m, nil
 }
+
+// GetRange implements Store: a HEAD for the size and ETag, then one ranged
+// GET conditional on that ETag, streamed.
+func (s *S3Store) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	info, etag, err := s.stat(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRange(key, info.Size, off, length); err != nil {
+		return nil, err
+	}
+	if length == 0 {
+		return io.NopCloser(strings.NewReader("")), nil
+	}
+	opts := minio.GetObjectOptions{}
+	if err := opts.SetRange(off, off+length-1); err != nil {
+		return nil, err
+	}
+	if etag != "" {
+		opts.SetMatchETag(etag)
+	}
+	body, _, _, err := s.core.GetObject(ctx, s.bucket, s.object(key), opts)
+	if err != nil {
+		if minio.ToErrorResponse(err).StatusCode == http.StatusPreconditionFailed {
+			return nil, fmt.Errorf("store: s3 read %s: object changed since it was stat'ed", key)
+		}
+		return nil, s.mapErr("get", key, err)
+	}
+	// A short body is an error, never a silently truncated file.
+	return &rangeReader{ctx: ctx, r: &exactReader{r: body, left: length, key: key}, c: body}, nil
+}
+
+// exactReader fails with io.ErrUnexpectedEOF when r ends before left bytes.
+type exactReader struct {
+	r    io.Reader
+	left int64
+	key  string
+}
+
+func (e *exactReader) Read(p []byte) (int, error) {
+	if e.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > e.left {
+		p = p[:e.left]
+	}
+	n, err := e.r.Read(p)
+	e.left -= int64(n)
+	if err == io.EOF && e.left > 0 {
+		return n, fmt.Errorf("store: s3 read %s: %w", e.key, io.ErrUnexpectedEOF)
+	}
+	if err == io.EOF {
+		err = nil
+	}
+	return n, err
+}

@@ -29,6 +29,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	}{
 		{"PutOpenRead", testPutOpenRead},
 		{"ReadAtOffsets", testReadAtOffsets},
+		{"GetRange", testGetRange},
 		{"EmptyObject", testEmptyObject},
 		{"LargeObject", testLargeObject},
 		{"Stat", testStat},
@@ -143,6 +144,74 @@ func testReadAtOffsets(t *testing.T, s store.Store) {
 	}
 	if _, err := obj.ReadAt(make([]byte, 1), -1); err == nil {
 		t.Fatal("ReadAt at a negative offset succeeded")
+	}
+}
+
+func testGetRange(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	data := payload(300_000, 7)
+	put(t, s, "artifacts/a/b/file.pdf", data)
+	put(t, s, "empty", nil)
+	tests := []struct {
+		name        string
+		key         string
+		off, length int64
+	}{
+		{"whole", "artifacts/a/b/file.pdf", 0, 300_000},
+		{"first byte", "artifacts/a/b/file.pdf", 0, 1},
+		{"last byte", "artifacts/a/b/file.pdf", 299_999, 1},
+		{"middle", "artifacts/a/b/file.pdf", 1234, 200_000},
+		{"empty at end", "artifacts/a/b/file.pdf", 300_000, 0},
+		{"empty object", "empty", 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rc, err := s.GetRange(ctx, tc.key, tc.off, tc.length)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rc.Close()
+			got, err := io.ReadAll(rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := data[tc.off : tc.off+tc.length]
+			if tc.key == "empty" {
+				want = nil
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("got %d bytes, want %d (or content differs)", len(got), len(want))
+			}
+		})
+	}
+	for _, bad := range [][2]int64{{300_000, 1}, {299_999, 2}, {-1, 1}, {0, -1}, {400_000, 0}, {0, 300_001}} {
+		rc, err := s.GetRange(ctx, "artifacts/a/b/file.pdf", bad[0], bad[1])
+		if !errors.Is(err, store.ErrInvalidRange) {
+			if rc != nil {
+				rc.Close()
+			}
+			t.Errorf("GetRange(off %d, len %d) err = %v, want ErrInvalidRange", bad[0], bad[1], err)
+		}
+	}
+	if _, err := s.GetRange(ctx, "artifacts/missing", 0, 1); !errors.Is(err, store.ErrNotExist) {
+		t.Errorf("GetRange(missing) err = %v, want ErrNotExist", err)
+	}
+	if _, err := s.GetRange(ctx, "../x", 0, 1); !errors.Is(err, store.ErrInvalidKey) {
+		t.Errorf("GetRange(bad key) err = %v, want ErrInvalidKey", err)
+	}
+	// Reads stop once the context is done.
+	cctx, cancel := context.WithCancel(ctx)
+	rc, err := s.GetRange(cctx, "artifacts/a/b/file.pdf", 0, 300_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if _, err := io.ReadFull(rc, make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if _, err := io.ReadAll(rc); !errors.Is(err, context.Canceled) {
+		t.Errorf("read after cancel err = %v, want context.Canceled", err)
 	}
 }
 
