@@ -21,13 +21,14 @@ import (
 	"siteenv/artifacts"
 	"siteenv/ledger"
 	"siteenv/store"
+	"siteenv/store/s3test"
 )
 
-// artifactHarness is a server with a real file store, an account holding one
+// artifactHarness is a server with a real store, an account holding one
 // report PDF (of dataset layer.a) and a key that may read it.
 type artifactHarness struct {
 	*harness
-	st   *store.FileStore
+	st   store.Store
 	acct uuid.UUID
 	k    ledger.NewKey
 	art  ledger.Artifact
@@ -59,6 +60,11 @@ func setupArtifacts(t testing.TB, size int) *artifactHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return setupArtifactsIn(t, st, size)
+}
+
+func setupArtifactsIn(t testing.TB, st store.Store, size int) *artifactHarness {
+	t.Helper()
 	logs := &syncBuffer{}
 	h := setup(t, func(s *api.Server) {
 		api.SetStore(s, st)
@@ -433,6 +439,34 @@ func TestDeliveryCapabilityNeverLogged(t *testing.T) {
 	if got := api.RedactCapabilities(line); strings.Contains(got, secret) || strings.Contains(got, "dl_") {
 		t.Fatalf("redacted = %q", got)
 	}
+}
+
+// TestDeliveryFromS3 serves downloads from a real S3 server (versitygw):
+// the full file and ranges come through GetRange's ranged GETs.
+func TestDeliveryFromS3(t *testing.T) {
+	t.Parallel()
+	endpoint, ak, sk, bucket := s3test.Start(t)
+	st, err := store.OpenStore(context.Background(), "s3://"+bucket+"/siteenv", store.S3Config{Endpoint: "http://" + endpoint, AccessKey: ak, SecretKey: sk, Region: "us-east-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 3<<20 + 17
+	h := setupArtifactsIn(t, st, size)
+	link := h.mint(h.k.Secret, h.art.ID)
+	if resp := h.do("GET", link, "", nil); resp.status != 200 || !bytes.Equal(resp.body, h.data) {
+		t.Fatalf("full: status %d, %d bytes", resp.status, len(resp.body))
+	}
+	for _, r := range [][2]int{{0, 0}, {size - 1, size - 1}, {1 << 20, 2<<20 + 5}} {
+		resp := h.do("GET", link, "", nil, "Range", fmt.Sprintf("bytes=%d-%d", r[0], r[1]))
+		if resp.status != 206 || !bytes.Equal(resp.body, h.data[r[0]:r[1]+1]) {
+			t.Fatalf("range %v: status %d, %d bytes", r, resp.status, len(resp.body))
+		}
+	}
+	resp := h.do("GET", link, "", nil, "Range", "bytes=-10")
+	if resp.status != 206 || !bytes.Equal(resp.body, h.data[size-10:]) {
+		t.Fatalf("suffix: status %d", resp.status)
+	}
+	h.do("GET", link, "", nil, "Range", fmt.Sprintf("bytes=%d-", size)).problem(t, "range_not_satisfiable", 416)
 }
 
 func TestArtifactsPutRefusals(t *testing.T) {
