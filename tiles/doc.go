@@ -7,9 +7,9 @@
 //	releases/<layer_id>/<release_id>/manifest.json
 //	releases/<layer_id>/<release_id>/tiles/<tile>.parquet
 //
-// Objects are never overwritten: store.Store.Put fails with store.ErrExists when the key is
-// taken. A release is published by writing its tiles first and its manifest
-// last, so a release whose manifest can be read is complete.
+// Objects are never overwritten: store.Store.Put fails with store.ErrExists
+// when the key is taken. A release is published by writing its tiles first
+// and its manifest last, so a release whose manifest can be read is complete.
 //
 // The functions of this package (WriteTile, ReadTile, ReadGeoParquet,
 // ParseManifest, ...) keep no shared state and are safe to call from
