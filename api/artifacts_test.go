@@ -496,3 +496,22 @@ func TestArtifactsPutRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestDeliveryEmptyFile: an empty file downloads whole; any range of it is
+// unsatisfiable.
+func TestDeliveryEmptyFile(t *testing.T) {
+	t.Parallel()
+	h := setupArtifacts(t, 0)
+	link := h.mint(h.k.Secret, h.art.ID)
+	resp := h.do("GET", link, "", nil)
+	if resp.status != 200 || len(resp.body) != 0 || resp.header.Get("Content-Length") != "0" {
+		t.Fatalf("status %d, %d bytes, Content-Length %q", resp.status, len(resp.body), resp.header.Get("Content-Length"))
+	}
+	for _, rng := range []string{"bytes=0-0", "bytes=-1", "bytes=0-"} {
+		resp := h.do("GET", link, "", nil, "Range", rng)
+		resp.problem(t, "range_not_satisfiable", 416)
+		if resp.header.Get("Content-Range") != "bytes */0" {
+			t.Fatalf("%s: Content-Range %q", rng, resp.header.Get("Content-Range"))
+		}
+	}
+}
