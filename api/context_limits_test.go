@@ -10,7 +10,7 @@ import (
 	"siteenv/api"
 	"siteenv/engine"
 	"siteenv/jobs"
-	"siteenv/tiles"
+	"siteenv/store"
 )
 
 // TestContextLimitsAreTheEnforcedValues: GET /context reports the runner's
@@ -20,16 +20,16 @@ import (
 func TestContextLimitsAreTheEnforcedValues(t *testing.T) {
 	t.Parallel()
 	h := setup(t)
-	store, err := tiles.NewFileStore(t.TempDir())
+	st, err := store.NewFileStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	opened := make(chan struct{}, 16)
-	eng := engine.New(stalledTiles{store, opened}, engine.Options{MemoryBudget: 16 << 20})
+	eng := engine.New(stalledTiles{st, opened}, engine.Options{MemoryBudget: 16 << 20})
 	runner := jobs.New(jobs.Config{MaxRunning: 1, Attempt: 90 * time.Second, Retain: 2 * time.Hour, QueueLimit: 5 * time.Minute,
-		Poll: 20 * time.Millisecond, TempDir: t.TempDir()}, h.led, eng, store)
-	api.SetQueryBackend(h.srv, store, runner)
-	qh := &queryHarness{harness: h, store: store, runner: runner}
+		Poll: 20 * time.Millisecond, TempDir: t.TempDir()}, h.led, eng, st)
+	api.SetQueryBackend(h.srv, st, runner)
+	qh := &queryHarness{harness: h, store: st, runner: runner}
 	qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"b": east(10)})
 	k := qh.key(qh.account(0), nil, "queries:run", "sites:read", "sites:write")
 

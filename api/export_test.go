@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"siteenv/engine"
-	"siteenv/tiles"
+	"siteenv/store"
 )
 
 // InstallEcho makes create_site a test operation that runs under the generic
@@ -55,8 +55,8 @@ func InstallEcho(s *Server, count *atomic.Int64, gate <-chan struct{}) {
 
 // SetQueryBackend attaches a store and runner after New (tests build them
 // around the harness's ledger).
-func SetQueryBackend(s *Server, store tiles.Store, runner QueryRunner) {
-	s.store, s.runner = store, runner
+func SetQueryBackend(s *Server, st store.Store, runner QueryRunner) {
+	s.store, s.runner = st, runner
 }
 
 // SetMapEngine attaches the engine map images search through.

@@ -16,6 +16,7 @@ import (
 
 	"siteenv/engine"
 	"siteenv/ledger"
+	"siteenv/store"
 	"siteenv/tiles"
 )
 
@@ -300,7 +301,7 @@ func (s *Server) fillPage(r *request, q ledger.Query, body *queryBody, offset, o
 		return nil
 	}
 	obj, err := s.store.Open(r.c, *q.ResultKey)
-	if errors.Is(err, tiles.ErrNotExist) {
+	if errors.Is(err, store.ErrNotExist) {
 		// Swept at its expiry between the ledger read and this one.
 		return newProblem(CodeResultExpired, "This query's results expired 24 hours after completion; submit a new query.")
 	}
@@ -429,7 +430,7 @@ func (s *Server) deleteQuery(r *request) error {
 		return err
 	}
 	if key != "" {
-		if err := s.store.Delete(r.c, key); err != nil && !errors.Is(err, tiles.ErrNotExist) {
+		if err := s.store.Delete(r.c, key); err != nil && !errors.Is(err, store.ErrNotExist) {
 			return err
 		}
 	}

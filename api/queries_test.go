@@ -18,6 +18,7 @@ import (
 	"siteenv/engine"
 	"siteenv/ingest"
 	"siteenv/jobs"
+	"siteenv/store"
 	"siteenv/tiles"
 )
 
@@ -25,7 +26,7 @@ import (
 // (workers only when run is true; otherwise tests drive the runner by hand).
 type queryHarness struct {
 	*harness
-	store  tiles.Store
+	store  store.Store
 	runner *jobs.Runner
 }
 
@@ -36,27 +37,27 @@ func setupQueries(t testing.TB, run bool) *queryHarness {
 
 // setupQueriesWith is setupQueries with the engine reading the store
 // through engineStore (nil: directly).
-func setupQueriesWith(t testing.TB, run bool, engineStore func(tiles.Store) tiles.Store) *queryHarness {
+func setupQueriesWith(t testing.TB, run bool, engineStore func(store.Store) store.Store) *queryHarness {
 	t.Helper()
 	qh := &queryHarness{}
 	h := setup(t, func(s *api.Server) {})
-	store, err := tiles.NewFileStore(t.TempDir())
+	st, err := store.NewFileStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var es tiles.Store = store
+	var es store.Store = st
 	if engineStore != nil {
-		es = engineStore(store)
+		es = engineStore(st)
 	}
 	eng := engine.New(es, engine.Options{MemoryBudget: 64 << 20})
-	qh.runner = jobs.New(jobs.Config{Workers: 2, Poll: 20 * time.Millisecond, TempDir: t.TempDir()}, h.led, eng, store)
+	qh.runner = jobs.New(jobs.Config{Workers: 2, Poll: 20 * time.Millisecond, TempDir: t.TempDir()}, h.led, eng, st)
 	if run {
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
 		qh.runner.Start(ctx)
 	}
-	api.SetQueryBackend(h.srv, store, qh.runner)
-	qh.harness, qh.store = h, store
+	api.SetQueryBackend(h.srv, st, qh.runner)
+	qh.harness, qh.store = h, st
 	return qh
 }
 
@@ -505,11 +506,11 @@ func TestQueryCancel(t *testing.T) {
 // stalledTiles is the file store with every tile open held until the
 // caller gives up (its context ends): a shard load that never finishes.
 type stalledTiles struct {
-	tiles.Store
+	store.Store
 	opened chan struct{} // receives one value per stalled open
 }
 
-func (s stalledTiles) Open(ctx context.Context, key string) (tiles.Object, error) {
+func (s stalledTiles) Open(ctx context.Context, key string) (store.Object, error) {
 	if strings.HasSuffix(key, ".parquet") {
 		s.opened <- struct{}{}
 		<-ctx.Done()
@@ -524,7 +525,7 @@ func (s stalledTiles) Open(ctx context.Context, key string) (tiles.Object, error
 func TestQueryCancelStopsTheWorker(t *testing.T) {
 	t.Parallel()
 	opened := make(chan struct{}, 16)
-	qh := setupQueriesWith(t, false, func(s tiles.Store) tiles.Store { return stalledTiles{s, opened} })
+	qh := setupQueriesWith(t, false, func(s store.Store) store.Store { return stalledTiles{s, opened} })
 	qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"b": east(10)})
 	k := qh.key(qh.account(0), nil, "queries:run", "sites:read", "sites:write")
 	body := map[string]any{"site": map[string]any{"kind": "point", "longitude": origin[0], "latitude": origin[1]}, "layer_ids": []string{"nsw.bores"}, "radius_m": 100}

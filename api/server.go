@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -21,7 +22,7 @@ import (
 	"siteenv/clock"
 	"siteenv/engine"
 	"siteenv/ledger"
-	"siteenv/tiles"
+	"siteenv/store"
 )
 
 // BasePath prefixes every API path.
@@ -41,7 +42,7 @@ type Config struct {
 	// before answering a retryable idempotency_conflict; default 10 s.
 	IdempotencyWait time.Duration
 	// Store holds releases and retained query results; required for queries.
-	Store tiles.Store
+	Store store.Store
 	// Runner executes queries in this process (nil: another replica does;
 	// POST /queries then answers 202 without waiting).
 	Runner QueryRunner
@@ -112,7 +113,7 @@ type Server struct {
 	clock   clock.Clock
 	router  *router
 	cursors cursorCodec
-	store   tiles.Store
+	store   store.Store
 	runner  QueryRunner
 	engine  *engine.Engine
 	// mapSlots bounds concurrent map renders.
@@ -183,6 +184,9 @@ func handlers() map[string]handlerFunc {
 		"search_locations":           (*Server).searchLocations,
 		"resolve_location":           (*Server).resolveLocation,
 		"get_site_section_map_image": (*Server).getMapImage,
+		"get_artifact":               (*Server).getArtifact,
+		"create_delivery":            (*Server).createDelivery,
+		"get_delivery":               (*Server).getDelivery,
 	}
 }
 
@@ -316,7 +320,7 @@ func (s *Server) serve(r *request) error {
 		r.ctx.Response.Header.Set("X-Request-Id", r.id)
 		return paramProblem(fe)
 	}
-	if rt.handler == nil {
+	if rt.handler == nil || (rt.op.ID == "get_delivery" && s.store == nil) {
 		return newProblem(CodeFeatureDisabled, "The operation %s is not available on this server yet.", rt.op.ID)
 	}
 	return rt.handler(s, r)
@@ -367,5 +371,14 @@ func (s *Server) writeProblem(ctx *fasthttp.RequestCtx, requestID string, p *Pro
 type fasthttpLogger struct{ log *slog.Logger }
 
 func (l fasthttpLogger) Printf(format string, args ...any) {
-	l.log.Debug(fmt.Sprintf(format, args...), "component", "fasthttp")
+	l.log.Debug(redactCapabilities(fmt.Sprintf(format, args...)), "component", "fasthttp")
+}
+
+// capabilityPathRE matches a download link's secret path segment, however
+// mangled, so a message quoting a request line never carries it.
+var capabilityPathRE = regexp.MustCompile(`(?i)(/deliveries/)[^\s"'?#]*|dl_[0-9a-f-]{36}\.[A-Za-z0-9_-]+`)
+
+// redactCapabilities removes download capabilities from a log message.
+func redactCapabilities(msg string) string {
+	return capabilityPathRE.ReplaceAllString(msg, "${1}[redacted]")
 }

@@ -16,6 +16,7 @@ import (
 
 	"siteenv/ingest"
 	"siteenv/ingest/synth"
+	"siteenv/store"
 	"siteenv/tiles"
 )
 
@@ -30,7 +31,7 @@ type layer struct {
 
 // dataset is a synthetic scale ingested into a file store.
 type dataset struct {
-	store         tiles.Store
+	store         store.Store
 	layers        []*layer // ordered by layer id
 	features      int64
 	tiles         int
@@ -48,12 +49,12 @@ func buildDataset(ctx context.Context, g *synth.Generator, dir string, maxPerLay
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: store dir: %w", err)
 	}
-	store, err := tiles.NewFileStore(root)
+	st, err := store.NewFileStore(root)
 	if err != nil {
 		return nil, fmt.Errorf("bench: file store: %w", err)
 	}
 	defs := g.Layers()
-	ds := &dataset{store: store, layers: make([]*layer, len(defs))}
+	ds := &dataset{store: st, layers: make([]*layer, len(defs))}
 	start := time.Now()
 
 	// Two ingests at a time, as `siteenv demo` does: each already uses
@@ -69,7 +70,7 @@ func buildDataset(ctx context.Context, g *synth.Generator, dir string, maxPerLay
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				l, err := ingestLayer(ctx, g, store, defs[i], maxPerLayer, dir)
+				l, err := ingestLayer(ctx, g, st, defs[i], maxPerLayer, dir)
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, fmt.Errorf("bench: ingest %s: %w", defs[i].LayerID, err))
@@ -99,8 +100,8 @@ func buildDataset(ctx context.Context, g *synth.Generator, dir string, maxPerLay
 	return ds, nil
 }
 
-func ingestLayer(ctx context.Context, g *synth.Generator, store tiles.Store, def *ingest.LayerDef, maxPerLayer int64, tmp string) (*layer, error) {
-	sum, err := ingest.RunRows(ctx, ingest.Options{Layer: def, Store: store, TempDir: tmp, CreatedBy: "siteenv bench"},
+func ingestLayer(ctx context.Context, g *synth.Generator, st store.Store, def *ingest.LayerDef, maxPerLayer int64, tmp string) (*layer, error) {
+	sum, err := ingest.RunRows(ctx, ingest.Options{Layer: def, Store: st, TempDir: tmp, CreatedBy: "siteenv bench"},
 		func(yield func(ingest.Row) error) error {
 			var n int64
 			err := g.Features(def.LayerID, func(f tiles.Feature) error {
@@ -118,12 +119,12 @@ func ingestLayer(ctx context.Context, g *synth.Generator, store tiles.Store, def
 	if err != nil {
 		return nil, err
 	}
-	return readLayer(ctx, store, sum.LayerID, sum.ReleaseID)
+	return readLayer(ctx, st, sum.LayerID, sum.ReleaseID)
 }
 
 // readLayer reads a published release's manifest.
-func readLayer(ctx context.Context, store tiles.Store, layerID, releaseID string) (*layer, error) {
-	m, err := tiles.ReadManifest(ctx, store, layerID, releaseID)
+func readLayer(ctx context.Context, st store.Store, layerID, releaseID string) (*layer, error) {
+	m, err := tiles.ReadManifest(ctx, st, layerID, releaseID)
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}

@@ -18,7 +18,7 @@ import (
 
 	"siteenv/ingest"
 	"siteenv/ingest/synth"
-	"siteenv/tiles"
+	"siteenv/store"
 )
 
 // ErrNoOgr2ogr: GDAL's ogr2ogr, the ingest baseline, is not installed.
@@ -107,9 +107,9 @@ func RunIngest(ctx context.Context, opt IngestOptions) (*IngestReport, error) {
 	}
 	slices.Sort(ids)
 
-	store := filepath.Join(dir, "store")
+	st := filepath.Join(dir, "store")
 	gpkgs := filepath.Join(dir, "gpkg")
-	for _, d := range []string{store, gpkgs} {
+	for _, d := range []string{st, gpkgs} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
@@ -123,7 +123,7 @@ func RunIngest(ctx context.Context, opt IngestOptions) (*IngestReport, error) {
 		r.GeoJSONBytes += fi.Size()
 		layerJSON := strings.TrimSuffix(file, ".geojson") + ".layer.json"
 
-		args := append(slices.Clone(opt.Command[1:]), "--layer", layerJSON, "--store", store, "--temp", dir, file)
+		args := append(slices.Clone(opt.Command[1:]), "--layer", layerJSON, "--store", st, "--temp", dir, file)
 		var stdout bytes.Buffer
 		ir, err := measure(ctx, &stdout, opt.Command[0], args...)
 		if err != nil {
@@ -244,11 +244,11 @@ func IngestChild(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	store, err := tiles.NewFileStore(*storeDir)
+	st, err := store.NewFileStore(*storeDir)
 	if err != nil {
 		return err
 	}
-	sum, err := ingest.Run(ctx, ingest.Options{Layer: def, Store: store, TempDir: *temp, CreatedBy: "siteenv bench"}, fs.Args()...)
+	sum, err := ingest.Run(ctx, ingest.Options{Layer: def, Store: st, TempDir: *temp, CreatedBy: "siteenv bench"}, fs.Args()...)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 
 	"siteenv/engine"
 	"siteenv/ingest/synth"
-	"siteenv/tiles"
+	"siteenv/store"
 )
 
 // TestProfileEngine is a development aid for engine work, skipped unless
@@ -148,13 +148,13 @@ func profileDataset(t *testing.T, ctx context.Context, dir string, scale synth.S
 	if err := json.Unmarshal(b, &ids); err != nil {
 		t.Fatal(err)
 	}
-	store, err := tiles.NewFileStore(filepath.Join(dir, "store"))
+	st, err := store.NewFileStore(filepath.Join(dir, "store"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds := &dataset{store: store}
+	ds := &dataset{store: st}
 	for _, id := range ids {
-		l, err := readLayer(ctx, store, id[0], id[1])
+		l, err := readLayer(ctx, st, id[0], id[1])
 		if err != nil {
 			t.Fatal(err)
 		}

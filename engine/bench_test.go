@@ -13,6 +13,7 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/tidwall/rtree"
 
+	"siteenv/store"
 	"siteenv/tiles"
 )
 
@@ -31,7 +32,7 @@ const (
 
 type benchData struct {
 	dir           string
-	store         *tiles.FileStore
+	store         *store.FileStore
 	points, polys *tiles.Manifest
 	err           error
 }
@@ -58,14 +59,14 @@ func benchSetup(b *testing.B) *benchData {
 			return
 		}
 		bench.dir = dir
-		store, err := tiles.NewFileStore(dir)
+		st, err := store.NewFileStore(dir)
 		if err != nil {
 			bench.err = err
 			return
 		}
-		bench.store = store
-		bench.points = publish(b, store, "bench-points", benchTiles(benchPointFeatures()), nil)
-		bench.polys = publish(b, store, "bench-parcels", benchTiles(benchPolygonFeatures()), nil)
+		bench.store = st
+		bench.points = publish(b, st, "bench-points", benchTiles(benchPointFeatures()), nil)
+		bench.polys = publish(b, st, "bench-parcels", benchTiles(benchPolygonFeatures()), nil)
 	})
 	if bench.err != nil {
 		b.Fatal(bench.err)
@@ -246,14 +247,14 @@ func BenchmarkShardLoad(b *testing.B) {
 	benchShardLoad(b, d.store, d.points.Tiles[len(d.points.Tiles)/2])
 }
 
-func benchShardLoad(b *testing.B, store tiles.Store, te tiles.TileEntry) {
+func benchShardLoad(b *testing.B, st store.Store, te tiles.TileEntry) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
 	var s *shard
 	for i := 0; i < b.N; i++ {
 		var err error
-		if s, err = loadShard(ctx, store, te); err != nil {
+		if s, err = loadShard(ctx, st, te); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -270,8 +271,8 @@ func BenchmarkShardBuild(b *testing.B) {
 	benchShardBuild(b, d.store, d.points.Tiles[len(d.points.Tiles)/2])
 }
 
-func benchShardBuild(b *testing.B, store tiles.Store, te tiles.TileEntry) {
-	s, err := loadShard(context.Background(), store, te)
+func benchShardBuild(b *testing.B, st store.Store, te tiles.TileEntry) {
+	s, err := loadShard(context.Background(), st, te)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,13 +12,14 @@ import (
 
 	"github.com/paulmach/orb"
 
+	"siteenv/store"
 	"siteenv/tiles"
 )
 
 // concurrencyFixture publishes two layers of many small tiles around
 // Sydney and returns the store, the layer requests and a set of queries.
-func concurrencyFixture(t testing.TB) (tiles.Store, []LayerRequest, []Request) {
-	store := newStore(t)
+func concurrencyFixture(t testing.TB) (store.Store, []LayerRequest, []Request) {
+	st := newStore(t)
 	groups := exactnessData("syd", sydney, 42)
 	// Cut each quadrant in four: 16 tiles.
 	var small [][]tiles.Feature
@@ -27,8 +28,8 @@ func concurrencyFixture(t testing.TB) (tiles.Store, []LayerRequest, []Request) {
 			small = append(small, g[k*len(g)/4:(k+1)*len(g)/4])
 		}
 	}
-	a := publish(t, store, "conc-a", small, nil)
-	b := publish(t, store, "conc-b", groups[:2], nil)
+	a := publish(t, st, "conc-a", small, nil)
+	b := publish(t, st, "conc-b", groups[:2], nil)
 	layers := []LayerRequest{layerReq(a), layerReq(b)}
 	layers[1].IncludeGeometry = true
 	m := newMetric(sydney)
@@ -41,7 +42,7 @@ func concurrencyFixture(t testing.TB) (tiles.Store, []LayerRequest, []Request) {
 			Layers:  layers,
 		})
 	}
-	return store, layers, reqs
+	return st, layers, reqs
 }
 
 // TestConcurrentQueries runs many goroutines against an engine whose
@@ -117,11 +118,11 @@ func TestConcurrentQueries(t *testing.T) {
 func TestReleasesAreIndependent(t *testing.T) {
 	t.Parallel()
 	m := newMetric(sydney)
-	store := newStore(t)
-	v1 := publish(t, store, "roads", [][]tiles.Feature{{
+	st := newStore(t)
+	v1 := publish(t, st, "roads", [][]tiles.Feature{{
 		feat("old-1", m.at(10, 0)), feat("old-2", orb.LineString{m.at(-50, 20), m.at(50, 20)}),
 	}}, nil)
-	e := New(store, Options{})
+	e := New(st, Options{})
 	site := m.at(0, 0)
 	before := query(t, e, site, 100, layerReq(v1))
 
@@ -130,7 +131,7 @@ func TestReleasesAreIndependent(t *testing.T) {
 	var v2 *tiles.Manifest
 	go func() {
 		defer wg.Done()
-		v2 = publish(t, store, "roads", [][]tiles.Feature{{feat("new-1", m.at(5, 5))}}, nil)
+		v2 = publish(t, st, "roads", [][]tiles.Feature{{feat("new-1", m.at(5, 5))}}, nil)
 	}()
 	for i := 0; i < 20; i++ {
 		if got := query(t, e, site, 100, layerReq(v1)); !reflect.DeepEqual(got, before) {

@@ -31,6 +31,7 @@ import (
 	"github.com/paulmach/orb"
 
 	"siteenv/engine/geo"
+	"siteenv/store"
 	"siteenv/tiles"
 )
 
@@ -116,7 +117,7 @@ func (o Options) Validate() error {
 // Engine answers buffered intersection queries over immutable releases.
 // It is safe for concurrent use.
 type Engine struct {
-	store   tiles.Store
+	store   store.Store
 	budget  int64
 	workers int
 	log     *slog.Logger
@@ -142,12 +143,12 @@ type Engine struct {
 // New returns an engine over the releases in store. opt must pass
 // Validate: an invalid value is a programming error here, and New panics
 // with Validate's message rather than run with a value nobody chose.
-func New(store tiles.Store, opt Options) *Engine {
+func New(st store.Store, opt Options) *Engine {
 	opt.fill()
 	if err := opt.validate(); err != nil {
 		panic(err)
 	}
-	e := &Engine{store: store, budget: opt.MemoryBudget, workers: opt.Workers, log: opt.Logger, parallelMin: parallelMinCandidates}
+	e := &Engine{store: st, budget: opt.MemoryBudget, workers: opt.Workers, log: opt.Logger, parallelMin: parallelMinCandidates}
 	e.mu.shards = map[string]*shardEntry{}
 	e.mu.manifests = map[releaseKey]*manifestEntry{}
 	e.mu.covers = map[releaseKey]*cover{}

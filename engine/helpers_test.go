@@ -12,6 +12,7 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/geojson"
 
+	"siteenv/store"
 	"siteenv/tiles"
 )
 
@@ -29,9 +30,9 @@ func testSchema(t testing.TB) tiles.FieldSchema {
 	return s
 }
 
-func newStore(t testing.TB) *tiles.FileStore {
+func newStore(t testing.TB) *store.FileStore {
 	t.Helper()
-	s, err := tiles.NewFileStore(t.TempDir())
+	s, err := store.NewFileStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,13 +75,13 @@ func encodeTiles(t testing.TB, schema tiles.FieldSchema, groups [][]tiles.Featur
 
 // publish writes groups as the tiles of a new release of layerID (one
 // tile per group) and returns its manifest.
-func publish(t testing.TB, store tiles.Store, layerID string, groups [][]tiles.Feature, cover orb.Geometry) *tiles.Manifest {
+func publish(t testing.TB, st store.Store, layerID string, groups [][]tiles.Feature, cover orb.Geometry) *tiles.Manifest {
 	t.Helper()
 	schema := testSchema(t)
-	return publishEncoded(t, store, layerID, schema, encodeTiles(t, schema, groups), cover)
+	return publishEncoded(t, st, layerID, schema, encodeTiles(t, schema, groups), cover)
 }
 
-func publishEncoded(t testing.TB, store tiles.Store, layerID string, schema tiles.FieldSchema, enc []encodedTile, cover orb.Geometry) *tiles.Manifest {
+func publishEncoded(t testing.TB, st store.Store, layerID string, schema tiles.FieldSchema, enc []encodedTile, cover orb.Geometry) *tiles.Manifest {
 	t.Helper()
 	ctx := context.Background()
 	units := map[string]*string{}
@@ -115,7 +116,7 @@ func publishEncoded(t testing.TB, store tiles.Store, layerID string, schema tile
 	var box orb.Bound
 	for i, tl := range enc {
 		key := tiles.TileKey(layerID, id, fmt.Sprintf("%06d", i))
-		if err := store.Put(ctx, key, bytes.NewReader(tl.data), int64(len(tl.data))); err != nil {
+		if err := st.Put(ctx, key, bytes.NewReader(tl.data), int64(len(tl.data))); err != nil {
 			t.Fatal(err)
 		}
 		m.Tiles = append(m.Tiles, tiles.NewTileEntry(key, tl.info))
@@ -130,7 +131,7 @@ func publishEncoded(t testing.TB, store tiles.Store, layerID string, schema tile
 		bb := tiles.BoundToBBox(box)
 		m.BBox = &bb
 	}
-	if err := tiles.WriteManifest(ctx, store, m); err != nil {
+	if err := tiles.WriteManifest(ctx, st, m); err != nil {
 		t.Fatal(err)
 	}
 	return m

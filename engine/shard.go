@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"siteenv/store"
 	"siteenv/tiles"
 )
 
@@ -44,8 +45,8 @@ func (s *shard) propertiesLen(i int, z *sizer) int {
 // loadShard reads and indexes the tile te. Each row group's boxes are
 // computed as soon as its geometries are decoded, on the goroutines
 // decoding the tile, overlapping the decoding of the rest.
-func loadShard(ctx context.Context, store tiles.Store, te tiles.TileEntry) (*shard, error) {
-	obj, err := store.Open(ctx, te.Key)
+func loadShard(ctx context.Context, st store.Store, te tiles.TileEntry) (*shard, error) {
+	obj, err := st.Open(ctx, te.Key)
 	if err != nil {
 		return nil, err
 	}

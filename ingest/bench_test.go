@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"siteenv/tiles"
+	"siteenv/store"
 )
 
 // BenchmarkIngestGeoJSON ingests a generated FeatureCollection of 100,000
@@ -32,11 +32,11 @@ func BenchmarkIngestGeoJSON(b *testing.B) {
 	b.ResetTimer()
 	var features int64
 	for i := 0; i < b.N; i++ {
-		store, err := tiles.NewFileStore(filepath.Join(dir, fmt.Sprintf("store%d", i)))
+		st, err := store.NewFileStore(filepath.Join(dir, fmt.Sprintf("store%d", i)))
 		if err != nil {
 			b.Fatal(err)
 		}
-		sum, err := Run(context.Background(), Options{Layer: def, Store: store, TempDir: dir}, path)
+		sum, err := Run(context.Background(), Options{Layer: def, Store: st, TempDir: dir}, path)
 		if err != nil {
 			b.Fatal(err)
 		}

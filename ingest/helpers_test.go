@@ -14,6 +14,7 @@ import (
 
 	"github.com/paulmach/orb"
 
+	"siteenv/store"
 	"siteenv/tiles"
 )
 
@@ -72,7 +73,7 @@ func (p *fakePublisher) count() int {
 type bundle struct {
 	t     *testing.T
 	dir   string // inputs
-	store *tiles.FileStore
+	store *store.FileStore
 	pub   *fakePublisher
 	def   *LayerDef
 }
@@ -84,7 +85,7 @@ func setup(t *testing.T) *bundle {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
-	store, err := tiles.NewFileStore(filepath.Join(root, "store"))
+	st, err := store.NewFileStore(filepath.Join(root, "store"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func setup(t *testing.T) *bundle {
 	if err := os.Mkdir(in, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return &bundle{t: t, dir: in, store: store, pub: &fakePublisher{}, def: def}
+	return &bundle{t: t, dir: in, store: st, pub: &fakePublisher{}, def: def}
 }
 
 var testClock = func() time.Time { return time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC) }
@@ -117,7 +118,7 @@ func (b *bundle) write(name, content string) string {
 }
 
 // storeKeys lists the store.
-func storeKeys(t *testing.T, s tiles.Store) []tiles.Info {
+func storeKeys(t *testing.T, s store.Store) []store.Info {
 	t.Helper()
 	infos, err := s.List(context.Background(), "")
 	if err != nil {
@@ -139,7 +140,7 @@ func (b *bundle) assertNothingPublished() {
 }
 
 // releaseFeatures reads every feature of a release back from its tiles.
-func releaseFeatures(t *testing.T, s tiles.Store, layerID, releaseID string) (map[string]tiles.Feature, *tiles.Manifest) {
+func releaseFeatures(t *testing.T, s store.Store, layerID, releaseID string) (map[string]tiles.Feature, *tiles.Manifest) {
 	t.Helper()
 	ctx := context.Background()
 	m, err := tiles.ReadManifest(ctx, s, layerID, releaseID)
@@ -194,7 +195,7 @@ func readRejects(t *testing.T, path string) [][]string {
 
 // failingStore fails every Put after the first n, like a crash mid-upload.
 type failingStore struct {
-	tiles.Store
+	store.Store
 	mu sync.Mutex
 	n  int
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"siteenv/engine/geo"
+	"siteenv/store"
 	"siteenv/tiles"
 )
 
@@ -50,7 +51,7 @@ type Options struct {
 	// 1,000,000.
 	MaxVertices int
 	// Store receives the tiles and the manifest (required).
-	Store tiles.Store
+	Store store.Store
 	// Publisher publishes the release once it is in the store. Default
 	// nil: the release is written but not published.
 	Publisher Publisher

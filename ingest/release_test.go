@@ -19,6 +19,7 @@ import (
 
 	"github.com/paulmach/orb"
 
+	"siteenv/store"
 	"siteenv/tiles"
 )
 
@@ -127,7 +128,7 @@ func TestReingestIsNoOp(t *testing.T) {
 	}
 }
 
-func readAll(t *testing.T, s tiles.Store, infos []tiles.Info) map[string][]byte {
+func readAll(t *testing.T, s store.Store, infos []store.Info) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
 	for _, in := range infos {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"sync"
 
+	"siteenv/store"
 	"siteenv/tiles"
 )
 
@@ -288,7 +289,7 @@ func publish(ctx context.Context, cfg *config, outs []tileOut) (*tiles.Manifest,
 	already := false
 	if _, err := cfg.Store.Stat(ctx, tiles.ManifestKey(def.LayerID, id)); err == nil {
 		already = true
-	} else if !errors.Is(err, tiles.ErrNotExist) {
+	} else if !errors.Is(err, store.ErrNotExist) {
 		return nil, false, fmt.Errorf("ingest: %w", err)
 	}
 	if !already {
@@ -297,7 +298,7 @@ func publish(ctx context.Context, cfg *config, outs []tileOut) (*tiles.Manifest,
 		}
 		err := tiles.WriteManifest(ctx, cfg.Store, m)
 		switch {
-		case errors.Is(err, tiles.ErrExists):
+		case errors.Is(err, store.ErrExists):
 			already = true
 		case err != nil:
 			return nil, false, fmt.Errorf("ingest: %w", err)
@@ -324,7 +325,7 @@ const uploadConcurrency = 4
 
 // uploadTiles puts every tile in the store. A tile that is already there
 // is fine: its key holds the release id, which covers its content.
-func uploadTiles(ctx context.Context, store tiles.Store, m *tiles.Manifest, outs []tileOut) error {
+func uploadTiles(ctx context.Context, st store.Store, m *tiles.Manifest, outs []tileOut) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	sem := make(chan struct{}, uploadConcurrency)
@@ -340,7 +341,7 @@ func uploadTiles(ctx context.Context, store tiles.Store, m *tiles.Manifest, outs
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := putFile(ctx, store, m.Tiles[i].Key, o.path, o.info.Bytes); err != nil {
+			if err := putFile(ctx, st, m.Tiles[i].Key, o.path, o.info.Bytes); err != nil {
 				cancel(err)
 			}
 		}()
@@ -352,14 +353,14 @@ func uploadTiles(ctx context.Context, store tiles.Store, m *tiles.Manifest, outs
 	return nil
 }
 
-func putFile(ctx context.Context, store tiles.Store, key, path string, size int64) error {
+func putFile(ctx context.Context, st store.Store, key, path string, size int64) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("ingest: upload %s: %w", key, err)
 	}
 	defer f.Close()
-	err = store.Put(ctx, key, bufio.NewReaderSize(f, 1<<20), size)
-	if err != nil && !errors.Is(err, tiles.ErrExists) {
+	err = st.Put(ctx, key, bufio.NewReaderSize(f, 1<<20), size)
+	if err != nil && !errors.Is(err, store.ErrExists) {
 		return fmt.Errorf("ingest: upload %s: %w", key, err)
 	}
 	return nil

@@ -19,7 +19,7 @@ import (
 
 	"siteenv/engine"
 	"siteenv/ledger"
-	"siteenv/tiles"
+	"siteenv/store"
 )
 
 // Config configures a Runner. Zero values take the documented defaults.
@@ -112,7 +112,7 @@ type Runner struct {
 	cfg   Config
 	led   *ledger.Ledger
 	eng   *engine.Engine
-	store tiles.Store
+	store store.Store
 	wake  chan struct{}
 	mu    struct {
 		sync.Mutex
@@ -141,12 +141,12 @@ func (c Config) Validate() error {
 // New makes a Runner; Start launches its workers. cfg must pass Validate:
 // an invalid config is a programming error here, and New panics with
 // Validate's message rather than run with a value nobody chose.
-func New(cfg Config, led *ledger.Ledger, eng *engine.Engine, store tiles.Store) *Runner {
+func New(cfg Config, led *ledger.Ledger, eng *engine.Engine, st store.Store) *Runner {
 	cfg.fill()
 	if err := cfg.validate(); err != nil {
 		panic(err)
 	}
-	r := &Runner{cfg: cfg, led: led, eng: eng, store: store, wake: make(chan struct{}, 1)}
+	r := &Runner{cfg: cfg, led: led, eng: eng, store: st, wake: make(chan struct{}, 1)}
 	r.mu.waiters = map[uuid.UUID][]chan struct{}{}
 	return r
 }
@@ -331,7 +331,7 @@ func (r *Runner) Sweep(ctx context.Context) error {
 	}
 	var errs []error
 	for _, k := range keys {
-		if err := r.store.Delete(ctx, k); err != nil && !errors.Is(err, tiles.ErrNotExist) {
+		if err := r.store.Delete(ctx, k); err != nil && !errors.Is(err, store.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
@@ -528,7 +528,7 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query) error {
 		status = ledger.QueryPartial
 	}
 	key := ResultKey(q.AccountID, q.ID)
-	if err := r.store.Put(ctx, key, f, size); err != nil && !errors.Is(err, tiles.ErrExists) {
+	if err := r.store.Put(ctx, key, f, size); err != nil && !errors.Is(err, store.ErrExists) {
 		return r.fail(ctx, q, "source_unavailable", err)
 	}
 	var count *int64

@@ -22,6 +22,7 @@ import (
 	"siteenv/jobs"
 	"siteenv/ledger"
 	"siteenv/ledger/ledgertest"
+	"siteenv/store"
 	"siteenv/tiles"
 )
 
@@ -41,7 +42,7 @@ type bundle struct {
 	ctx                  context.Context
 	clk                  *clock.Fake
 	led                  *ledger.Ledger
-	store                tiles.Store
+	store                store.Store
 	release              string
 	account, integ, site uuid.UUID
 	frozen               []ledger.FrozenLayer
@@ -54,11 +55,11 @@ func setup(t *testing.T) *bundle {
 	b := &bundle{t: t, ctx: context.Background(), clk: clock.NewFake(time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)), logs: &syncBuffer{}}
 	b.log = slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	b.led = ledgertest.New(t, b.clk)
-	store, err := tiles.NewFileStore(t.TempDir())
+	st, err := store.NewFileStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.store = store
+	b.store = st
 	b.release = b.publish(map[string]orb.Point{"b10": east(10), "b50": east(50), "b900": east(900)})
 	acct, err := b.led.CreateAccount(b.ctx, "Jobs test", 0)
 	if err != nil {
@@ -142,7 +143,7 @@ func (b *bundle) get(id uuid.UUID) ledger.Query {
 
 // runner makes a runner over the bundle's ledger; engineStore (nil: the
 // store itself) is what the engine reads tiles through.
-func (b *bundle) runner(cfg jobs.Config, engineStore tiles.Store) *jobs.Runner {
+func (b *bundle) runner(cfg jobs.Config, engineStore store.Store) *jobs.Runner {
 	b.t.Helper()
 	if engineStore == nil {
 		engineStore = b.store
@@ -172,16 +173,16 @@ func (b *bundle) status(id uuid.UUID) string { return b.get(id).Status }
 // gatedTiles holds every tile open until open is closed (or the opener's
 // context ends), announcing each held open on opened.
 type gatedTiles struct {
-	tiles.Store
+	store.Store
 	opened chan struct{}
 	open   chan struct{}
 }
 
-func newGate(s tiles.Store) *gatedTiles {
+func newGate(s store.Store) *gatedTiles {
 	return &gatedTiles{Store: s, opened: make(chan struct{}, 64), open: make(chan struct{})}
 }
 
-func (g *gatedTiles) Open(ctx context.Context, key string) (tiles.Object, error) {
+func (g *gatedTiles) Open(ctx context.Context, key string) (store.Object, error) {
 	if strings.HasSuffix(key, ".parquet") {
 		g.opened <- struct{}{}
 		select {
@@ -459,7 +460,7 @@ func TestRetentionSweepReleasesResults(t *testing.T) {
 	if q := b.get(id); q.ResultKey != nil || q.ResultBytes != 0 || q.Status != ledger.QuerySucceeded {
 		t.Fatalf("after retention: %+v", q)
 	}
-	if _, err := b.store.Stat(b.ctx, key); !errors.Is(err, tiles.ErrNotExist) {
+	if _, err := b.store.Stat(b.ctx, key); !errors.Is(err, store.ErrNotExist) {
 		t.Fatalf("result still stored: %v", err)
 	}
 }

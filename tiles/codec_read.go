@@ -162,7 +162,7 @@ func (t *Tile) Property(i int, name string) (any, bool) {
 }
 
 // ReadTile decodes a whole tile written by WriteTile. r is read with random
-// access (ranged reads when it is an S3 Object); reads stop when ctx is done.
+// access (ranged reads when it is an S3 store.Object); reads stop when ctx is done.
 // Column chunks are decoded on up to GOMAXPROCS goroutines.
 func ReadTile(ctx context.Context, r io.ReaderAt, size int64) (*Tile, error) {
 	return ReadTileWith(ctx, r, size, ReadTileOptions{})

@@ -12,6 +12,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"siteenv/store"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -473,7 +474,7 @@ func TestReadTileErrors(t *testing.T) {
 }
 
 func TestReadTileFromStoreObject(t *testing.T) {
-	s, err := NewFileStore(t.TempDir())
+	s, err := store.NewFileStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,25 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 )
 
 // Errors returned by this package. Match them with errors.Is; the messages are
 // for people, not for code.
 var (
-	// ErrNotExist reports a missing object. It wraps fs.ErrNotExist, so
-	// errors.Is(err, fs.ErrNotExist) also holds.
-	ErrNotExist = fmt.Errorf("tiles: object does not exist: %w", fs.ErrNotExist)
-	// ErrExists reports a Put to a key that already holds an object. It wraps
-	// fs.ErrExist.
-	ErrExists = fmt.Errorf("tiles: object already exists: %w", fs.ErrExist)
-	// ErrInvalidKey reports a malformed object key or list prefix.
-	ErrInvalidKey = errors.New("tiles: invalid key")
-	// ErrInvalidURL reports a store URL that OpenStore cannot use.
-	ErrInvalidURL = errors.New("tiles: invalid store url")
-	// ErrSizeMismatch reports a Put whose reader did not yield the declared
-	// number of bytes.
-	ErrSizeMismatch = errors.New("tiles: object size does not match")
 	// ErrInvalidSchema reports a field schema that breaks the convention in
 	// schema.go.
 	ErrInvalidSchema = errors.New("tiles: invalid field schema")

@@ -12,6 +12,7 @@ import (
 	"math"
 	"net/url"
 	"regexp"
+	"siteenv/store"
 	"sort"
 	"strings"
 	"time"
@@ -413,9 +414,9 @@ func MarshalManifest(m *Manifest) ([]byte, error) {
 // WriteManifest publishes a release: it fills in m.ReleaseID when empty,
 // validates m, checks that every tile is already in the store with the
 // recorded size, and writes the manifest. If the release was already
-// published the error matches ErrExists (re-ingesting identical input is a
+// published the error matches store.ErrExists (re-ingesting identical input is a
 // no-op for the caller to recognise).
-func WriteManifest(ctx context.Context, store Store, m *Manifest) error {
+func WriteManifest(ctx context.Context, st store.Store, m *Manifest) error {
 	if m.ReleaseID == "" {
 		id, err := ReleaseID(m)
 		if err != nil {
@@ -428,7 +429,7 @@ func WriteManifest(ctx context.Context, store Store, m *Manifest) error {
 		return err
 	}
 	for _, t := range m.Tiles {
-		info, err := store.Stat(ctx, t.Key)
+		info, err := st.Stat(ctx, t.Key)
 		if err != nil {
 			return fmt.Errorf("tiles: publish %s: tile %s: %w", m.ReleaseID, t.Key, err)
 		}
@@ -437,20 +438,20 @@ func WriteManifest(ctx context.Context, store Store, m *Manifest) error {
 		}
 	}
 	key := ManifestKey(m.LayerID, m.ReleaseID)
-	if err := store.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
+	if err := st.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
 		return fmt.Errorf("tiles: publish %s: %w", key, err)
 	}
 	return nil
 }
 
 // ReadManifest reads and strictly parses a release's manifest. A release
-// that was never published (or is still being written) yields ErrNotExist.
-func ReadManifest(ctx context.Context, store Store, layerID, releaseID string) (*Manifest, error) {
+// that was never published (or is still being written) yields store.ErrNotExist.
+func ReadManifest(ctx context.Context, st store.Store, layerID, releaseID string) (*Manifest, error) {
 	if !layerIDRE.MatchString(layerID) || !releaseIDRE.MatchString(releaseID) {
-		return nil, fmt.Errorf("%w: bad layer or release id", ErrInvalidKey)
+		return nil, fmt.Errorf("%w: bad layer or release id", store.ErrInvalidKey)
 	}
 	key := ManifestKey(layerID, releaseID)
-	obj, err := store.Open(ctx, key)
+	obj, err := st.Open(ctx, key)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"siteenv/store"
 	"strings"
 	"testing"
 	"time"
@@ -19,9 +20,9 @@ import (
 
 // releaseFixture writes two tiles into a fresh file store and returns the
 // store and an unpublished manifest describing them.
-func releaseFixture(t testing.TB) (Store, *Manifest) {
+func releaseFixture(t testing.TB) (store.Store, *Manifest) {
 	t.Helper()
-	store, err := NewFileStore(t.TempDir())
+	st, err := store.NewFileStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func releaseFixture(t testing.TB) (Store, *Manifest) {
 	var box orb.Bound
 	for i, tl := range tiles {
 		key := TileKey(m.LayerID, m.ReleaseID, fmt.Sprintf("%06d", i))
-		if err := store.Put(context.Background(), key, bytes.NewReader(tl.data), int64(len(tl.data))); err != nil {
+		if err := st.Put(context.Background(), key, bytes.NewReader(tl.data), int64(len(tl.data))); err != nil {
 			t.Fatal(err)
 		}
 		m.Tiles = append(m.Tiles, NewTileEntry(key, tl.info))
@@ -83,7 +84,7 @@ func releaseFixture(t testing.TB) (Store, *Manifest) {
 	}
 	bb := BoundToBBox(box)
 	m.BBox = &bb
-	return store, m
+	return st, m
 }
 
 func TestManifestKeys(t *testing.T) {
@@ -94,7 +95,7 @@ func TestManifestKeys(t *testing.T) {
 		t.Error(got)
 	}
 	for _, k := range []string{ManifestKey("a.b:c-d", "r_00"), TileKey("a.b:c-d", "r_00", "x")} {
-		if err := ValidateKey(k); err != nil {
+		if err := store.ValidateKey(k); err != nil {
 			t.Errorf("%s: %v", k, err)
 		}
 	}
@@ -102,11 +103,11 @@ func TestManifestKeys(t *testing.T) {
 
 func TestPublishAndReadManifest(t *testing.T) {
 	ctx := context.Background()
-	store, m := releaseFixture(t)
-	if err := WriteManifest(ctx, store, m); err != nil {
+	st, m := releaseFixture(t)
+	if err := WriteManifest(ctx, st, m); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadManifest(ctx, store, m.LayerID, m.ReleaseID)
+	got, err := ReadManifest(ctx, st, m.LayerID, m.ReleaseID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,13 +116,13 @@ func TestPublishAndReadManifest(t *testing.T) {
 		b, _ := json.Marshal(m)
 		t.Fatalf("read back differs:\n%s\n%s", a, b)
 	}
-	// Publishing the same release again is reported as ErrExists.
-	if err := WriteManifest(ctx, store, m); !errors.Is(err, ErrExists) {
-		t.Fatalf("second publish err = %v, want ErrExists", err)
+	// Publishing the same release again is reported as store.ErrExists.
+	if err := WriteManifest(ctx, st, m); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("second publish err = %v, want store.ErrExists", err)
 	}
 	// Every tile listed is readable.
 	for _, te := range got.Tiles {
-		obj, err := store.Open(ctx, te.Key)
+		obj, err := st.Open(ctx, te.Key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +133,7 @@ func TestPublishAndReadManifest(t *testing.T) {
 		}
 	}
 	// A release that was never published does not exist.
-	if _, err := ReadManifest(ctx, store, m.LayerID, "r_00000000000000000000000000000000"); !errors.Is(err, ErrNotExist) {
+	if _, err := ReadManifest(ctx, st, m.LayerID, "r_00000000000000000000000000000000"); !errors.Is(err, store.ErrNotExist) {
 		t.Fatalf("unpublished release err = %v", err)
 	}
 }
@@ -140,14 +141,14 @@ func TestPublishAndReadManifest(t *testing.T) {
 func TestWriteManifestNeedsTilesFirst(t *testing.T) {
 	ctx := context.Background()
 	_, m := releaseFixture(t)
-	empty, err := NewFileStore(t.TempDir())
+	empty, err := store.NewFileStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteManifest(ctx, empty, m); !errors.Is(err, ErrNotExist) {
-		t.Fatalf("publish without tiles err = %v, want ErrNotExist", err)
+	if err := WriteManifest(ctx, empty, m); !errors.Is(err, store.ErrNotExist) {
+		t.Fatalf("publish without tiles err = %v, want store.ErrNotExist", err)
 	}
-	if _, err := empty.Stat(ctx, ManifestKey(m.LayerID, m.ReleaseID)); !errors.Is(err, ErrNotExist) {
+	if _, err := empty.Stat(ctx, ManifestKey(m.LayerID, m.ReleaseID)); !errors.Is(err, store.ErrNotExist) {
 		t.Fatal("manifest written although tiles are missing")
 	}
 }

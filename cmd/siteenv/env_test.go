@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"siteenv/tiles"
+	"siteenv/store"
 )
 
 // TestServeRefusesABadEnvironment: the binary exits non-zero with a message
@@ -75,7 +75,7 @@ func TestS3ConfigFromEnv(t *testing.T) {
 	t.Setenv("SITEENV_S3_SECRET_KEY", "sk")
 	t.Setenv("SITEENV_S3_REGION", "")
 	got := s3ConfigFromEnv()
-	want := tiles.S3Config{Endpoint: "http://127.0.0.1:9000", AccessKey: "ak", SecretKey: "sk", UseSSL: false}
+	want := store.S3Config{Endpoint: "http://127.0.0.1:9000", AccessKey: "ak", SecretKey: "sk", UseSSL: false}
 	if got != want {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}

@@ -11,11 +11,11 @@ import (
 	"strings"
 
 	"siteenv/ingest"
-	"siteenv/tiles"
+	"siteenv/store"
 )
 
 // openStore opens SITEENV_STORE, or file://<data-dir>/store.
-func (e *env) openStore(ctx context.Context) (tiles.Store, error) {
+func (e *env) openStore(ctx context.Context) (store.Store, error) {
 	u := os.Getenv("SITEENV_STORE")
 	if u == "" {
 		dir := filepath.Join(e.dataDir, "store")
@@ -24,15 +24,15 @@ func (e *env) openStore(ctx context.Context) (tiles.Store, error) {
 		}
 		u = "file://" + dir
 	}
-	return tiles.OpenStore(ctx, u, s3ConfigFromEnv())
+	return store.OpenStore(ctx, u, s3ConfigFromEnv())
 }
 
 // s3ConfigFromEnv reads SITEENV_S3_ENDPOINT, SITEENV_S3_ACCESS_KEY,
 // SITEENV_S3_SECRET_KEY and, optionally, SITEENV_S3_REGION. UseSSL is true
 // unless the endpoint starts with "http://".
-func s3ConfigFromEnv() tiles.S3Config {
+func s3ConfigFromEnv() store.S3Config {
 	ep := os.Getenv("SITEENV_S3_ENDPOINT")
-	return tiles.S3Config{
+	return store.S3Config{
 		Endpoint:  ep,
 		AccessKey: os.Getenv("SITEENV_S3_ACCESS_KEY"),
 		SecretKey: os.Getenv("SITEENV_S3_SECRET_KEY"),
@@ -72,13 +72,13 @@ func ingestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer e.close()
-	store, err := e.openStore(ctx)
+	st, err := e.openStore(ctx)
 	if err != nil {
 		return err
 	}
 	sum, err := ingest.Run(ctx, ingest.Options{
 		Layer: def, SourceCRS: *srcCRS, IDProperty: *idProp, MaxRejects: *maxRejects, RejectsPath: *rejects,
-		Store: store, Publisher: ingest.LedgerPublisher{Ledger: e.led}, Progress: os.Stderr,
+		Store: st, Publisher: ingest.LedgerPublisher{Ledger: e.led}, Progress: os.Stderr,
 	}, fs.Args()...)
 	if err != nil {
 		if sum.Rejected > 0 {

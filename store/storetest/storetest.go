@@ -1,4 +1,4 @@
-// Package storetest is the conformance suite every tiles.Store must pass.
+// Package storetest is the conformance suite every store.Store must pass.
 // Each backend's tests call Run with a constructor for a fresh, empty store.
 package storetest
 
@@ -15,20 +15,21 @@ import (
 	"testing"
 	"time"
 
-	"siteenv/tiles"
+	"siteenv/store"
 )
 
 // Run runs the conformance suite. newStore must return a fresh, empty store
 // each call (for example a new temporary directory, or a new key prefix in a
 // shared bucket); the subtests run in parallel on their own stores.
-func Run(t *testing.T, newStore func(t *testing.T) tiles.Store) {
+func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Helper()
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s tiles.Store)
+		fn   func(t *testing.T, s store.Store)
 	}{
 		{"PutOpenRead", testPutOpenRead},
 		{"ReadAtOffsets", testReadAtOffsets},
+		{"GetRange", testGetRange},
 		{"EmptyObject", testEmptyObject},
 		{"LargeObject", testLargeObject},
 		{"Stat", testStat},
@@ -50,14 +51,14 @@ func Run(t *testing.T, newStore func(t *testing.T) tiles.Store) {
 	}
 }
 
-func put(t *testing.T, s tiles.Store, key string, data []byte) {
+func put(t *testing.T, s store.Store, key string, data []byte) {
 	t.Helper()
 	if err := s.Put(context.Background(), key, bytes.NewReader(data), int64(len(data))); err != nil {
 		t.Fatalf("Put(%q): %v", key, err)
 	}
 }
 
-func readAll(t *testing.T, s tiles.Store, key string) []byte {
+func readAll(t *testing.T, s store.Store, key string) []byte {
 	t.Helper()
 	obj, err := s.Open(context.Background(), key)
 	if err != nil {
@@ -81,7 +82,7 @@ func payload(n int, seed uint64) []byte {
 	return b
 }
 
-func testPutOpenRead(t *testing.T, s tiles.Store) {
+func testPutOpenRead(t *testing.T, s store.Store) {
 	data := payload(10_000, 1)
 	put(t, s, "releases/layer.a:1/r_1/tiles/000001.parquet", data)
 	obj, err := s.Open(context.Background(), "releases/layer.a:1/r_1/tiles/000001.parquet")
@@ -97,7 +98,7 @@ func testPutOpenRead(t *testing.T, s tiles.Store) {
 	}
 }
 
-func testReadAtOffsets(t *testing.T, s tiles.Store) {
+func testReadAtOffsets(t *testing.T, s store.Store) {
 	data := payload(1000, 2)
 	put(t, s, "obj", data)
 	obj, err := s.Open(context.Background(), "obj")
@@ -146,7 +147,75 @@ func testReadAtOffsets(t *testing.T, s tiles.Store) {
 	}
 }
 
-func testEmptyObject(t *testing.T, s tiles.Store) {
+func testGetRange(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	data := payload(300_000, 7)
+	put(t, s, "artifacts/a/b/file.pdf", data)
+	put(t, s, "empty", nil)
+	tests := []struct {
+		name        string
+		key         string
+		off, length int64
+	}{
+		{"whole", "artifacts/a/b/file.pdf", 0, 300_000},
+		{"first byte", "artifacts/a/b/file.pdf", 0, 1},
+		{"last byte", "artifacts/a/b/file.pdf", 299_999, 1},
+		{"middle", "artifacts/a/b/file.pdf", 1234, 200_000},
+		{"empty at end", "artifacts/a/b/file.pdf", 300_000, 0},
+		{"empty object", "empty", 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rc, err := s.GetRange(ctx, tc.key, tc.off, tc.length)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rc.Close()
+			got, err := io.ReadAll(rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := data[tc.off : tc.off+tc.length]
+			if tc.key == "empty" {
+				want = nil
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("got %d bytes, want %d (or content differs)", len(got), len(want))
+			}
+		})
+	}
+	for _, bad := range [][2]int64{{300_000, 1}, {299_999, 2}, {-1, 1}, {0, -1}, {400_000, 0}, {0, 300_001}} {
+		rc, err := s.GetRange(ctx, "artifacts/a/b/file.pdf", bad[0], bad[1])
+		if !errors.Is(err, store.ErrInvalidRange) {
+			if rc != nil {
+				rc.Close()
+			}
+			t.Errorf("GetRange(off %d, len %d) err = %v, want ErrInvalidRange", bad[0], bad[1], err)
+		}
+	}
+	if _, err := s.GetRange(ctx, "artifacts/missing", 0, 1); !errors.Is(err, store.ErrNotExist) {
+		t.Errorf("GetRange(missing) err = %v, want ErrNotExist", err)
+	}
+	if _, err := s.GetRange(ctx, "../x", 0, 1); !errors.Is(err, store.ErrInvalidKey) {
+		t.Errorf("GetRange(bad key) err = %v, want ErrInvalidKey", err)
+	}
+	// Reads stop once the context is done.
+	cctx, cancel := context.WithCancel(ctx)
+	rc, err := s.GetRange(cctx, "artifacts/a/b/file.pdf", 0, 300_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if _, err := io.ReadFull(rc, make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if _, err := io.ReadAll(rc); !errors.Is(err, context.Canceled) {
+		t.Errorf("read after cancel err = %v, want context.Canceled", err)
+	}
+}
+
+func testEmptyObject(t *testing.T, s store.Store) {
 	put(t, s, "empty", nil)
 	info, err := s.Stat(context.Background(), "empty")
 	if err != nil || info.Size != 0 {
@@ -162,7 +231,7 @@ func testEmptyObject(t *testing.T, s tiles.Store) {
 	}
 }
 
-func testLargeObject(t *testing.T, s tiles.Store) {
+func testLargeObject(t *testing.T, s store.Store) {
 	// Larger than common multipart thresholds (16 MiB).
 	data := payload(17<<20+123, 3)
 	put(t, s, "big/object.bin", data)
@@ -185,7 +254,7 @@ func testLargeObject(t *testing.T, s tiles.Store) {
 	}
 }
 
-func testStat(t *testing.T, s tiles.Store) {
+func testStat(t *testing.T, s store.Store) {
 	before := time.Now().Add(-time.Hour)
 	put(t, s, "a/b/c.json", []byte(`{"x":1}`))
 	info, err := s.Stat(context.Background(), "a/b/c.json")
@@ -199,12 +268,12 @@ func testStat(t *testing.T, s tiles.Store) {
 		t.Fatalf("ModTime %v is not about now", info.ModTime)
 	}
 	// A "directory" is not an object.
-	if _, err := s.Stat(context.Background(), "a/b"); !errors.Is(err, tiles.ErrNotExist) {
+	if _, err := s.Stat(context.Background(), "a/b"); !errors.Is(err, store.ErrNotExist) {
 		t.Fatalf("Stat(prefix) err = %v, want ErrNotExist", err)
 	}
 }
 
-func keys(infos []tiles.Info) []string {
+func keys(infos []store.Info) []string {
 	out := make([]string, len(infos))
 	for i, in := range infos {
 		out[i] = in.Key
@@ -212,7 +281,7 @@ func keys(infos []tiles.Info) []string {
 	return out
 }
 
-func testList(t *testing.T, s tiles.Store) {
+func testList(t *testing.T, s store.Store) {
 	all := []string{"a.b", "a/a/c", "a/b", "a/c/d/e", "ab", "b/x", "b0", "z"}
 	shuffled := append([]string(nil), all...)
 	rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
@@ -250,10 +319,10 @@ func testList(t *testing.T, s tiles.Store) {
 	}
 }
 
-func testImmutable(t *testing.T, s tiles.Store) {
+func testImmutable(t *testing.T, s store.Store) {
 	put(t, s, "k", []byte("first"))
 	err := s.Put(context.Background(), "k", strings.NewReader("second"), 6)
-	if !errors.Is(err, tiles.ErrExists) {
+	if !errors.Is(err, store.ErrExists) {
 		t.Fatalf("second Put err = %v, want ErrExists", err)
 	}
 	if !errors.Is(err, fs.ErrExist) {
@@ -264,12 +333,12 @@ func testImmutable(t *testing.T, s tiles.Store) {
 	}
 }
 
-func testNotExist(t *testing.T, s tiles.Store) {
+func testNotExist(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	put(t, s, "present/x", []byte("x"))
 	check := func(op string, err error) {
 		t.Helper()
-		if !errors.Is(err, tiles.ErrNotExist) || !errors.Is(err, fs.ErrNotExist) {
+		if !errors.Is(err, store.ErrNotExist) || !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s err = %v, want ErrNotExist and fs.ErrNotExist", op, err)
 		}
 	}
@@ -282,14 +351,14 @@ func testNotExist(t *testing.T, s tiles.Store) {
 	}
 }
 
-func testInvalidKeys(t *testing.T, s tiles.Store) {
+func testInvalidKeys(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	bad := []string{"", "/a", "a/", "a//b", "../a", "a/../b", "a/./b", ".", "..", `a\b`, "a\x00b", "a\nb", ".siteenv-tmp-x", strings.Repeat("k", 1000)}
 	for _, key := range bad {
 		t.Run(fmt.Sprintf("%q", key), func(t *testing.T) {
 			check := func(op string, err error) {
 				t.Helper()
-				if !errors.Is(err, tiles.ErrInvalidKey) {
+				if !errors.Is(err, store.ErrInvalidKey) {
 					t.Errorf("%s err = %v, want ErrInvalidKey", op, err)
 				}
 			}
@@ -302,7 +371,7 @@ func testInvalidKeys(t *testing.T, s tiles.Store) {
 		})
 	}
 	for _, prefix := range []string{"/a", "../", "a//", "a/../"} {
-		if _, err := s.List(ctx, prefix); !errors.Is(err, tiles.ErrInvalidKey) {
+		if _, err := s.List(ctx, prefix); !errors.Is(err, store.ErrInvalidKey) {
 			t.Errorf("List(%q) err = %v, want ErrInvalidKey", prefix, err)
 		}
 	}
@@ -310,14 +379,14 @@ func testInvalidKeys(t *testing.T, s tiles.Store) {
 	put(t, s, "a..b/c...d", []byte("ok"))
 }
 
-func testDelete(t *testing.T, s tiles.Store) {
+func testDelete(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	put(t, s, "results/q1/part-0", []byte("one"))
 	put(t, s, "results/q1/part-1", []byte("two"))
 	if err := s.Delete(ctx, "results/q1/part-0"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Stat(ctx, "results/q1/part-0"); !errors.Is(err, tiles.ErrNotExist) {
+	if _, err := s.Stat(ctx, "results/q1/part-0"); !errors.Is(err, store.ErrNotExist) {
 		t.Fatalf("Stat after Delete err = %v", err)
 	}
 	if got, _ := s.List(ctx, "results/"); fmt.Sprint(keys(got)) != "[results/q1/part-1]" {
@@ -336,16 +405,16 @@ func testDelete(t *testing.T, s tiles.Store) {
 	}
 }
 
-func testSizeMismatch(t *testing.T, s tiles.Store) {
+func testSizeMismatch(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	if err := s.Put(ctx, "short", strings.NewReader("12345"), 10); !errors.Is(err, tiles.ErrSizeMismatch) {
+	if err := s.Put(ctx, "short", strings.NewReader("12345"), 10); !errors.Is(err, store.ErrSizeMismatch) {
 		t.Fatalf("short reader err = %v, want ErrSizeMismatch", err)
 	}
-	if err := s.Put(ctx, "long", strings.NewReader("1234567890"), 5); !errors.Is(err, tiles.ErrSizeMismatch) {
+	if err := s.Put(ctx, "long", strings.NewReader("1234567890"), 5); !errors.Is(err, store.ErrSizeMismatch) {
 		t.Fatalf("long reader err = %v, want ErrSizeMismatch", err)
 	}
 	for _, k := range []string{"short", "long"} {
-		if _, err := s.Stat(ctx, k); !errors.Is(err, tiles.ErrNotExist) {
+		if _, err := s.Stat(ctx, k); !errors.Is(err, store.ErrNotExist) {
 			t.Errorf("after failed Put, Stat(%q) err = %v, want ErrNotExist", k, err)
 		}
 	}
@@ -354,7 +423,7 @@ func testSizeMismatch(t *testing.T, s tiles.Store) {
 	}
 }
 
-func testUnknownSize(t *testing.T, s tiles.Store) {
+func testUnknownSize(t *testing.T, s store.Store) {
 	data := payload(3000, 4)
 	if err := s.Put(context.Background(), "unknown", bytes.NewReader(data), -1); err != nil {
 		t.Fatal(err)
@@ -364,7 +433,7 @@ func testUnknownSize(t *testing.T, s tiles.Store) {
 	}
 }
 
-func testContextCancelled(t *testing.T, s tiles.Store) {
+func testContextCancelled(t *testing.T, s store.Store) {
 	put(t, s, "k", payload(100, 5))
 	ctx, cancel := context.WithCancel(context.Background())
 	obj, err := s.Open(ctx, "k")
@@ -393,7 +462,7 @@ func testContextCancelled(t *testing.T, s tiles.Store) {
 	_, err = s.List(ctx, "")
 	check("List", err)
 	check("Delete", s.Delete(ctx, "k"))
-	if _, err := s.Stat(context.Background(), "new"); !errors.Is(err, tiles.ErrNotExist) {
+	if _, err := s.Stat(context.Background(), "new"); !errors.Is(err, store.ErrNotExist) {
 		t.Errorf("cancelled Put stored the object (Stat err %v)", err)
 	}
 	if _, err := s.Stat(context.Background(), "k"); err != nil {
@@ -406,7 +475,7 @@ func testContextCancelled(t *testing.T, s tiles.Store) {
 	if err := s.Put(ctx2, "midway", r, 1<<20); !errors.Is(err, context.Canceled) {
 		t.Errorf("Put cancelled midway err = %v, want context.Canceled", err)
 	}
-	if _, err := s.Stat(context.Background(), "midway"); !errors.Is(err, tiles.ErrNotExist) {
+	if _, err := s.Stat(context.Background(), "midway"); !errors.Is(err, store.ErrNotExist) {
 		t.Errorf("Put cancelled midway stored the object (Stat err %v)", err)
 	}
 }
@@ -431,7 +500,7 @@ func (c *cancelAfter) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func testConcurrentPut(t *testing.T, s tiles.Store) {
+func testConcurrentPut(t *testing.T, s store.Store) {
 	const writers = 8
 	var (
 		wg      sync.WaitGroup
@@ -458,7 +527,7 @@ func testConcurrentPut(t *testing.T, s tiles.Store) {
 				t.Fatalf("writers %d and %d both succeeded", winner, i)
 			}
 			winner = i
-		case !errors.Is(err, tiles.ErrExists):
+		case !errors.Is(err, store.ErrExists):
 			t.Fatalf("writer %d err = %v, want nil or ErrExists", i, err)
 		}
 	}

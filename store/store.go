@@ -1,4 +1,4 @@
-package tiles
+package store
 
 import (
 	"context"
@@ -29,6 +29,12 @@ type Store interface {
 	// Open opens key for random access. ctx bounds every read made through
 	// the returned Object; cancel it (or Close the Object) when done.
 	Open(ctx context.Context, key string) (Object, error)
+	// GetRange streams length bytes of key starting at offset off, in one
+	// request where the backend has ranged reads (an S3 ranged GET), for
+	// sequential delivery of large objects; Open's ReadAt suits random access.
+	// off+length beyond the object's size yields ErrInvalidRange (length 0 at
+	// off == size is an empty read). The reader is bound to ctx; Close it.
+	GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error)
 	// Stat describes key.
 	Stat(ctx context.Context, key string) (Info, error)
 	// List returns every object whose key starts with prefix (a plain string
@@ -190,7 +196,7 @@ func (c ctxReader) Read(p []byte) (int, error) {
 // returns how many bytes to read at off and whether the read is short.
 func readAtBounds(size int64, p []byte, off int64) (n int, short bool, err error) {
 	if off < 0 {
-		return 0, false, fmt.Errorf("tiles: ReadAt: negative offset %d", off)
+		return 0, false, fmt.Errorf("store: ReadAt: negative offset %d", off)
 	}
 	if off >= size {
 		if len(p) == 0 {
@@ -203,3 +209,27 @@ func readAtBounds(size int64, p []byte, off int64) (n int, short bool, err error
 	}
 	return len(p), false, nil
 }
+
+// checkRange validates a GetRange request against the object's size.
+func checkRange(key string, size, off, length int64) error {
+	if off < 0 || length < 0 || off > size || length > size-off {
+		return fmt.Errorf("%w: %s: %d bytes at %d of %d", ErrInvalidRange, key, length, off, size)
+	}
+	return nil
+}
+
+// rangeReader is GetRange's reader: reads fail once ctx is done.
+type rangeReader struct {
+	ctx context.Context
+	r   io.Reader
+	c   io.Closer
+}
+
+func (r *rangeReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
+}
+
+func (r *rangeReader) Close() error { return r.c.Close() }

@@ -1,4 +1,4 @@
-package tiles
+package store
 
 import (
 	"context"
@@ -64,10 +64,10 @@ func NewS3Store(ctx context.Context, cfg S3Config, bucket, prefix string) (*S3St
 	}
 	ok, err := core.BucketExists(ctx, bucket)
 	if err != nil {
-		return nil, fmt.Errorf("tiles: s3 bucket %q: %w", bucket, err)
+		return nil, fmt.Errorf("store: s3 bucket %q: %w", bucket, err)
 	}
 	if !ok {
-		return nil, fmt.Errorf("tiles: s3 bucket %q: %w", bucket, ErrNotExist)
+		return nil, fmt.Errorf("store: s3 bucket %q: %w", bucket, ErrNotExist)
 	}
 	if prefix = strings.Trim(prefix, "/"); prefix != "" {
 		prefix += "/"
@@ -89,7 +89,7 @@ func (s *S3Store) mapErr(op, key string, err error) error {
 	case resp.Code == "PreconditionFailed" || resp.StatusCode == http.StatusPreconditionFailed:
 		return fmt.Errorf("%w: %s", ErrExists, key)
 	}
-	return fmt.Errorf("tiles: s3 %s %s: %w", op, key, err)
+	return fmt.Errorf("store: s3 %s %s: %w", op, key, err)
 }
 
 // Put implements Store.
@@ -266,7 +266,7 @@ func (o *s3Object) ReadAt(p []byte, off int64) (int, error) {
 	body, _, _, err := o.s.core.GetObject(o.ctx, o.s.bucket, o.s.object(o.key), opts)
 	if err != nil {
 		if minio.ToErrorResponse(err).StatusCode == http.StatusPreconditionFailed {
-			return 0, fmt.Errorf("tiles: s3 read %s: object changed since it was opened", o.key)
+			return 0, fmt.Errorf("store: s3 read %s: object changed since it was opened", o.key)
 		}
 		return 0, o.s.mapErr("read", o.key, err)
 	}
@@ -276,10 +276,66 @@ func (o *s3Object) ReadAt(p []byte, off int64) (int, error) {
 		if ctxErr := o.ctx.Err(); ctxErr != nil {
 			return m, ctxErr
 		}
-		return m, fmt.Errorf("tiles: s3 read %s at %d: %w", o.key, off, err)
+		return m, fmt.Errorf("store: s3 read %s at %d: %w", o.key, off, err)
 	}
 	if short {
 		return m, io.EOF
 	}
 	return m, nil
+}
+
+// GetRange implements Store: a HEAD for the size and ETag, then one ranged
+// GET conditional on that ETag, streamed.
+func (s *S3Store) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	info, etag, err := s.stat(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRange(key, info.Size, off, length); err != nil {
+		return nil, err
+	}
+	if length == 0 {
+		return io.NopCloser(strings.NewReader("")), nil
+	}
+	opts := minio.GetObjectOptions{}
+	if err := opts.SetRange(off, off+length-1); err != nil {
+		return nil, err
+	}
+	if etag != "" {
+		opts.SetMatchETag(etag)
+	}
+	body, _, _, err := s.core.GetObject(ctx, s.bucket, s.object(key), opts)
+	if err != nil {
+		if minio.ToErrorResponse(err).StatusCode == http.StatusPreconditionFailed {
+			return nil, fmt.Errorf("store: s3 read %s: object changed since it was stat'ed", key)
+		}
+		return nil, s.mapErr("get", key, err)
+	}
+	// A short body is an error, never a silently truncated file.
+	return &rangeReader{ctx: ctx, r: &exactReader{r: body, left: length, key: key}, c: body}, nil
+}
+
+// exactReader fails with io.ErrUnexpectedEOF when r ends before left bytes.
+type exactReader struct {
+	r    io.Reader
+	left int64
+	key  string
+}
+
+func (e *exactReader) Read(p []byte) (int, error) {
+	if e.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > e.left {
+		p = p[:e.left]
+	}
+	n, err := e.r.Read(p)
+	e.left -= int64(n)
+	if err == io.EOF && e.left > 0 {
+		return n, fmt.Errorf("store: s3 read %s: %w", e.key, io.ErrUnexpectedEOF)
+	}
+	if err == io.EOF {
+		err = nil
+	}
+	return n, err
 }

@@ -1,4 +1,4 @@
-package tiles_test
+package store_test
 
 import (
 	"context"
@@ -8,13 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"siteenv/tiles"
-	"siteenv/tiles/storetest"
+	"siteenv/store"
+	"siteenv/store/storetest"
 )
 
 func TestFileStoreConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) tiles.Store {
-		s, err := tiles.OpenStore(context.Background(), "file://"+t.TempDir(), tiles.S3Config{})
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := store.OpenStore(context.Background(), "file://"+t.TempDir(), store.S3Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -24,7 +24,7 @@ func TestFileStoreConformance(t *testing.T) {
 
 func TestFileStoreLeavesNoTempFiles(t *testing.T) {
 	root := t.TempDir()
-	s, err := tiles.NewFileStore(root)
+	s, err := store.NewFileStore(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,10 +32,10 @@ func TestFileStoreLeavesNoTempFiles(t *testing.T) {
 	if err := s.Put(ctx, "a/b", strings.NewReader("x"), 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Put(ctx, "a/b", strings.NewReader("y"), 1); !errors.Is(err, tiles.ErrExists) {
+	if err := s.Put(ctx, "a/b", strings.NewReader("y"), 1); !errors.Is(err, store.ErrExists) {
 		t.Fatal(err)
 	}
-	if err := s.Put(ctx, "a/c", strings.NewReader("y"), 5); !errors.Is(err, tiles.ErrSizeMismatch) {
+	if err := s.Put(ctx, "a/c", strings.NewReader("y"), 5); !errors.Is(err, store.ErrSizeMismatch) {
 		t.Fatal(err)
 	}
 	entries, err := os.ReadDir(filepath.Join(root, "a"))
@@ -60,18 +60,18 @@ func TestOpenStoreURLs(t *testing.T) {
 		wantErr error
 	}{
 		{"file://" + t.TempDir(), nil},
-		{"file:relative/path", tiles.ErrInvalidURL},
-		{"file://host/abs", tiles.ErrInvalidURL},
-		{"s3://", tiles.ErrInvalidURL},
-		{"s3://bucket/../x", tiles.ErrInvalidURL},
-		{"s3://bucket/p?x=1", tiles.ErrInvalidURL},
-		{"s3://bucket/prefix", tiles.ErrInvalidURL}, // no endpoint configured
-		{"gs://bucket", tiles.ErrInvalidURL},
-		{"://", tiles.ErrInvalidURL},
+		{"file:relative/path", store.ErrInvalidURL},
+		{"file://host/abs", store.ErrInvalidURL},
+		{"s3://", store.ErrInvalidURL},
+		{"s3://bucket/../x", store.ErrInvalidURL},
+		{"s3://bucket/p?x=1", store.ErrInvalidURL},
+		{"s3://bucket/prefix", store.ErrInvalidURL}, // no endpoint configured
+		{"gs://bucket", store.ErrInvalidURL},
+		{"://", store.ErrInvalidURL},
 	}
 	for _, tc := range tests {
 		t.Run(tc.url, func(t *testing.T) {
-			_, err := tiles.OpenStore(context.Background(), tc.url, tiles.S3Config{})
+			_, err := store.OpenStore(context.Background(), tc.url, store.S3Config{})
 			if !errors.Is(err, tc.wantErr) && !(tc.wantErr == nil && err == nil) {
 				t.Fatalf("OpenStore(%q) err = %v, want %v", tc.url, err, tc.wantErr)
 			}
@@ -80,7 +80,7 @@ func TestOpenStoreURLs(t *testing.T) {
 }
 
 func BenchmarkFileStoreReadAt(b *testing.B) {
-	s, err := tiles.NewFileStore(b.TempDir())
+	s, err := store.NewFileStore(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package tiles
+package store
 
 import (
 	"context"
@@ -37,7 +37,7 @@ func NewFileStore(root string) (*FileStore, error) {
 	}
 	root = filepath.Clean(root)
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, fmt.Errorf("tiles: create store root: %w", err)
+		return nil, fmt.Errorf("store: create store root: %w", err)
 	}
 	return &FileStore{root: root}, nil
 }
@@ -64,7 +64,7 @@ func (s *FileStore) Put(ctx context.Context, key string, r io.Reader, size int64
 	dir := filepath.Dir(final)
 	tmp, err := s.createTemp(dir)
 	if err != nil {
-		return fmt.Errorf("tiles: put %s: %w", key, err)
+		return fmt.Errorf("store: put %s: %w", key, err)
 	}
 	tmpName := tmp.Name()
 	defer func() {
@@ -76,17 +76,17 @@ func (s *FileStore) Put(ctx context.Context, key string, r io.Reader, size int64
 
 	n, err := io.Copy(tmp, ctxReader{ctx: ctx, r: r})
 	if err != nil {
-		return fmt.Errorf("tiles: put %s: %w", key, err)
+		return fmt.Errorf("store: put %s: %w", key, err)
 	}
 	if size >= 0 && n != size {
 		return fmt.Errorf("%w: put %s: read %d bytes, declared %d", ErrSizeMismatch, key, n, size)
 	}
 	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("tiles: put %s: sync: %w", key, err)
+		return fmt.Errorf("store: put %s: sync: %w", key, err)
 	}
 	if err := tmp.Close(); err != nil {
 		tmp = nil
-		return fmt.Errorf("tiles: put %s: close: %w", key, err)
+		return fmt.Errorf("store: put %s: close: %w", key, err)
 	}
 	tmp = nil
 	if err := ctx.Err(); err != nil {
@@ -96,7 +96,7 @@ func (s *FileStore) Put(ctx context.Context, key string, r io.Reader, size int64
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("%w: %s", ErrExists, key)
 		}
-		return fmt.Errorf("tiles: put %s: link: %w", key, err)
+		return fmt.Errorf("store: put %s: link: %w", key, err)
 	}
 	syncDir(dir)
 	return nil
@@ -146,7 +146,7 @@ func (s *FileStore) Open(ctx context.Context, key string) (Object, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("tiles: open %s: %w", key, err)
+		return nil, fmt.Errorf("store: open %s: %w", key, err)
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
@@ -159,7 +159,7 @@ func (s *FileStore) mapErr(key string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotDir) {
 		return fmt.Errorf("%w: %s", ErrNotExist, key)
 	}
-	return fmt.Errorf("tiles: %s: %w", key, err)
+	return fmt.Errorf("store: %s: %w", key, err)
 }
 
 // Stat implements Store.
@@ -226,7 +226,7 @@ func (s *FileStore) List(ctx context.Context, prefix string) ([]Info, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("tiles: list %q: %w", prefix, err)
+		return nil, fmt.Errorf("store: list %q: %w", prefix, err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
@@ -283,4 +283,18 @@ func (o *fileObject) ReadAt(p []byte, off int64) (int, error) {
 		err = io.EOF
 	}
 	return m, err
+}
+
+// GetRange implements Store.
+func (s *FileStore) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	obj, err := s.Open(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRange(key, obj.Size(), off, length); err != nil {
+		obj.Close()
+		return nil, err
+	}
+	fo := obj.(*fileObject)
+	return &rangeReader{ctx: ctx, r: io.NewSectionReader(fo.f, off, length), c: fo.f}, nil
 }

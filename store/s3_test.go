@@ -1,4 +1,4 @@
-package tiles_test
+package store_test
 
 import (
 	"context"
@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"siteenv/tiles"
-	"siteenv/tiles/s3test"
-	"siteenv/tiles/storetest"
+	"siteenv/store"
+	"siteenv/store/s3test"
+	"siteenv/store/storetest"
 )
 
 // TestS3StoreConformance runs the suite against a real S3 server (versitygw)
@@ -19,11 +19,11 @@ func TestS3StoreConformance(t *testing.T) {
 	if !strings.HasPrefix(endpoint, "127.0.0.1:") {
 		t.Fatalf("test server must be on 127.0.0.1, got %s", endpoint)
 	}
-	cfg := tiles.S3Config{Endpoint: "http://" + endpoint, AccessKey: ak, SecretKey: sk, Region: "us-east-1"}
+	cfg := store.S3Config{Endpoint: "http://" + endpoint, AccessKey: ak, SecretKey: sk, Region: "us-east-1"}
 	var n atomic.Int64
-	storetest.Run(t, func(t *testing.T) tiles.Store {
+	storetest.Run(t, func(t *testing.T) store.Store {
 		url := fmt.Sprintf("s3://%s/conformance/%d", bucket, n.Add(1))
-		s, err := tiles.OpenStore(context.Background(), url, cfg)
+		s, err := store.OpenStore(context.Background(), url, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,8 +33,8 @@ func TestS3StoreConformance(t *testing.T) {
 
 func TestS3StoreMissingBucket(t *testing.T) {
 	endpoint, ak, sk, _ := s3test.Start(t)
-	cfg := tiles.S3Config{Endpoint: endpoint, AccessKey: ak, SecretKey: sk, Region: "us-east-1"}
-	_, err := tiles.OpenStore(context.Background(), "s3://no-such-bucket", cfg)
+	cfg := store.S3Config{Endpoint: endpoint, AccessKey: ak, SecretKey: sk, Region: "us-east-1"}
+	_, err := store.OpenStore(context.Background(), "s3://no-such-bucket", cfg)
 	if err == nil {
 		t.Fatal("OpenStore on a missing bucket succeeded")
 	}
