@@ -45,7 +45,27 @@ type Config struct {
 	Logger *slog.Logger
 	// TempDir for result files before upload; default os.TempDir().
 	TempDir string
+	// ObserveAttempt, when set, is called after every attempt with its
+	// outcome (AttemptFinished, AttemptError, AttemptTimeout,
+	// AttemptCancelled or AttemptRequeued) and duration, from the worker's
+	// goroutine: it must be cheap and safe for concurrent use (metrics).
+	ObserveAttempt func(outcome string, d time.Duration)
 }
+
+// Attempt outcomes reported to Config.ObserveAttempt.
+const (
+	// AttemptFinished: the query reached a final status (succeeded,
+	// partial, or failed with every layer unavailable).
+	AttemptFinished = "finished"
+	// AttemptError: the attempt failed before recording a result; the
+	// query is retried until MaxAttempts.
+	AttemptError     = "error"
+	AttemptTimeout   = "timeout"
+	AttemptCancelled = "cancelled"
+	// AttemptRequeued: Stop (or RunOnce's ctx) interrupted the attempt and
+	// the query went back to the queue.
+	AttemptRequeued = "requeued"
+)
 
 func (c *Config) fill() {
 	if c.Workers == 0 {
@@ -360,6 +380,7 @@ func (r *Runner) runOnce(claimCtx, execCtx context.Context) (bool, error) {
 		return false, err
 	}
 	defer r.finished(q.ID)
+	began := time.Now()
 	tctx, cancelTimeout := context.WithTimeoutCause(execCtx, r.cfg.Attempt, errAttemptTimeout)
 	defer cancelTimeout()
 	actx, cancel := context.WithCancelCause(tctx)
@@ -367,6 +388,9 @@ func (r *Runner) runOnce(claimCtx, execCtx context.Context) (bool, error) {
 	stop := r.watchCancel(actx, q.ID, cancel)
 	err = r.execute(actx, q)
 	stop()
+	if obs := r.cfg.ObserveAttempt; obs != nil {
+		obs(attemptOutcome(actx, err), time.Since(began))
+	}
 	if errors.Is(context.Cause(actx), errCancelled) {
 		return true, nil // DELETE cancelled it: nothing to record
 	}
@@ -387,6 +411,22 @@ func (r *Runner) runOnce(claimCtx, execCtx context.Context) (bool, error) {
 		return true, nil
 	}
 	return true, err
+}
+
+// attemptOutcome classifies a finished attempt for Config.ObserveAttempt.
+func attemptOutcome(actx context.Context, err error) string {
+	cause := context.Cause(actx)
+	switch {
+	case errors.Is(cause, errCancelled):
+		return AttemptCancelled
+	case interrupted(actx):
+		return AttemptRequeued
+	case errors.Is(cause, errAttemptTimeout):
+		return AttemptTimeout
+	case err != nil:
+		return AttemptError
+	}
+	return AttemptFinished
 }
 
 // interrupted reports whether the attempt was stopped from outside (Stop's
