@@ -224,8 +224,8 @@ func (s *Server) observe(r *request, start time.Time) {
 	if !s.log.Enabled(ctx, level) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 10)
-	attrs = append(attrs,
+	var buf [11]slog.Attr // LogAttrs copies them: no allocation for the slice
+	attrs := append(buf[:0],
 		slog.String("method", string(r.ctx.Method())),
 		slog.String("route", route),
 		slog.String("operation", op),
