@@ -167,7 +167,7 @@ func shutdown(hs *fasthttp.Server, runner *jobs.Runner, drain time.Duration, log
 func loopbackOnly(addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("--metrics-addr %q: %v", addr, err)
+		return fmt.Errorf("--metrics-addr (or SITEENV_METRICS_ADDR) %q: %v", addr, err)
 	}
 	if host == "localhost" {
 		return nil
@@ -175,7 +175,7 @@ func loopbackOnly(addr string) error {
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return nil
 	}
-	return fmt.Errorf("--metrics-addr %q is not a loopback address: metrics stay private unless --metrics-public (or SITEENV_METRICS_PUBLIC=1) says otherwise", addr)
+	return fmt.Errorf("--metrics-addr (or SITEENV_METRICS_ADDR) %q is not a loopback address: metrics stay private unless --metrics-public (or SITEENV_METRICS_PUBLIC=1) says otherwise", addr)
 }
 
 // ensureDemo loads the small demo dataset and key on first start only.
