@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"maps"
 	"slices"
 	"time"
@@ -22,6 +23,9 @@ type contextBody struct {
 	Capabilities           capabilities     `json:"capabilities"`
 	Usage                  contextUsage     `json:"usage"`
 	Limits                 map[string]int64 `json:"limits"`
+	// ReportPriceCredits is what POST /reports charges (admin config set
+	// report-price); null until an operator sets it.
+	ReportPriceCredits *int64 `json:"report_price_credits"`
 }
 
 type accountRef struct {
@@ -86,6 +90,13 @@ func (s *Server) getContext(r *request) error {
 	if err != nil {
 		return err
 	}
+	var reportPrice *int64
+	switch v, err := s.led.Setting(r.c, ledger.SettingReportPrice); {
+	case err == nil:
+		reportPrice = &v
+	case !errors.Is(err, ledger.ErrNotFound):
+		return err
+	}
 	body := contextBody{
 		APIVersion:             "1",
 		Account:                accountRef{ID: acct.ID.String(), Name: acct.Name},
@@ -110,7 +121,8 @@ func (s *Server) getContext(r *request) error {
 		},
 		Usage: contextUsage{RetainedResultBytes: qu.RetainedBytes, QueuedQueries: qu.Queued, RunningQueries: qu.Running,
 			NextResultExpiry: utc(qu.NextResultExpiry)},
-		Limits: s.limits(),
+		Limits:             s.limits(),
+		ReportPriceCredits: reportPrice,
 	}
 	if p.HasScope(ledger.ScopeUsageRead) {
 		body.CreditBalance = &acct.CreditBalance

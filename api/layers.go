@@ -36,6 +36,9 @@ type layerBody struct {
 	Coverage      string          `json:"coverage"`
 	Jurisdictions []string        `json:"jurisdictions"`
 	Sources       json.RawMessage `json:"sources"`
+	// PriceCredits is what acquiring the layer's section for one site costs
+	// (0: free), so a client sees it before buying.
+	PriceCredits int64 `json:"price_credits"`
 }
 
 // siteContext is the optional site a catalogue read is evaluated for.
@@ -50,7 +53,7 @@ func layerView(y ledger.Layer, site *siteContext) layerBody {
 		LayerID: y.ID, SectionKey: y.SectionKey, SectionName: y.SectionName, Name: y.Name, Description: y.Description,
 		SchemaVersion: y.SchemaVersion, FieldSchema: y.FieldSchema, Units: y.Units, RadiusMaxM: y.RadiusMaxM,
 		SchemaURL: BasePath + "/layers/" + y.ID + "/schema", Availability: "unavailable", Jurisdictions: y.Jurisdictions,
-		Sources: y.Sources,
+		Sources: y.Sources, PriceCredits: y.SectionPrice,
 	}
 	if y.CurrentReleaseID != nil {
 		b.Availability = "available"

@@ -55,13 +55,15 @@ func (s *Server) limitReads(r *request) error {
 
 // rateLimit counts one event in the account's per-minute bucket.
 func (s *Server) rateLimit(r *request, bucket string, perMinute int) error {
-	ok, wait, err := s.led.Hit(r.c, r.principal.AccountID, bucket, perMinute, time.Minute)
+	w, err := s.led.Count(r.c, r.principal.AccountID, bucket, time.Minute)
 	if err != nil {
 		return err
 	}
-	if ok {
+	r.rate = rateState{set: true, limit: perMinute, w: w}
+	if w.Hits <= perMinute {
 		return nil
 	}
+	s.metrics.rateLimited.WithLabelValues(bucket).Inc()
 	return &Problem{Code: CodeRateLimited, Detail: "The account's " + bucket + " limit is exhausted; retry after the Retry-After seconds.",
-		RetryAfter: int(math.Ceil(wait.Seconds()))}
+		RetryAfter: int(math.Ceil(w.Reset.Seconds()))}
 }

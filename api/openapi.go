@@ -7,5 +7,6 @@ func (s *Server) getOpenAPI(r *request) error {
 	r.ctx.SetStatusCode(200)
 	r.ctx.SetContentType("application/json")
 	r.ctx.SetBody(openapi.Document)
+	r.etag = documentETag()
 	return nil
 }

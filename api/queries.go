@@ -245,10 +245,16 @@ func (s *Server) createQuery(r *request) error {
 			s.runner.Notify()
 			s.runner.Wait(r.c, q.ID, time.Duration(wait)*time.Second)
 		}
+		// The wait is honoured when this process ran it (another replica's
+		// runner cannot be waited on here), and wait=0 always is.
+		honoured := r.ctx.Request.Header.Peek("Prefer") != nil && (s.runner != nil || wait == 0)
 		if q, err = s.led.Query(r.c, r.principal.AccountID, q.ID); err != nil {
 			return err
 		}
 		body := queryView(q)
+		if honoured {
+			r.ctx.Response.Header.Set("Preference-Applied", "wait="+strconv.Itoa(wait))
+		}
 		if !finished(q.Status) {
 			r.ctx.Response.Header.Set("Location", body.QueryURL)
 			r.ctx.Response.Header.Set("Retry-After", "1")

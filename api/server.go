@@ -56,6 +56,9 @@ type Config struct {
 	// Content-Length exceeds what the client sends is answered 400 when it
 	// passes, instead of holding the connection for the whole ReadTimeout.
 	BodyReadTimeout time.Duration
+	// Metrics collects this server's metrics; nil: New makes its own. Pass
+	// one to wire its store wrapper and job observer before New.
+	Metrics *Metrics
 }
 
 // QueryRunner is the part of the job runner the API needs (jobs.Runner).
@@ -84,6 +87,9 @@ func (c *Config) fill() error {
 	}
 	if c.BodyReadTimeout == 0 {
 		c.BodyReadTimeout = 5 * time.Second
+	}
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics()
 	}
 	switch {
 	case c.BodyReadTimeout < 0:
@@ -120,6 +126,8 @@ type Server struct {
 	mapSlots slots
 	// handlers by operation id; operations without one answer feature_disabled.
 	handlers map[string]handlerFunc
+	metrics  *Metrics
+	ready    readiness
 }
 
 // New builds a Server over a ledger.
@@ -142,8 +150,12 @@ func New(cfg Config, led *ledger.Ledger) (*Server, error) {
 		engine:   cfg.Engine,
 		mapSlots: make(slots, cfg.MapRenders),
 		handlers: handlers(),
+		metrics:  cfg.Metrics,
 	}
 	s.router = newRouter(ops, s.handlers)
+	if err := s.metrics.attach(s); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -252,14 +264,23 @@ type request struct {
 	// and sets paramsRead.
 	paramErrs  []FieldError
 	paramsRead bool
+	// rate is the rate-limit window the request was counted in.
+	rate rateState
+	// etag, when a handler knows it, spares hashing the body.
+	etag string
+	// probe is "healthz" or "readyz" for the probe paths.
+	probe string
 }
 
 // Handle is the fasthttp handler.
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
+	start := time.Now()
+	s.metrics.inFlight.Inc()
 	c, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	r := &request{ctx: ctx, c: c, id: uuid.NewString()}
 	ctx.Response.Header.Set("X-Request-Id", r.id)
+	defer s.observe(r, start)
 	defer func() {
 		// A panic is a bug: answer internal_error, never a stack trace.
 		if v := recover(); v != nil {
@@ -273,11 +294,17 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 		r.problemCode = string(p.Code)
 		s.writeProblem(ctx, r.id, p)
 	}
+	s.finishResponse(r)
 	s.audit(r)
 }
 
 func (s *Server) serve(r *request) error {
 	path := string(r.ctx.Path())
+	switch path {
+	case HealthzPath, ReadyzPath:
+		r.probe = path[1:]
+		return s.serveProbe(r, path)
+	}
 	if path != BasePath && !strings.HasPrefix(path, BasePath+"/") {
 		return newProblem(CodeNotFound, "No such path; the API lives under %s.", BasePath)
 	}

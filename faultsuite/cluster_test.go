@@ -19,7 +19,7 @@ import (
 
 	"siteenv/api/openapi/openapitest"
 	"siteenv/ledger"
-	"siteenv/tiles/s3test"
+	"siteenv/store/s3test"
 )
 
 // The production shape, proven together: several `siteenv serve` replicas

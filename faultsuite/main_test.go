@@ -227,12 +227,12 @@ type server struct {
 
 var servingRE = regexp.MustCompile(`msg=serving addr=http://([0-9.:]+)/api/v1`)
 
-// startServer runs `siteenv serve` on a free loopback port and waits until it
-// listens. The process is killed at cleanup if still running; its log is
+// startServer runs `siteenv serve` (with args added) on a free loopback port
+// and waits until it listens. The process is killed at cleanup if still running; its log is
 // shown when the test failed.
-func startServer(t *testing.T, e env) *server {
+func startServer(t *testing.T, e env, args ...string) *server {
 	t.Helper()
-	cmd := exec.Command(binPath, "serve", "--addr", "127.0.0.1:0", "--data-dir", e.dataDir)
+	cmd := exec.Command(binPath, append([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", e.dataDir}, args...)...)
 	cmd.Env = e.environ()
 	s := &server{t: t, cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
 	cmd.Stdout = s.stderr

@@ -45,7 +45,27 @@ type Config struct {
 	Logger *slog.Logger
 	// TempDir for result files before upload; default os.TempDir().
 	TempDir string
+	// ObserveAttempt, when set, is called after every attempt with its
+	// outcome (AttemptFinished, AttemptError, AttemptTimeout,
+	// AttemptCancelled or AttemptRequeued) and duration, from the worker's
+	// goroutine: it must be cheap and safe for concurrent use (metrics).
+	ObserveAttempt func(outcome string, d time.Duration)
 }
+
+// Attempt outcomes reported to Config.ObserveAttempt.
+const (
+	// AttemptFinished: the query reached a final status (succeeded,
+	// partial, or failed with every layer unavailable).
+	AttemptFinished = "finished"
+	// AttemptError: the attempt failed before recording a result; the
+	// query is retried until MaxAttempts.
+	AttemptError     = "error"
+	AttemptTimeout   = "timeout"
+	AttemptCancelled = "cancelled"
+	// AttemptRequeued: Stop (or RunOnce's ctx) interrupted the attempt and
+	// the query went back to the queue.
+	AttemptRequeued = "requeued"
+)
 
 func (c *Config) fill() {
 	if c.Workers == 0 {
@@ -360,13 +380,18 @@ func (r *Runner) runOnce(claimCtx, execCtx context.Context) (bool, error) {
 		return false, err
 	}
 	defer r.finished(q.ID)
+	began := time.Now()
 	tctx, cancelTimeout := context.WithTimeoutCause(execCtx, r.cfg.Attempt, errAttemptTimeout)
 	defer cancelTimeout()
 	actx, cancel := context.WithCancelCause(tctx)
 	defer cancel(nil)
 	stop := r.watchCancel(actx, q.ID, cancel)
-	err = r.execute(actx, q)
+	var rec recorded
+	err = r.execute(actx, q, &rec)
 	stop()
+	if obs := r.cfg.ObserveAttempt; obs != nil {
+		obs(attemptOutcome(actx, err, rec), time.Since(began))
+	}
 	if errors.Is(context.Cause(actx), errCancelled) {
 		return true, nil // DELETE cancelled it: nothing to record
 	}
@@ -387,6 +412,29 @@ func (r *Runner) runOnce(claimCtx, execCtx context.Context) (bool, error) {
 		return true, nil
 	}
 	return true, err
+}
+
+// recorded notes that an attempt stored its query's final status and kept
+// it (the cancellation watch may still fire after that, seeing the query no
+// longer running).
+type recorded bool
+
+// attemptOutcome classifies a finished attempt for Config.ObserveAttempt.
+func attemptOutcome(actx context.Context, err error, rec recorded) string {
+	cause := context.Cause(actx)
+	switch {
+	case bool(rec):
+		return AttemptFinished
+	case errors.Is(cause, errCancelled):
+		return AttemptCancelled
+	case interrupted(actx):
+		return AttemptRequeued
+	case errors.Is(cause, errAttemptTimeout):
+		return AttemptTimeout
+	case err != nil:
+		return AttemptError
+	}
+	return AttemptFinished
 }
 
 // interrupted reports whether the attempt was stopped from outside (Stop's
@@ -443,7 +491,7 @@ type FeatureRecord struct {
 	Geometry   *geojson.Geometry `json:"geometry"`
 }
 
-func (r *Runner) execute(ctx context.Context, q ledger.Query) error {
+func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded) error {
 	site, err := geojson.UnmarshalGeometry(q.SiteGeometry)
 	if err != nil {
 		return fmt.Errorf("jobs: query %s site: %w", q.ID, err)
@@ -465,7 +513,7 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query) error {
 	}
 	results, err := r.eng.Query(ctx, req)
 	if err != nil {
-		return r.fail(ctx, q, "source_unavailable", err)
+		return r.fail(ctx, q, rec, "source_unavailable", err)
 	}
 	byLayer := map[string]engine.LayerResult{}
 	for _, res := range results {
@@ -529,7 +577,7 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query) error {
 	}
 	key := ResultKey(q.AccountID, q.ID)
 	if err := r.store.Put(ctx, key, f, size); err != nil && !errors.Is(err, store.ErrExists) {
-		return r.fail(ctx, q, "source_unavailable", err)
+		return r.fail(ctx, q, rec, "source_unavailable", err)
 	}
 	var count *int64
 	if failed == 0 {
@@ -541,6 +589,7 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query) error {
 	if err != nil {
 		return err
 	}
+	*rec = recorded(kept)
 	if !kept {
 		// Cancelled while running: its result is not retained.
 		return r.store.Delete(context.WithoutCancel(ctx), key)
@@ -549,7 +598,7 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query) error {
 }
 
 // fail records an execution failure: every layer unavailable with reason.
-func (r *Runner) fail(ctx context.Context, q ledger.Query, reason string, cause error) error {
+func (r *Runner) fail(ctx context.Context, q ledger.Query, rec *recorded, reason string, cause error) error {
 	if errors.Is(context.Cause(ctx), errCancelled) || interrupted(ctx) {
 		return nil // not a failure: the query was cancelled, or is requeued
 	}
@@ -558,6 +607,7 @@ func (r *Runner) fail(ctx context.Context, q ledger.Query, reason string, cause 
 	for _, id := range q.LayerIDs {
 		outcome = append(outcome, ledger.LayerOutcome{LayerID: id, DataStatus: "unavailable", Reason: reason, Coverage: "unknown"})
 	}
-	_, err := r.led.FinishQuery(context.WithoutCancel(ctx), q.ID, ledger.QueryFailed, outcome, "", 0, nil, r.cfg.Retain)
+	kept, err := r.led.FinishQuery(context.WithoutCancel(ctx), q.ID, ledger.QueryFailed, outcome, "", 0, nil, r.cfg.Retain)
+	*rec = recorded(kept && err == nil)
 	return err
 }

@@ -18,6 +18,7 @@ const usage = `siteenv: environmental evidence about Australian sites.
 
 Usage:
   siteenv serve   [--addr 127.0.0.1:8080] [--data-dir ./var] [--demo]
+          [--metrics-addr 127.0.0.1:9090 [--metrics-public]] [--shutdown-timeout 25s]
   siteenv admin account create --name NAME [--credits N]
   siteenv admin credits grant --account ID --amount N
   siteenv admin key create --account ID --scopes a,b|all [--datasets id,id|all|none]
@@ -41,7 +42,8 @@ Environment: SITEENV_DATA_DIR, SITEENV_DATABASE_URL, SITEENV_STORE (file:///path
 s3://bucket/prefix with SITEENV_S3_ENDPOINT, SITEENV_S3_ACCESS_KEY, SITEENV_S3_SECRET_KEY),
 SITEENV_SECRET, SITEENV_LOG_LEVEL (debug|info|warn|error), SITEENV_ENGINE_MEMORY,
 SITEENV_QUERY_ATTEMPT (default 120s), SITEENV_QUERY_SWEEP (default 30s),
-SITEENV_PG_BIN (the embedded PostgreSQL's bin dir).
+SITEENV_PG_BIN (the embedded PostgreSQL's bin dir), SITEENV_METRICS_ADDR and
+SITEENV_METRICS_PUBLIC (serve's --metrics-addr and --metrics-public).
 `
 
 // usageError marks bad command lines (exit status 2).

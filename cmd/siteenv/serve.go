@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,8 +29,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
 	dataDir := dataDirFlag(fs)
 	demo := fs.Bool("demo", false, "on first start, load the small synthetic demo dataset and create a demo account and key (kept in <data-dir>/demo-key)")
+	metricsAddr := fs.String("metrics-addr", os.Getenv("SITEENV_METRICS_ADDR"), "serve Prometheus metrics at http://ADDR/metrics on this separate listener (default $SITEENV_METRICS_ADDR; empty: off); loopback only unless --metrics-public")
+	metricsPublic := fs.Bool("metrics-public", os.Getenv("SITEENV_METRICS_PUBLIC") == "1", "allow --metrics-addr on a non-loopback address (default $SITEENV_METRICS_PUBLIC=1)")
+	drain := fs.Duration("shutdown-timeout", defaultDrain, "on SIGTERM, how long in-flight requests and query attempts get to finish; attempts still running then are requeued")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
+	}
+	if *drain <= 0 {
+		return usageError{"--shutdown-timeout must be positive"}
+	}
+	if *metricsAddr != "" && !*metricsPublic {
+		if err := loopbackOnly(*metricsAddr); err != nil {
+			return usageError{err.Error()}
+		}
 	}
 	log := newLogger(stderr)
 	e, err := openEnv(ctx, *dataDir, log)
@@ -55,6 +67,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	metrics := api.NewMetrics()
+	store = metrics.WrapStore(store)
 	mem, err := engineMemory()
 	if err != nil {
 		return err
@@ -69,17 +83,35 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	jobsCfg.Logger = log
+	jobsCfg.ObserveAttempt = metrics.ObserveAttempt
 	if err := jobsCfg.Validate(); err != nil {
 		return err
 	}
 	runner := jobs.New(jobsCfg, e.led, eng, store)
-	srv, err := api.New(api.Config{Secret: secret, Logger: log, Store: store, Runner: runner, Engine: eng}, e.led)
+	srv, err := api.New(api.Config{Secret: secret, Logger: log, Store: store, Runner: runner, Engine: eng, Metrics: metrics}, e.led)
 	if err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
+	}
+	var ms *http.Server
+	if *metricsAddr != "" {
+		mln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metrics.Handler(log))
+		ms = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+		log.Info("serving metrics", "addr", "http://"+mln.Addr().String()+"/metrics")
+		go func() {
+			if err := ms.Serve(mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics listener", "err", err)
+			}
+		}()
 	}
 	// Claiming goes on while in-flight requests drain (a POST /queries
 	// waiting for its result needs a worker); shutdown's Stop ends it.
@@ -94,29 +126,35 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case <-ctx.Done():
 		log.Info("shutting down")
 	}
-	return errors.Join(serveErr, shutdown(hs, runner, log))
+	err = errors.Join(serveErr, shutdown(hs, runner, *drain, log))
+	if ms != nil {
+		_ = ms.Close() // scrapes are short; nothing to drain
+	}
+	return err
 }
 
-// Shutdown budgets: requests in flight (a POST /queries waits at most 3 s)
-// and then query attempts in flight get this long to finish; attempts still
-// running after that are requeued for another replica or the next start.
-const (
-	httpDrain = 10 * time.Second
-	jobsDrain = 15 * time.Second
-)
+// defaultDrain is --shutdown-timeout's default: room for requests in flight
+// (a POST /queries waits at most 3 s) and the query attempts in flight.
+const defaultDrain = 25 * time.Second
 
-// shutdown stops in order: stop accepting and finish in-flight HTTP
-// requests, then drain the runner (stop claiming, finish or requeue
-// attempts). The caller closes the ledger and the embedded database after
-// it, so no worker ever sees the pool close under it.
-func shutdown(hs *fasthttp.Server, runner *jobs.Runner, log *slog.Logger) error {
-	hctx, cancel := context.WithTimeout(context.Background(), httpDrain)
+// minJobsDrain is what the runner gets even when the HTTP drain used the
+// whole deadline: time to hand interrupted attempts back to the queue.
+const minJobsDrain = time.Second
+
+// shutdown stops in order, within drain: stop accepting and finish in-flight
+// HTTP requests, then drain the runner with what remains (stop claiming,
+// finish attempts, requeue those still running at the deadline). The caller
+// closes the ledger and the embedded database after it, so no worker ever
+// sees the pool close under it.
+func shutdown(hs *fasthttp.Server, runner *jobs.Runner, drain time.Duration, log *slog.Logger) error {
+	deadline := time.Now().Add(drain)
+	hctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	herr := hs.ShutdownWithContext(hctx)
 	if herr != nil {
 		log.Warn("HTTP requests still open at shutdown", "err", herr)
 	}
-	jctx, cancel := context.WithTimeout(context.Background(), jobsDrain)
+	jctx, cancel := context.WithTimeout(context.Background(), max(time.Until(deadline), minJobsDrain))
 	defer cancel()
 	jerr := runner.Stop(jctx)
 	if jerr != nil {
@@ -126,6 +164,23 @@ func shutdown(hs *fasthttp.Server, runner *jobs.Runner, log *slog.Logger) error 
 		herr = nil // reported above; the connections are closed regardless
 	}
 	return errors.Join(herr, jerr)
+}
+
+// loopbackOnly refuses a metrics address that is not on a loopback
+// interface: metrics name operations and volumes, and must not be public by
+// accident.
+func loopbackOnly(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--metrics-addr (or SITEENV_METRICS_ADDR) %q: %v", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("--metrics-addr (or SITEENV_METRICS_ADDR) %q is not a loopback address: metrics stay private unless --metrics-public (or SITEENV_METRICS_PUBLIC=1) says otherwise", addr)
 }
 
 // ensureDemo loads the small demo dataset and key on first start only.
