@@ -1,14 +1,18 @@
 package faultsuite
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,7 +22,9 @@ import (
 	"github.com/google/uuid"
 
 	"siteenv/api/openapi/openapitest"
+	"siteenv/artifacts"
 	"siteenv/ledger"
+	"siteenv/store"
 	"siteenv/store/s3test"
 )
 
@@ -520,6 +526,116 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
+	step("DeliveryAcrossReplicas", func(t *testing.T) {
+		// An artifact written to the shared bucket (as a report build would,
+		// through artifacts.Put), a link minted on A, downloaded from B with
+		// no key, whole and by range.
+		tn := c.tenant(t, 0)
+		ctx := context.Background()
+		st, err := store.OpenStore(ctx, envValue(c.e.extra, "SITEENV_STORE"), store.S3Config{
+			Endpoint: envValue(c.e.extra, "SITEENV_S3_ENDPOINT"), AccessKey: envValue(c.e.extra, "SITEENV_S3_ACCESS_KEY"),
+			SecretKey: envValue(c.e.extra, "SITEENV_S3_SECRET_KEY"), Region: envValue(c.e.extra, "SITEENV_S3_REGION")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		content := bytes.Repeat([]byte("%PDF-1.7 cluster delivery\n"), 4096)
+		art, err := artifacts.Put(ctx, st, c.l, artifacts.Params{Account: tn.account, Filename: "cluster.pdf", MediaType: ledger.MediaPDF},
+			bytes.NewReader(content), int64(len(content)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := ca.do("POST", "/artifacts/"+art.ID.String()+"/deliveries", tn.key, map[string]any{})
+		if r.status != 201 {
+			t.Fatalf("minting on A: %d %s", r.status, r.body)
+		}
+		link := strings.TrimPrefix(r.json(t)["url"].(string), "/api/v1")
+		whole := cb.do("GET", link, "", nil)
+		if whole.status != 200 || !bytes.Equal(whole.body, content) {
+			t.Fatalf("A's link on B: %d, %d bytes (want %d)", whole.status, len(whole.body), len(content))
+		}
+		part := cb.do("GET", link, "", nil, "Range", "bytes=100-199")
+		if part.status != 206 || !bytes.Equal(part.body, content[100:200]) || part.header.Get("Repr-Digest") != whole.header.Get("Repr-Digest") {
+			t.Fatalf("A's link on B, ranged: %d %q", part.status, part.header.Get("Content-Range"))
+		}
+	})
+
+	step("ShardLoadsPerReplica", func(t *testing.T) {
+		// Each replica loads shards from S3 lazily and keeps them within its
+		// own budget: with a budget smaller than one shard, a shard is evicted
+		// once its query ends, and the next query loads it again. Seen in each
+		// replica's metrics.
+		// A and B are paused meanwhile so that only these replicas' workers
+		// claim the step's queries.
+		for _, s := range []*server{a, b} {
+			if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			defer s.cmd.Process.Signal(syscall.SIGCONT) //nolint:errcheck
+		}
+		e := c.e
+		e.extra = append(append([]string(nil), c.e.extra...), "SITEENV_ENGINE_MEMORY=1KiB")
+		var reps []*server
+		var scrapes []string
+		for i := range 2 {
+			e.dataDir = filepath.Join(scratchDir(t), fmt.Sprintf("metrics-%d", i))
+			s := startServer(t, e, "--metrics-addr", "127.0.0.1:0")
+			m := metricsRE.FindStringSubmatch(s.stderr.String())
+			if m == nil {
+				t.Fatalf("no metrics listener in the log:\n%s", s.stderr.String())
+			}
+			reps, scrapes = append(reps, s), append(scrapes, "http://"+m[1]+"/metrics")
+		}
+		metric := func(url, name string) float64 {
+			t.Helper()
+			resp, err := http.Get(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			for _, line := range strings.Split(string(body), "\n") {
+				if f := strings.Fields(line); len(f) == 2 && f[0] == name {
+					v, err := strconv.ParseFloat(f[1], 64)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return v
+				}
+			}
+			t.Fatalf("%s has no %s", url, name)
+			return 0
+		}
+		tn := c.tenant(t, 0)
+		site := createSite(t, c.client(t, reps[0]), tn.key, 1, nil)
+		for i, s := range reps {
+			if n := metric(scrapes[i], "siteenv_engine_shard_loads_total"); n != 0 {
+				t.Fatalf("replica %d loaded %v shards before any query", i, n)
+			}
+			cl := c.client(t, s)
+			for round := range 2 {
+				// Either replica's worker may claim it: loads and evictions are
+				// summed over both below.
+				q := postQuery(t, cl, tn.key, site, 3, fmt.Sprintf("m-%d-%d", i, round))
+				awaitQuery(t, cl, tn.key, q.json(t)["query_id"].(string))
+			}
+		}
+		var loads, evictions float64
+		for i := range reps {
+			l, ev := metric(scrapes[i], "siteenv_engine_shard_loads_total"), metric(scrapes[i], "siteenv_engine_shard_evictions_total")
+			if b := metric(scrapes[i], "siteenv_engine_shard_cache_bytes"); b > 1024 {
+				t.Fatalf("replica %d holds %v shard bytes between queries, over its 1 KiB budget", i, b)
+			}
+			t.Logf("replica %d: %v shard loads, %v evictions", i, l, ev)
+			loads, evictions = loads+l, evictions+ev
+		}
+		if loads < 4 || evictions < 4 {
+			t.Fatalf("4 queries over a budget smaller than a shard: %v loads and %v evictions in all, want at least 4 of each", loads, evictions)
+		}
+		for _, s := range reps {
+			s.terminate()
+		}
+	})
+
 	// The steps below hold S3 to keep a query running: only the replicas
 	// they start may be alive (A and B would claim the work, and finish it
 	// from shards they have already loaded).
@@ -789,4 +905,14 @@ func balance(t *testing.T, cl *client, key string) int64 {
 
 func writeFile(path, s string) error {
 	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+// envValue is the value of KEY in a list of KEY=value settings.
+func envValue(env []string, key string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, key+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
