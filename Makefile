@@ -40,6 +40,9 @@ lint: ## go vet, a gofmt check, and the OpenAPI linters (Redocly, Spectral; need
 	  ./scripts/openapi-tools.sh lint; \
 	else echo "lint: node/npm not found, skipping the OpenAPI linters (Redocly, Spectral)"; fi
 
+walk: ## the README's first walk (scripts/walk.sh) against a running `make run` (API=..., KEY_FILE=...)
+	./scripts/walk.sh
+
 docs: ## rebuild api/openapi/docs.html (GET /api/v1/docs) from api/openapi/openapi.json (needs node/npm)
 	./scripts/openapi-tools.sh docs
 

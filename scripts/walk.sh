@@ -3,7 +3,10 @@
 #   scripts/walk.sh                      # API=http://127.0.0.1:8080/api/v1, KEY_FILE=var/demo-key
 # or paste it into a shell. Needs curl, and jq (or python3). Every step stops
 # the walk if the answer's status is not the one expected. A Go test runs this
-# script against a fresh `serve --demo` (cmd/siteenv: TestReadmeWalk).
+# script against a fresh `serve --demo` (cmd/siteenv: TestReadmeWalk), and the
+# README includes it verbatim. The walk runs in a subshell, so pasting it into
+# an interactive shell is safe: a failing step ends the walk, not the shell.
+(
 set -eu
 API=${API:-http://127.0.0.1:8080/api/v1}
 KEY_FILE=${KEY_FILE:-var/demo-key}
@@ -139,3 +142,4 @@ echo "== usage without a key: $status $(json .code)"
 # The reference of every operation, offline, no key: open it in a browser.
 curl -sf -o /dev/null "$API/docs" && echo "== reference: $API/docs"
 echo "walk: ok"
+)

@@ -140,3 +140,23 @@ func TestReadmeWalk(t *testing.T) {
 		t.Errorf("serve: %v", err)
 	}
 }
+
+// TestReadmeShowsWalk: the README's first walk is scripts/walk.sh, verbatim,
+// so what a reader pastes is what TestReadmeWalk runs.
+func TestReadmeShowsWalk(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile("../../scripts/walk.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)<!-- scripts/walk.sh: begin[^>]*-->\n```sh\n(.*?)```\n<!-- scripts/walk.sh: end -->").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md has no scripts/walk.sh block")
+	}
+	if !bytes.Equal(m[1], script) {
+		t.Fatal("README.md's walk differs from scripts/walk.sh: copy the script into the README block")
+	}
+}
