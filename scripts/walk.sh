@@ -5,7 +5,8 @@
 # the walk if the answer's status is not the one expected. A Go test runs this
 # script against a fresh `serve --demo` (cmd/siteenv: TestReadmeWalk), and the
 # README includes it verbatim. The walk runs in a subshell, so pasting it into
-# an interactive shell is safe: a failing step ends the walk, not the shell.
+# an interactive shell is safe: a failing step ends the walk, not the shell
+# (indented with spaces, not tabs, which a shell would take as completion).
 (
 set -eu
 API=${API:-http://127.0.0.1:8080/api/v1}
@@ -17,18 +18,18 @@ trap 'rm -rf "$WORK"' EXIT
 # the simple paths used here: .a.b[0].c and `| length`). Objects come out as JSON.
 have_jq() { [ "${WALK_JSON:-}" != python3 ] && command -v jq >/dev/null 2>&1; }
 json() {
-	if have_jq; then
-		jq -c "$1" "$WORK/body" | sed 's/^"\(.*\)"$/\1/'
-	else
-		python3 -c '
+  if have_jq; then
+    jq -rc "$1" "$WORK/body"
+  else
+    python3 -c '
 import json, re, sys
 v = json.load(open(sys.argv[2]))
-path, _, length = sys.argv[1].partition("| length")
+path, length, _ = sys.argv[1].partition("| length")
 for name, idx in re.findall(r"\.(\w+)|\[(\d+)\]", path):
     v = v[name] if name else v[int(idx)]
-v = len(v) if _ else v
+v = len(v) if length else v
 print(v if isinstance(v, str) else json.dumps(v, separators=(",", ":")))' "$1" "$WORK/body"
-	fi
+  fi
 }
 
 # call WHAT STATUS CURL-ARGS...: one request with the key; prints the step and
@@ -37,25 +38,25 @@ print(v if isinstance(v, str) else json.dumps(v, separators=(",", ":")))' "$1" "
 # body in FILE instead.
 call() { save "$WORK/body" "$@"; }
 save() {
-	file=$1 what=$2 want=$3
-	shift 3
-	status=$(curl -sS -o "$file" -D "$WORK/headers" -w '%{http_code}' -H "Authorization: Bearer $KEY" "$@")
-	echo "== $what: $status"
-	case "/$want/" in */"$status"/*) ;; *)
-		echo "walk: $what answered $status, want $want:" >&2
-		cat "$file" >&2
-		echo >&2
-		exit 1
-		;;
-	esac
+  file=$1 what=$2 want=$3
+  shift 3
+  status=$(curl -sS -o "$file" -D "$WORK/headers" -w '%{http_code}' -H "Authorization: Bearer $KEY" "$@")
+  echo "== $what: $status"
+  case "/$want/" in */"$status"/*) ;; *)
+    echo "walk: $what answered $status, want $want:" >&2
+    cat "$file" >&2
+    echo >&2
+    exit 1
+    ;;
+  esac
 }
 
 # 0. Wait for the server: the first `make run` loads the demo data (under a minute).
 i=0
 until curl -sf -o /dev/null "$API/openapi.json"; do
-	i=$((i + 1))
-	[ "$i" -le 180 ] || { echo "walk: no server at $API" >&2; exit 1; }
-	sleep 1
+  i=$((i + 1))
+  [ "$i" -le 180 ] || { echo "walk: no server at $API" >&2; exit 1; }
+  sleep 1
 done
 KEY=$(cat "$KEY_FILE")
 
@@ -74,8 +75,8 @@ SITE_SELECTOR=$(json .site)
 
 # 2. Save the site (selectors: address, point, projected_point with an MGA epsg, cadastre, geometry).
 call "save the site" 200/201 -H 'Content-Type: application/json' -H 'Idempotency-Key: walk-site-1' \
-	"$API/sites" -d "{\"site\": $SITE_SELECTOR, \"name\": \"1 Stanley Street\",
-	\"external_reference\": {\"namespace\": \"crm\", \"reference\": \"DEAL-42\"}}"
+  "$API/sites" -d "{\"site\": $SITE_SELECTOR, \"name\": \"1 Stanley Street\",
+  \"external_reference\": {\"namespace\": \"crm\", \"reference\": \"DEAL-42\"}}"
 SITE=$(json .site.site_id)
 echo "   site_id: $SITE"
 
@@ -85,20 +86,20 @@ if have_jq; then jq -r '.layers[] | "   \(.layer_id) (\(.section_key)): \(.acces
 
 # 4. Buy section access (charged once; a retry with the same key never charges twice).
 call "buy contamination" 200/201 -H 'Content-Type: application/json' -H 'Idempotency-Key: walk-buy-1' \
-	"$API/access/acquisitions" -d "{\"site_id\": \"$SITE\", \"section_keys\": [\"contamination\"]}"
+  "$API/access/acquisitions" -d "{\"site_id\": \"$SITE\", \"section_keys\": [\"contamination\"]}"
 echo "   charged: $(json .credits_charged), balance: $(json .credit_balance)"
 
 # 5. Query two layers within 2 km: 200 when done within Prefer: wait, else 202 (then poll).
 call "query" 200/202 -H 'Content-Type: application/json' -H 'Idempotency-Key: walk-query-1' -H 'Prefer: wait=3' \
-	"$API/queries" -d "{\"site\": {\"kind\": \"saved_site\", \"site_id\": \"$SITE\"},
-	\"layer_ids\": [\"nsw-epa-contaminated-land\", \"au-groundwater-bores\"], \"radius_m\": 2000}"
+  "$API/queries" -d "{\"site\": {\"kind\": \"saved_site\", \"site_id\": \"$SITE\"},
+  \"layer_ids\": [\"nsw-epa-contaminated-land\", \"au-groundwater-bores\"], \"radius_m\": 2000}"
 QUERY=$(json .query_id)
 i=0
 while [ "$(json .status)" = queued ] || [ "$(json .status)" = running ]; do
-	i=$((i + 1))
-	[ "$i" -le 60 ] || { echo "walk: query $QUERY still $(json .status)" >&2; exit 1; }
-	sleep 1
-	call "query status" 200 "$API/queries/$QUERY?limit=1"
+  i=$((i + 1))
+  [ "$i" -le 60 ] || { echo "walk: query $QUERY still $(json .status)" >&2; exit 1; }
+  sleep 1
+  call "query status" 200 "$API/queries/$QUERY?limit=1"
 done
 [ "$(json .status)" = succeeded ] || { echo "walk: query $(json .status)" >&2; exit 1; }
 MATCHED=$(($(json '.layers[0].matched_feature_count') + $(json '.layers[1].matched_feature_count')))
@@ -111,11 +112,11 @@ echo "   nearest: $(json '.features[0].layer_id') $(json '.features[0].feature_i
 PAGE=1
 CURSOR=$(json .page.next_cursor)
 while [ "$CURSOR" != null ]; do
-	PAGE=$((PAGE + 1))
-	call "results page $PAGE" 200 -G "$API/queries/$QUERY/results" -d limit=25 -d include_geometry=false \
-		--data-urlencode "cursor=$CURSOR"
-	SEEN=$((SEEN + $(json '.features | length')))
-	CURSOR=$(json .page.next_cursor)
+  PAGE=$((PAGE + 1))
+  call "results page $PAGE" 200 -G "$API/queries/$QUERY/results" -d limit=25 -d include_geometry=false \
+    --data-urlencode "cursor=$CURSOR"
+  SEEN=$((SEEN + $(json '.features | length')))
+  CURSOR=$(json .page.next_cursor)
 done
 echo "   $SEEN features in $PAGE pages"
 [ "$SEEN" -eq "$MATCHED" ] || { echo "walk: paged $SEEN features, the query matched $MATCHED" >&2; exit 1; }
