@@ -9,7 +9,7 @@ RACE_PKGS := ./api/... ./clock/... ./ledger/... ./engine/... ./jobs/...
 FUZZTIME ?= 3s
 
 .DEFAULT_GOAL := help
-.PHONY: help run build test lint bench tools fuzz
+.PHONY: help run build test lint docs walk bench tools fuzz
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -32,10 +32,19 @@ test: tools lint ## the whole suite: vet, gofmt, every test (the fault suite in 
 fuzz: ## run every Go fuzz target for FUZZTIME (default 3s) each
 	GO=$(GO) FUZZTIME=$(or $(FUZZTIME),3s) ./scripts/fuzz.sh
 
-lint: ## go vet and a gofmt check
+lint: ## go vet, a gofmt check, and the OpenAPI linters (Redocly, Spectral; need node/npm)
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then \
+	  ./scripts/openapi-tools.sh lint; \
+	else echo "lint: node/npm not found, skipping the OpenAPI linters (Redocly, Spectral)"; fi
+
+walk: ## the README's first walk (scripts/walk.sh) against a running `make run` (API=..., KEY_FILE=...)
+	./scripts/walk.sh
+
+docs: ## rebuild api/openapi/docs.html (GET /api/v1/docs) from api/openapi/openapi.json (needs node/npm)
+	./scripts/openapi-tools.sh docs
 
 bench: build tools ## benchmarks: Go benchmarks, then the engine vs PostGIS harness (goals live here, never in tests)
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -155,7 +155,7 @@ func (s *Server) limits() map[string]int64 {
 func (s *Server) capabilities(p ledger.Principal) []capability {
 	var out []capability
 	for _, rt := range s.router.routes {
-		if rt.op.ID == "get_openapi" { // served by us, not a contract operation
+		if rt.op.ID == "get_openapi" || rt.op.ID == "get_docs" { // served by us, not contract operations
 			continue
 		}
 		c := capability{OperationID: rt.op.ID, RequiredScopes: append([]string{}, rt.op.Scopes...), Available: true}

@@ -10,3 +10,12 @@ func (s *Server) getOpenAPI(r *request) error {
 	r.etag = documentETag()
 	return nil
 }
+
+// getDocs serves the API reference page built from the same document; no key
+// needed.
+func (s *Server) getDocs(r *request) error {
+	r.ctx.SetStatusCode(200)
+	r.ctx.SetContentType("text/html; charset=utf-8")
+	r.ctx.SetBody(openapi.DocsPage)
+	return nil
+}

@@ -172,6 +172,7 @@ func (s *Server) routerOps() []openapi.Operation {
 func handlers() map[string]handlerFunc {
 	return map[string]handlerFunc{
 		"get_openapi":                (*Server).getOpenAPI,
+		"get_docs":                   (*Server).getDocs,
 		"get_context":                (*Server).getContext,
 		"get_usage":                  (*Server).getUsage,
 		"list_activity":              (*Server).listActivity,

@@ -23,6 +23,15 @@ import (
 //go:embed openapi.json
 var Document []byte
 
+// DocsPage is the human-readable reference served at GET /api/v1/docs: one
+// self-contained HTML page rendered from Document by `make docs` (Redocly
+// build-docs, pinned in tools/openapi). Its <meta name="siteenv-openapi-sha256">
+// names the document it was built from; a test fails when that is not
+// Document. It must not be modified.
+//
+//go:embed docs.html
+var DocsPage []byte
+
 // Operation is one operation of the document.
 type Operation struct {
 	// ID is the operationId, snake_case (e.g. "create_query").

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"siteenv/api/openapi/openapitest"
+)
+
+// TestReadmeWalk runs scripts/walk.sh, the README's first walk, against a
+// fresh `serve --demo` (as `make run` starts it, on a free port with its own
+// data directory), so the README cannot drift from the service. The script
+// talks through a proxy that validates every answer against the OpenAPI
+// document; the script itself stops at the first unexpected status, and this
+// test checks every step ran with the status the README shows.
+func TestReadmeWalk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the walk loads the demo data (about a minute)")
+	}
+	for _, tool := range []string{"sh", "curl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("scripts/walk.sh needs %s: %v", tool, err)
+		}
+	}
+	_, errJQ := exec.LookPath("jq")
+	_, errPy := exec.LookPath("python3")
+	if errJQ != nil && errPy != nil {
+		t.Skip("scripts/walk.sh needs jq or python3")
+	}
+	script, err := filepath.Abs("../../scripts/walk.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Setenv("SITEENV_DATABASE_URL", "")
+	t.Setenv("SITEENV_SECRET", "")
+	t.Setenv("SITEENV_STORE", "")
+	dataDir := filepath.Join(reachableTempDir(t), "var")
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() {
+		served <- run(ctx, []string{"serve", "--addr", addr, "--data-dir", dataDir, "--demo"}, io.Discard, io.Discard)
+	}()
+
+	// The validating proxy in front of the server.
+	v := openapitest.New(t)
+	backend, _ := url.Parse("http://" + addr)
+	proxy := httputil.NewSingleHostReverseProxy(backend)
+	var mu sync.Mutex
+	var invalid []string
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		if err := v.Validate(resp.Request, resp.StatusCode, resp.Header, body); err != nil {
+			mu.Lock()
+			invalid = append(invalid, err.Error())
+			mu.Unlock()
+		}
+		return nil
+	}
+	// While the demo loads, the server is not listening: answer 502 without
+	// validation (the script's wait loop retries).
+	proxy.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusBadGateway) }
+	front := httptest.NewServer(proxy)
+	defer front.Close()
+
+	cmd := exec.CommandContext(ctx, "sh", script)
+	cmd.Dir = t.TempDir() // the map image lands here
+	cmd.Env = append(os.Environ(), "API="+front.URL+"/api/v1", "KEY_FILE="+filepath.Join(dataDir, "demo-key"))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 5 * time.Second
+	done := make(chan error, 1)
+	go func() { done <- cmd.Run() }()
+	select {
+	case err = <-done:
+	case err = <-served:
+		<-done
+		t.Fatalf("serve exited during the walk: %v\n%s", err, out.String())
+	}
+	if err != nil {
+		t.Fatalf("scripts/walk.sh: %v\n%s", err, out.String())
+	}
+	walk := out.String()
+	t.Logf("scripts/walk.sh:\n%s", walk)
+
+	for _, step := range []string{
+		`context: 200`, `search: 200`, `resolve: 200`, `save the site: 20[01]`, `layers: 200`,
+		`buy contamination: 20[01]`, `query: 20[02]`, `results page 1: 200`, `results page 2: 200`,
+		`map image: 200`, `map image again: 304`, `purchases: 200`, `usage: 200`, `activity: 200`,
+		`usage without a key: 401 unauthenticated`, `reference: `,
+	} {
+		if !regexp.MustCompile(`(?m)^== ` + step).MatchString(walk) {
+			t.Errorf("the walk has no step %q", step)
+		}
+	}
+	for _, want := range []string{
+		"first: 1 Stanley Street, PARRAMATTA NSW",
+		"resolved: 1/DP608976 (NSW), 1 Stanley Street",
+		"walk: ok",
+	} {
+		if !strings.Contains(walk, want) {
+			t.Errorf("the walk does not print %q", want)
+		}
+	}
+	key, err := os.ReadFile(filepath.Join(dataDir, "demo-key"))
+	if err != nil || len(bytes.TrimSpace(key)) == 0 {
+		t.Fatalf("demo key: %v", err)
+	}
+	if strings.Contains(walk, strings.TrimSpace(string(key))) {
+		t.Error("the walk printed the API key")
+	}
+	mu.Lock()
+	for _, msg := range invalid {
+		t.Error(msg)
+	}
+	mu.Unlock()
+
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+}
+
+// TestReadmeShowsWalk: the README's first walk is scripts/walk.sh, verbatim,
+// so what a reader pastes is what TestReadmeWalk runs.
+func TestReadmeShowsWalk(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile("../../scripts/walk.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)<!-- scripts/walk.sh: begin[^>]*-->\n```sh\n(.*?)```\n<!-- scripts/walk.sh: end -->").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md has no scripts/walk.sh block")
+	}
+	if !bytes.Equal(m[1], script) {
+		t.Fatal("README.md's walk differs from scripts/walk.sh: copy the script into the README block")
+	}
+}
