@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +48,10 @@ func setup(t testing.TB, configure ...func(*api.Server)) *harness {
 // the defaults) and the Server by configure.
 func setupOn(t testing.TB, clk *clock.Fake, led *ledger.Ledger, edit func(*api.Config), configure ...func(*api.Server)) *harness {
 	t.Helper()
-	cfg := api.Config{Secret: bytes.Repeat([]byte("s"), 32), Clock: clk, IdempotencyWait: 20 * time.Second}
+	// Errors only: an access-log line per request would bury a failure's
+	// output (tests of the log install their own logger).
+	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	cfg := api.Config{Secret: bytes.Repeat([]byte("s"), 32), Clock: clk, IdempotencyWait: 20 * time.Second, Logger: quiet}
 	if edit != nil {
 		edit(&cfg)
 	}
