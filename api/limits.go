@@ -3,6 +3,8 @@ package api
 import (
 	"math"
 	"time"
+
+	"siteenv/internal/phase"
 )
 
 // Limits are the contract's enforced ceilings, by the names GET /context
@@ -60,6 +62,7 @@ func (s *Server) limitReads(r *request) error {
 
 // rateLimit counts one event in the account's per-minute bucket.
 func (s *Server) rateLimit(r *request, bucket string, perMinute int) error {
+	defer r.phases.Done(phase.RateLimit, r.phases.Start())
 	ok, wait, err := s.led.Hit(r.c, r.principal.AccountID, bucket, perMinute, time.Minute)
 	if err != nil {
 		return err

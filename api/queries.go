@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"siteenv/internal/phase"
 	"siteenv/ledger"
 	"siteenv/tiles"
 )
@@ -189,6 +190,7 @@ func (s *Server) createQuery(r *request) error {
 		if err := s.rateLimit(r, "query_admissions", queryAdmissionsPerMinute); err != nil {
 			return err
 		}
+		tl := r.phases.Start()
 		site, err := s.siteForQuery(r, sel)
 		if err != nil {
 			return err
@@ -239,13 +241,18 @@ func (s *Server) createQuery(r *request) error {
 			return err
 		}
 		r.resourceType, r.resourceID = "query", q.ID.String()
+		r.phases.Done(phase.Ledger, tl)
 		if s.runner != nil {
+			tw := r.phases.Start()
 			s.runner.Notify()
 			s.runner.Wait(r.c, q.ID, time.Duration(wait)*time.Second)
+			r.phases.Done(phase.Wait, tw)
 		}
+		tl = r.phases.Start()
 		if q, err = s.led.Query(r.c, r.principal.AccountID, q.ID); err != nil {
 			return err
 		}
+		r.phases.Done(phase.Ledger, tl)
 		body := queryView(q)
 		if !finished(q.Status) {
 			r.ctx.Response.Header.Set("Location", body.QueryURL)
@@ -298,6 +305,7 @@ func (s *Server) fillPage(r *request, q ledger.Query, body *queryBody, offset, o
 	if q.ResultKey == nil {
 		return nil
 	}
+	defer r.phases.Done(phase.PageRead, r.phases.Start())
 	obj, err := s.store.Open(r.c, *q.ResultKey)
 	if errors.Is(err, tiles.ErrNotExist) {
 		// Swept at its expiry between the ledger read and this one.
@@ -384,10 +392,12 @@ func (s *Server) queryPage(r *request, resultsOnly bool) error {
 	if err := qp.err(); err != nil {
 		return err
 	}
+	tl := r.phases.Start()
 	q, err := s.readQuery(r)
 	if err != nil {
 		return err
 	}
+	r.phases.Done(phase.Ledger, tl)
 	body := queryView(q)
 	switch {
 	case q.ReleasedAt != nil:

@@ -20,6 +20,7 @@ import (
 	"siteenv/api/openapi"
 	"siteenv/clock"
 	"siteenv/engine"
+	"siteenv/internal/phase"
 	"siteenv/ledger"
 	"siteenv/tiles"
 )
@@ -55,6 +56,9 @@ type Config struct {
 	// Content-Length exceeds what the client sends is answered 400 when it
 	// passes, instead of holding the connection for the whole ReadTimeout.
 	BodyReadTimeout time.Duration
+	// Phases, when set, receives the time spent in each phase of every
+	// request (siteenv bench api); nil, the default, reads no clocks.
+	Phases *phase.Timer
 }
 
 // QueryRunner is the part of the job runner the API needs (jobs.Runner).
@@ -108,6 +112,7 @@ type Server struct {
 	store   tiles.Store
 	runner  QueryRunner
 	engine  *engine.Engine
+	phases  *phase.Timer
 	// mapSlots bounds concurrent map renders.
 	mapSlots slots
 	// handlers by operation id; operations without one answer feature_disabled.
@@ -132,6 +137,7 @@ func New(cfg Config, led *ledger.Ledger) (*Server, error) {
 		store:    cfg.Store,
 		runner:   cfg.Runner,
 		engine:   cfg.Engine,
+		phases:   cfg.Phases,
 		mapSlots: make(slots, cfg.MapRenders),
 		handlers: handlers(),
 	}
@@ -241,13 +247,16 @@ type request struct {
 	// and sets paramsRead.
 	paramErrs  []FieldError
 	paramsRead bool
+	// phases times the request's phases (nil: off).
+	phases *phase.Timer
 }
 
 // Handle is the fasthttp handler.
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	c, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	r := &request{ctx: ctx, c: c, id: uuid.NewString()}
+	t0 := s.phases.Start()
+	r := &request{ctx: ctx, c: c, id: uuid.NewString(), phases: s.phases}
 	ctx.Response.Header.Set("X-Request-Id", r.id)
 	defer func() {
 		// A panic is a bug: answer internal_error, never a stack trace.
@@ -262,7 +271,12 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 		r.problemCode = string(p.Code)
 		s.writeProblem(ctx, r.id, p)
 	}
+	ta := s.phases.Start()
 	s.audit(r)
+	s.phases.Done(phase.Audit, ta)
+	if s.phases != nil && r.op != nil {
+		s.phases.Request(r.op.ID, t0)
+	}
 }
 
 func (s *Server) serve(r *request) error {
@@ -279,7 +293,10 @@ func (s *Server) serve(r *request) error {
 	}
 	r.op, r.params = &rt.op, params
 	if !rt.op.Public {
-		if err := s.authenticate(r); err != nil {
+		ta := s.phases.Start()
+		err := s.authenticate(r)
+		s.phases.Done(phase.Auth, ta)
+		if err != nil {
 			return err
 		}
 		if err := s.authorize(r, rt.op.Scopes...); err != nil {
@@ -317,6 +334,7 @@ func (s *Server) serve(r *request) error {
 
 // writeJSON writes a successful JSON body.
 func (r *request) writeJSON(status int, v any) error {
+	defer r.phases.Done(phase.JSON, r.phases.Start())
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
