@@ -351,7 +351,24 @@ func (s *Server) fillPage(r *request, q ledger.Query, body *queryBody, offset, o
 	return nil
 }
 
+// geometryMember is how the runner writes a record's last member.
+var geometryMember = []byte(`,"geometry":`)
+
+// withoutGeometry replaces a result record's geometry with null. The runner
+// writes geometry as the record's last member, so the common case cuts the
+// record there (no decoding of the properties); the cut is taken only when
+// what follows is exactly one JSON value and the closing brace. A literal
+// `,"geometry":` cannot occur inside a JSON string (its quote would be
+// escaped), so the last one is the top-level member when that check holds.
+// Anything else goes through a full decode.
 func withoutGeometry(rec []byte) ([]byte, error) {
+	if i := bytes.LastIndex(rec, geometryMember); i > 0 && len(rec) > 0 && rec[len(rec)-1] == '}' {
+		if v := rec[i+len(geometryMember) : len(rec)-1]; json.Valid(v) {
+			out := make([]byte, 0, i+len(geometryMember)+5)
+			out = append(out, rec[:i+len(geometryMember)]...)
+			return append(out, "null}"...), nil
+		}
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(rec, &m); err != nil {
 		return nil, err
