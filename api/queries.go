@@ -199,6 +199,11 @@ func (s *Server) createQuery(r *request) error {
 		if err != nil {
 			return err
 		}
+		// Every layer and its current release in one round trip.
+		catalogue, err := s.led.LayersForQuery(r.c, req.LayerIDs)
+		if err != nil {
+			return err
+		}
 		var frozen []ledger.FrozenLayer
 		var fe []FieldError
 		for i, id := range req.LayerIDs {
@@ -207,10 +212,11 @@ func (s *Server) createQuery(r *request) error {
 			if !r.principal.PermitsDataset(id) {
 				return &placedError{err: ledger.ErrNotFound, place: atLayer, field: field, name: id}
 			}
-			y, err := s.led.Layer(r.c, id)
-			if err != nil {
-				return &placedError{err: err, place: atLayer, field: field, name: id}
+			lr, ok := catalogue[id]
+			if !ok {
+				return &placedError{err: ledger.ErrNotFound, place: atLayer, field: field, name: id}
 			}
+			y := lr.Layer
 			if y.SectionPrice > 0 && !sa.Granted[y.SectionKey] {
 				return &Problem{Code: CodeAccessRequired, Detail: fmt.Sprintf("Section %s must be acquired for this site before querying %s (POST /access/acquisitions).", y.SectionKey, id),
 					FieldErrors: []FieldError{{Field: field, Message: "section " + y.SectionKey + " not acquired for this site"}}}
@@ -222,9 +228,9 @@ func (s *Server) createQuery(r *request) error {
 				Sources: y.Sources, Coverage: y.Coverage, ReleaseID: y.CurrentReleaseID}
 			if y.CurrentReleaseID != nil {
 				// Freeze the release's own captured schema and provenance.
-				rel, err := s.led.Release(r.c, id, *y.CurrentReleaseID)
-				if err != nil {
-					return err
+				rel := lr.Release
+				if rel == nil {
+					return fmt.Errorf("api: layer %s: current release %s: %w", id, *y.CurrentReleaseID, ledger.ErrNotFound)
 				}
 				fl.SchemaVersion, fl.FieldSchema, fl.Sources, fl.Coverage = rel.SchemaVersion, rel.FieldSchema, rel.Sources, rel.Coverage
 			}

@@ -199,3 +199,49 @@ func (l *Ledger) SiteAccess(ctx context.Context, account, site uuid.UUID) (SiteA
 	}
 	return sa, translate(rows.Err())
 }
+
+// LayerRelease is a layer with its current release (nil: none published).
+type LayerRelease struct {
+	Layer   Layer
+	Release *Release
+}
+
+// LayersForQuery reads the named layers and their current releases in one
+// round trip (POST /queries freezes both). Unknown ids are absent from the map.
+func (l *Ledger) LayersForQuery(ctx context.Context, ids []string) (map[string]LayerRelease, error) {
+	rows, err := l.pool.Query(ctx, `SELECT `+layerColumns+`, r.release_id, r.schema_version, r.field_schema, r.units, r.sources, r.coverage,
+			r.manifest_key, r.feature_count, r.tile_count, r.bytes, r.published_at
+		FROM layers l JOIN sections s USING (section_key)
+		LEFT JOIN releases r ON r.layer_id = l.layer_id AND r.release_id = l.current_release_id
+		WHERE l.layer_id = ANY ($1)`, ids)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := make(map[string]LayerRelease, len(ids))
+	for rows.Next() {
+		var (
+			y                       Layer
+			relID, schema, manifest *string
+			fieldSchema, units      json.RawMessage
+			sources, coverage       json.RawMessage
+			features, bytes         *int64
+			tileCount               *int
+			published               *time.Time
+		)
+		if err := rows.Scan(&y.ID, &y.SectionKey, &y.SectionName, &y.SectionPrice, &y.Name, &y.Description, &y.SchemaVersion,
+			&y.FieldSchema, &y.Units, &y.RadiusMaxM, &y.Sources, &y.Jurisdictions, &y.Coverage, &y.GeometryTypes,
+			&y.CurrentReleaseID, &y.UpdatedAt,
+			&relID, &schema, &fieldSchema, &units, &sources, &coverage, &manifest, &features, &tileCount, &bytes, &published); err != nil {
+			return nil, translate(err)
+		}
+		lr := LayerRelease{Layer: y}
+		if relID != nil {
+			lr.Release = &Release{LayerID: y.ID, ReleaseID: *relID, SchemaVersion: *schema, FieldSchema: fieldSchema, Units: units,
+				Sources: sources, Coverage: coverage, ManifestKey: *manifest, FeatureCount: *features, TileCount: *tileCount,
+				Bytes: *bytes, PublishedAt: *published}
+		}
+		out[y.ID] = lr
+	}
+	return out, translate(rows.Err())
+}
