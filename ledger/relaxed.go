@@ -19,6 +19,13 @@ import (
 // any later durable commit makes every earlier relaxed one durable too.
 //
 // What uses it, and what a crash could lose (see README, "Durability"):
+//   - SaveSite (a site registered by POST /sites or POST /queries): both run
+//     under an idempotency claim, and the response naming the site is sent
+//     only after the durable idempotency commit, which flushes the site with
+//     it. Anything durable that refers to the site (a purchase, a grant)
+//     commits after it and so flushes it too. Lost otherwise: a site only
+//     ever seen by reads in the moment before the crash; the client's retry
+//     registers it again.
 //   - CreateQuery (a query's queued state): the client learns the query id
 //     only from the POST response, which is sent after the request's
 //     idempotency record commits durably, flushing the query with it. Lost
