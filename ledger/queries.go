@@ -297,11 +297,35 @@ type QueryUsage struct {
 // QueryUsage counts an account's retained results and queue.
 func (l *Ledger) QueryUsage(ctx context.Context, account uuid.UUID) (QueryUsage, error) {
 	var u QueryUsage
-	err := l.pool.QueryRow(ctx, `SELECT coalesce(sum(result_bytes) FILTER (WHERE result_key IS NOT NULL), 0),
-			count(*) FILTER (WHERE status = 'queued'), count(*) FILTER (WHERE status = 'running'),
-			min(expires_at) FILTER (WHERE result_key IS NOT NULL)
-		FROM queries WHERE account_id = $1`, account).Scan(&u.RetainedBytes, &u.Queued, &u.Running, &u.NextResultExpiry)
+	err := l.pool.QueryRow(ctx, queryUsageSQL, account).Scan(&u.RetainedBytes, &u.Queued, &u.Running, &u.NextResultExpiry)
 	return u, translate(err)
+}
+
+const queryUsageSQL = `SELECT coalesce(sum(result_bytes) FILTER (WHERE result_key IS NOT NULL), 0),
+		count(*) FILTER (WHERE status = 'queued'), count(*) FILTER (WHERE status = 'running'),
+		min(expires_at) FILTER (WHERE result_key IS NOT NULL)
+	FROM queries WHERE account_id = $1`
+
+// ContextReads reads what GET /context reports (Account, Integration and
+// QueryUsage) in one round trip: the three statements are pipelined.
+func (l *Ledger) ContextReads(ctx context.Context, account, integration uuid.UUID) (Account, Integration, QueryUsage, error) {
+	var (
+		a  Account
+		in Integration
+		u  QueryUsage
+	)
+	b := &pgx.Batch{}
+	b.Queue(accountSQL, account).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&a.ID, &a.Name, &a.CreditBalance, &a.DatasetIDs)
+	})
+	b.Queue(integrationSQL, integration).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&in.ID, &in.SpendLimit, &in.CreditsUsed)
+	})
+	b.Queue(queryUsageSQL, account).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&u.RetainedBytes, &u.Queued, &u.Running, &u.NextResultExpiry)
+	})
+	err := l.pool.SendBatch(ctx, b).Close()
+	return a, in, u, translate(err)
 }
 
 // QueryFilter narrows ListQueries.
