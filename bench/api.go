@@ -127,9 +127,10 @@ type apiSide struct {
 	hs      *fasthttp.Server
 	client  *fasthttp.HostClient
 	timer   *phase.Timer
-	// keys[i] is the all-scopes key of account i; query i of the mix uses
-	// account i (each account admits one query per pass), the read pass
-	// uses the rest.
+	// keys are all-scopes keys of distinct accounts: the warm-up and each
+	// pass run query i on an account of their own (one admission per
+	// account, and a large result's pages never meet another query's in a
+	// rate window); the read pass uses readKeys.
 	keys     []string
 	readKeys []string
 	settings [][2]string // the ledger database's durability settings
@@ -566,7 +567,8 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 		}
 	}
 	log.Info("bench: starting the API (durable ledger, accounts, server)")
-	a, err := startAPI(ctx, dir, g, ds, e, len(qs), opt.Reads, log)
+	nw := min(warmupQueries, len(qs))
+	a, err := startAPI(ctx, dir, g, ds, e, nw+len(opt.Clients)*len(qs), opt.Reads, log)
 	if err != nil {
 		return nil, err
 	}
@@ -589,11 +591,10 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 	}
 
 	r := &APIReport{Scale: opt.Scale, Seed: opt.Seed, CPUs: cpus(), Queries: len(qs), LineQueries: len(mix) - len(qs), Features: ds.features, Layers: len(ds.layers),
-		Accounts: len(a.keys) + len(a.readKeys), QueryAccounts: len(a.keys), LedgerSettings: a.settings, PostGISVersion: pg.version,
+		Accounts: len(a.keys) + len(a.readKeys), QueryAccounts: len(a.keys), PassCount: len(opt.Clients), LedgerSettings: a.settings, PostGISVersion: pg.version,
 		Workers: a.workers, Load: loadAvg()}
 	run := runID()
 	st := &clientStats{}
-	nw := min(warmupQueries, len(qs))
 	log.Info("bench: warm-up", "queries", nw)
 	if _, err := a.apiPass(ctx, reqs[:nw], a.keys, 1, run+"-warm", st, nil); err != nil {
 		return nil, fmt.Errorf("bench: API warm-up: %w", err)
@@ -610,7 +611,8 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 		if k == 0 {
 			ao, po = apiOut, pgOut
 		}
-		ap, err := a.apiPass(ctx, reqs, a.keys, c, run+"-"+strconv.Itoa(k), st, ao)
+		keys := a.keys[nw+k*len(qs) : nw+(k+1)*len(qs)]
+		ap, err := a.apiPass(ctx, reqs, keys, c, run+"-"+strconv.Itoa(k), st, ao)
 		if err != nil {
 			return nil, fmt.Errorf("bench: API: %w", err)
 		}

@@ -31,7 +31,8 @@ type APIReport struct {
 	Layers         int
 	Features       int64
 	Accounts       int // accounts created (each with one all-scopes key)
-	QueryAccounts  int // of which run the mix: query i uses account i
+	QueryAccounts  int // of which run the mix: the warm-up and each pass have their own
+	PassCount        int // passes of the mix (client counts)
 	Workers        int // the runner's query workers
 	LedgerSettings [][2]string
 	PostGISVersion string
@@ -86,8 +87,8 @@ func (r *APIReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "server: api.Server's fasthttp server on a TCP listener in this process (the code path of `siteenv serve`), jobs runner with %d workers, engine preloaded, file store; ledger on PostgreSQL with %s\n",
 		r.Workers, settingsString(r.LedgerSettings))
 	fmt.Fprintf(w, "client: POST /queries (Idempotency-Key, Prefer: wait=3, include_geometry false, page_size %d), polling on 202, then GET .../results?include_geometry=false&limit=%d until has_more is false\n", apiPageLimit, apiPageLimit)
-	fmt.Fprintf(w, "accounts: %d, each with one all-scopes key: %d run the mix (query i on account i: one admission per pass), %d the read pass (at most %d reads each), so no rate limit throttles the measurement\n",
-		r.Accounts, r.QueryAccounts, r.Accounts-r.QueryAccounts, readsPerAccount)
+	fmt.Fprintf(w, "accounts: %d, each with one all-scopes key: %d run the mix (the warm-up and each of the %d passes run query i on an account of their own), %d the read pass (at most %d reads each), so rate limits throttle only a query with more than %d result pages\n",
+		r.Accounts, r.QueryAccounts, r.PassCount, r.Accounts-r.QueryAccounts, readsPerAccount, 119)
 	fmt.Fprintf(w, "requests: %d (%d result pages, %d polls after 202, %d retried after 429/503/409)\n", r.Requests, r.Pages, r.Polls, r.Throttled)
 	fmt.Fprintf(w, "check (first pass): %d layer results compared, %s features matched, %d layers failed on a limit (not compared), %d outside coverage (not compared)\n",
 		c.Compared, group(c.Matched), c.Failed, c.OutsideCoverage)
