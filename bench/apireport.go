@@ -32,7 +32,7 @@ type APIReport struct {
 	Features       int64
 	Accounts       int // accounts created (each with one all-scopes key)
 	QueryAccounts  int // of which run the mix: the warm-up and each pass have their own
-	PassCount        int // passes of the mix (client counts)
+	PassCount      int // passes of the mix (client counts)
 	Workers        int // the runner's query workers
 	LedgerSettings [][2]string
 	PostGISVersion string
