@@ -196,7 +196,7 @@ func cdfSVG(r *APIReport, apiLat, pgLat []time.Duration) []byte {
 		lmax = lmin + 1
 	}
 	x := func(v float64) float64 {
-		return left + (math.Log10(max(v, lo))-lmin)/(lmax-lmin)*plotW
+		return left + (math.Log10(max(v, math.Pow(10, lmin)))-lmin)/(lmax-lmin)*plotW
 	}
 	y := func(f float64) float64 { return top + (1-f)*plotH }
 	var b bytes.Buffer
