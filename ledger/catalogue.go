@@ -180,24 +180,20 @@ type SiteAccess struct {
 // it. Another account's site, an archived site and a missing one are all ErrNotFound.
 func (l *Ledger) SiteAccess(ctx context.Context, account, site uuid.UUID) (SiteAccess, error) {
 	var sa SiteAccess
-	err := l.pool.QueryRow(ctx, `SELECT geometry FROM sites WHERE site_id = $1 AND account_id = $2 AND archived_at IS NULL`, site, account).Scan(&sa.Geometry)
+	var granted []string
+	// One round trip: the site and its grants.
+	err := l.pool.QueryRow(ctx, `SELECT s.geometry, coalesce(array_agg(g.section_key) FILTER (WHERE g.section_key IS NOT NULL), '{}')
+		FROM sites s LEFT JOIN section_grants g ON g.site_id = s.site_id AND g.account_id = s.account_id
+		WHERE s.site_id = $1 AND s.account_id = $2 AND s.archived_at IS NULL
+		GROUP BY s.site_id`, site, account).Scan(&sa.Geometry, &granted)
 	if err != nil {
 		return sa, translate(err)
 	}
-	rows, err := l.pool.Query(ctx, `SELECT section_key FROM section_grants WHERE site_id = $1 AND account_id = $2`, site, account)
-	if err != nil {
-		return sa, translate(err)
-	}
-	defer rows.Close()
-	sa.Granted = map[string]bool{}
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			return sa, translate(err)
-		}
+	sa.Granted = make(map[string]bool, len(granted))
+	for _, k := range granted {
 		sa.Granted[k] = true
 	}
-	return sa, translate(rows.Err())
+	return sa, nil
 }
 
 // LayerRelease is a layer with its current release (nil: none published).

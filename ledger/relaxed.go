@@ -41,14 +41,14 @@ import (
 //   - The audit records of reads (GET): the last moments of read activity.
 //     Records of writes stay durable.
 
+// relaxedBegin opens a transaction and relaxes its commit in one round trip
+// (pgx sends an argument-less statement as a simple query, which may hold
+// several statements).
+var relaxedBegin = pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL synchronous_commit = off"}
+
 // relaxedTx is tx with synchronous_commit off for this transaction only.
 func (l *Ledger) relaxedTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
-			return err
-		}
-		return fn(tx)
-	})
+	return pgx.BeginTxFunc(ctx, l.pool, relaxedBegin, fn)
 }
 
 // execRelaxed runs one statement in its own transaction with
