@@ -338,6 +338,9 @@ type queryResponse struct {
 // clientStats count what the clients saw besides answers.
 type clientStats struct {
 	requests, pages, polls, throttled atomic.Int64
+	// limited counts the retried answers that were 429 (the rest of
+	// throttled are 503 or a retryable 409).
+	limited atomic.Int64
 }
 
 // do sends one request and returns the status, the Retry-After seconds and
@@ -402,6 +405,9 @@ func (a *apiSide) runQuery(ctx context.Context, key, idemKey string, q apiQuery,
 		case status == 429 || (status == 409 && ra > 0) || status == 503:
 			// Retryable: as the contract asks, after Retry-After.
 			st.throttled.Add(1)
+			if status == 429 {
+				st.limited.Add(1)
+			}
 			if err := sleepCtx(ctx, time.Duration(max(ra, 1))*time.Second); err != nil {
 				return nil, err
 			}
@@ -628,6 +634,7 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 		}
 	}
 	r.Requests, r.Pages, r.Polls, r.Throttled = st.requests.Load(), st.pages.Load(), st.polls.Load(), st.throttled.Load()
+	r.RateLimited = st.limited.Load()
 	if r.Comparison, err = compare(ctx, e, pg, ds, qs, apiOut, pgOut); err != nil {
 		return nil, err
 	}

@@ -41,6 +41,7 @@ type APIReport struct {
 
 	Passes                            []apiPassReport
 	Requests, Pages, Polls, Throttled int64
+	RateLimited                       int64 // of Throttled, answered 429
 	Comparison                        comparison
 	ReadCount                         int
 	Reads                             latency // client side, readClients clients
@@ -89,7 +90,8 @@ func (r *APIReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "client: POST /queries (Idempotency-Key, Prefer: wait=3, include_geometry false, page_size %d), polling on 202, then GET .../results?include_geometry=false&limit=%d until has_more is false\n", apiPageLimit, apiPageLimit)
 	fmt.Fprintf(w, "accounts: %d, each with one all-scopes key: %d run the mix (the warm-up and each of the %d passes run query i on an account of their own), %d the read pass (at most %d reads each), so rate limits throttle only a query with more than %d result pages\n",
 		r.Accounts, r.QueryAccounts, r.PassCount, r.Accounts-r.QueryAccounts, readsPerAccount, 119)
-	fmt.Fprintf(w, "requests: %d (%d result pages, %d polls after 202, %d retried after 429/503/409)\n", r.Requests, r.Pages, r.Polls, r.Throttled)
+	fmt.Fprintf(w, "requests: %d (%d result pages, %d polls after 202; %d answers retried after Retry-After, of which %d were 429 rate_limited)\n",
+		r.Requests, r.Pages, r.Polls, r.Throttled, r.RateLimited)
 	fmt.Fprintf(w, "check (first pass): %d layer results compared, %s features matched, %d layers failed on a limit (not compared), %d outside coverage (not compared)\n",
 		c.Compared, group(c.Matched), c.Failed, c.OutsideCoverage)
 	fmt.Fprintf(w, "mismatches: %d layer results differ; %d within 1 cm of the radius (excluded), %d API wrong, %d PostGIS wrong, %d unexplained, %d wrong outside_coverage\n",
