@@ -50,3 +50,4 @@ bench: build tools ## benchmarks: Go benchmarks, then the engine vs PostGIS harn
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(BIN) bench engine --scale $(or $(SCALE),small)
 	$(BIN) bench ingest --scale $(or $(SCALE),small)
+	$(BIN) bench api --scale $(or $(SCALE),small)

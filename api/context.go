@@ -78,15 +78,7 @@ func (s *Server) getContext(r *request) error {
 		return err
 	}
 	p := r.principal
-	acct, err := s.led.Account(r.c, p.AccountID)
-	if err != nil {
-		return err
-	}
-	integ, err := s.led.Integration(r.c, p.IntegrationID)
-	if err != nil {
-		return err
-	}
-	qu, err := s.led.QueryUsage(r.c, p.AccountID)
+	acct, integ, qu, err := s.led.ContextReads(r.c, p.AccountID, p.IntegrationID)
 	if err != nil {
 		return err
 	}

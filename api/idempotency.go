@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"siteenv/internal/phase"
 	"siteenv/ledger"
 )
 
@@ -55,7 +56,9 @@ func (s *Server) idempotent(r *request, logical any, op func() error) error {
 	integration := r.principal.IntegrationID
 	deadline := time.Now().Add(s.cfg.IdempotencyWait)
 	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 250*time.Millisecond) {
+		tc := r.phases.Start()
 		claim, err := s.led.ClaimIdempotency(r.c, integration, key, r.op.ID, fp)
+		r.phases.Done(phase.Idempotency, tc)
 		if err != nil {
 			return err
 		}
@@ -124,7 +127,9 @@ func (s *Server) runFirst(r *request, key string, token uuid.UUID, op func() err
 		Location:    string(r.ctx.Response.Header.Peek("Location")),
 		Body:        append([]byte(nil), r.ctx.Response.Body()...),
 	}
+	tc := r.phases.Start()
 	err = s.led.CompleteIdempotency(settle, integration, key, token, rec)
+	r.phases.Done(phase.Idempotency, tc)
 	if errors.Is(err, ledger.ErrClaimLost) {
 		// This request stalled past its lease and a retry took the key over;
 		// the retry's response is the one stored. This one is already

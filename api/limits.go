@@ -3,6 +3,8 @@ package api
 import (
 	"math"
 	"time"
+
+	"siteenv/internal/phase"
 )
 
 // Limits are the contract's enforced ceilings, by the names GET /context
@@ -55,6 +57,7 @@ func (s *Server) limitReads(r *request) error {
 
 // rateLimit counts one event in the account's per-minute bucket.
 func (s *Server) rateLimit(r *request, bucket string, perMinute int) error {
+	defer r.phases.Done(phase.RateLimit, r.phases.Start())
 	w, err := s.led.Count(r.c, r.principal.AccountID, bucket, time.Minute)
 	if err != nil {
 		return err

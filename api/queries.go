@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"siteenv/engine"
+	"siteenv/internal/phase"
 	"siteenv/ledger"
 	"siteenv/store"
 	"siteenv/tiles"
@@ -191,11 +192,17 @@ func (s *Server) createQuery(r *request) error {
 		if err := s.rateLimit(r, "query_admissions", queryAdmissionsPerMinute); err != nil {
 			return err
 		}
+		tl := r.phases.Start()
 		site, err := s.siteForQuery(r, sel)
 		if err != nil {
 			return err
 		}
 		sa, err := s.led.SiteAccess(r.c, r.principal.AccountID, site.ID)
+		if err != nil {
+			return err
+		}
+		// Every layer and its current release in one round trip.
+		catalogue, err := s.led.LayersForQuery(r.c, req.LayerIDs)
 		if err != nil {
 			return err
 		}
@@ -207,10 +214,11 @@ func (s *Server) createQuery(r *request) error {
 			if !r.principal.PermitsDataset(id) {
 				return &placedError{err: ledger.ErrNotFound, place: atLayer, field: field, name: id}
 			}
-			y, err := s.led.Layer(r.c, id)
-			if err != nil {
-				return &placedError{err: err, place: atLayer, field: field, name: id}
+			lr, ok := catalogue[id]
+			if !ok {
+				return &placedError{err: ledger.ErrNotFound, place: atLayer, field: field, name: id}
 			}
+			y := lr.Layer
 			if y.SectionPrice > 0 && !sa.Granted[y.SectionKey] {
 				return &Problem{Code: CodeAccessRequired, Detail: fmt.Sprintf("Section %s must be acquired for this site before querying %s (POST /access/acquisitions).", y.SectionKey, id),
 					FieldErrors: []FieldError{{Field: field, Message: "section " + y.SectionKey + " not acquired for this site"}}}
@@ -222,9 +230,9 @@ func (s *Server) createQuery(r *request) error {
 				Sources: y.Sources, Coverage: y.Coverage, ReleaseID: y.CurrentReleaseID}
 			if y.CurrentReleaseID != nil {
 				// Freeze the release's own captured schema and provenance.
-				rel, err := s.led.Release(r.c, id, *y.CurrentReleaseID)
-				if err != nil {
-					return err
+				rel := lr.Release
+				if rel == nil {
+					return fmt.Errorf("api: layer %s: current release %s: %w", id, *y.CurrentReleaseID, ledger.ErrNotFound)
 				}
 				fl.SchemaVersion, fl.FieldSchema, fl.Sources, fl.Coverage = rel.SchemaVersion, rel.FieldSchema, rel.Sources, rel.Coverage
 			}
@@ -241,16 +249,21 @@ func (s *Server) createQuery(r *request) error {
 			return err
 		}
 		r.resourceType, r.resourceID = "query", q.ID.String()
+		r.phases.Done(phase.Ledger, tl)
 		if s.runner != nil {
+			tw := r.phases.Start()
 			s.runner.Notify()
 			s.runner.Wait(r.c, q.ID, time.Duration(wait)*time.Second)
+			r.phases.Done(phase.Wait, tw)
 		}
+		tl = r.phases.Start()
 		// The wait is honoured when this process ran it (another replica's
 		// runner cannot be waited on here), and wait=0 always is.
 		honoured := r.ctx.Request.Header.Peek("Prefer") != nil && (s.runner != nil || wait == 0)
 		if q, err = s.led.Query(r.c, r.principal.AccountID, q.ID); err != nil {
 			return err
 		}
+		r.phases.Done(phase.Ledger, tl)
 		body := queryView(q)
 		if honoured {
 			r.ctx.Response.Header.Set("Preference-Applied", "wait="+strconv.Itoa(wait))
@@ -306,6 +319,7 @@ func (s *Server) fillPage(r *request, q ledger.Query, body *queryBody, offset, o
 	if q.ResultKey == nil {
 		return nil
 	}
+	defer r.phases.Done(phase.PageRead, r.phases.Start())
 	obj, err := s.store.Open(r.c, *q.ResultKey)
 	if errors.Is(err, store.ErrNotExist) {
 		// Swept at its expiry between the ledger read and this one.
@@ -351,7 +365,24 @@ func (s *Server) fillPage(r *request, q ledger.Query, body *queryBody, offset, o
 	return nil
 }
 
+// geometryMember is how the runner writes a record's last member.
+var geometryMember = []byte(`,"geometry":`)
+
+// withoutGeometry replaces a result record's geometry with null. The runner
+// writes geometry as the record's last member, so the common case cuts the
+// record there (no decoding of the properties); the cut is taken only when
+// what follows is exactly one JSON value and the closing brace. A literal
+// `,"geometry":` cannot occur inside a JSON string (its quote would be
+// escaped), so the last one is the top-level member when that check holds.
+// Anything else goes through a full decode.
 func withoutGeometry(rec []byte) ([]byte, error) {
+	if i := bytes.LastIndex(rec, geometryMember); i > 0 && len(rec) > 0 && rec[len(rec)-1] == '}' {
+		if v := rec[i+len(geometryMember) : len(rec)-1]; json.Valid(v) {
+			out := make([]byte, 0, i+len(geometryMember)+5)
+			out = append(out, rec[:i+len(geometryMember)]...)
+			return append(out, "null}"...), nil
+		}
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(rec, &m); err != nil {
 		return nil, err
@@ -392,10 +423,12 @@ func (s *Server) queryPage(r *request, resultsOnly bool) error {
 	if err := qp.err(); err != nil {
 		return err
 	}
+	tl := r.phases.Start()
 	q, err := s.readQuery(r)
 	if err != nil {
 		return err
 	}
+	r.phases.Done(phase.Ledger, tl)
 	body := queryView(q)
 	switch {
 	case q.ReleasedAt != nil:

@@ -21,6 +21,7 @@ import (
 	"siteenv/api/openapi"
 	"siteenv/clock"
 	"siteenv/engine"
+	"siteenv/internal/phase"
 	"siteenv/ledger"
 	"siteenv/store"
 )
@@ -59,6 +60,9 @@ type Config struct {
 	// Metrics collects this server's metrics; nil: New makes its own. Pass
 	// one to wire its store wrapper and job observer before New.
 	Metrics *Metrics
+	// Phases, when set, receives the time spent in each phase of every
+	// request (siteenv bench api); nil, the default, reads no clocks.
+	Phases *phase.Timer
 }
 
 // QueryRunner is the part of the job runner the API needs (jobs.Runner).
@@ -122,6 +126,7 @@ type Server struct {
 	store   store.Store
 	runner  QueryRunner
 	engine  *engine.Engine
+	phases  *phase.Timer
 	// mapSlots bounds concurrent map renders.
 	mapSlots slots
 	// handlers by operation id; operations without one answer feature_disabled.
@@ -148,6 +153,7 @@ func New(cfg Config, led *ledger.Ledger) (*Server, error) {
 		store:    cfg.Store,
 		runner:   cfg.Runner,
 		engine:   cfg.Engine,
+		phases:   cfg.Phases,
 		mapSlots: make(slots, cfg.MapRenders),
 		handlers: handlers(),
 		metrics:  cfg.Metrics,
@@ -271,6 +277,8 @@ type request struct {
 	etag string
 	// probe is "healthz" or "readyz" for the probe paths.
 	probe string
+	// phases times the request's phases (nil: off).
+	phases *phase.Timer
 }
 
 // Handle is the fasthttp handler.
@@ -279,7 +287,8 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	s.metrics.inFlight.Inc()
 	c, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	r := &request{ctx: ctx, c: c, id: uuid.NewString()}
+	t0 := s.phases.Start()
+	r := &request{ctx: ctx, c: c, id: uuid.NewString(), phases: s.phases}
 	ctx.Response.Header.Set("X-Request-Id", r.id)
 	defer s.observe(r, start)
 	defer func() {
@@ -296,7 +305,12 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 		s.writeProblem(ctx, r.id, p)
 	}
 	s.finishResponse(r)
+	ta := s.phases.Start()
 	s.audit(r)
+	s.phases.Done(phase.Audit, ta)
+	if s.phases != nil && r.op != nil {
+		s.phases.Request(r.op.ID, t0)
+	}
 }
 
 func (s *Server) serve(r *request) error {
@@ -318,7 +332,10 @@ func (s *Server) serve(r *request) error {
 	}
 	r.op, r.params = &rt.op, params
 	if !rt.op.Public {
-		if err := s.authenticate(r); err != nil {
+		ta := s.phases.Start()
+		err := s.authenticate(r)
+		s.phases.Done(phase.Auth, ta)
+		if err != nil {
 			return err
 		}
 		if err := s.authorize(r, rt.op.Scopes...); err != nil {
@@ -356,6 +373,7 @@ func (s *Server) serve(r *request) error {
 
 // writeJSON writes a successful JSON body.
 func (r *request) writeJSON(status int, v any) error {
+	defer r.phases.Done(phase.JSON, r.phases.Start())
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

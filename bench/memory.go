@@ -19,8 +19,9 @@ import (
 // (0: none set) and a function restoring the previous one.
 func boundHeap(features int64, log *slog.Logger) (int64, func()) {
 	total := memTotal()
-	// SetMemoryLimit(-1) reads the limit: below MaxInt64, one was set.
-	if total == 0 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+	// SetMemoryLimit(-1) reads the limit: below MaxInt64, one was set. The
+	// variable is checked too: the runtime reads it only at start-up.
+	if total == 0 || os.Getenv("GOMEMLIMIT") != "" || debug.SetMemoryLimit(-1) != math.MaxInt64 {
 		return 0, func() {}
 	}
 	reserve := max(total/8, 2<<30) // PostgreSQL backends, page cache, the OS

@@ -18,6 +18,7 @@ import (
 	"github.com/paulmach/orb/geojson"
 
 	"siteenv/engine"
+	"siteenv/internal/phase"
 	"siteenv/ledger"
 	"siteenv/store"
 )
@@ -50,6 +51,9 @@ type Config struct {
 	// AttemptCancelled or AttemptRequeued) and duration, from the worker's
 	// goroutine: it must be cheap and safe for concurrent use (metrics).
 	ObserveAttempt func(outcome string, d time.Duration)
+	// Phases, when set, receives the time spent claiming, in the engine,
+	// writing results and finishing (siteenv bench api); nil reads no clocks.
+	Phases *phase.Timer
 }
 
 // Attempt outcomes reported to Config.ObserveAttempt.
@@ -372,6 +376,7 @@ const requeueTimeout = 10 * time.Second
 // runOnce claims under claimCtx and executes under execCtx; an attempt cut
 // short by execCtx is requeued.
 func (r *Runner) runOnce(claimCtx, execCtx context.Context) (bool, error) {
+	tc := r.cfg.Phases.Start()
 	q, err := r.led.ClaimQuery(claimCtx, r.cfg.MaxRunning, r.cfg.Attempt)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return false, nil
@@ -379,6 +384,7 @@ func (r *Runner) runOnce(claimCtx, execCtx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	r.cfg.Phases.Done(phase.Claim, tc)
 	defer r.finished(q.ID)
 	began := time.Now()
 	tctx, cancelTimeout := context.WithTimeoutCause(execCtx, r.cfg.Attempt, errAttemptTimeout)
@@ -511,7 +517,10 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded) err
 		}
 		req.Layers = append(req.Layers, lr)
 	}
+	te := r.cfg.Phases.Start()
 	results, err := r.eng.Query(ctx, req)
+	r.cfg.Phases.Done(phase.Engine, te)
+	tw := r.cfg.Phases.Start()
 	if err != nil {
 		return r.fail(ctx, q, rec, "source_unavailable", err)
 	}
@@ -579,10 +588,12 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded) err
 	if err := r.store.Put(ctx, key, f, size); err != nil && !errors.Is(err, store.ErrExists) {
 		return r.fail(ctx, q, rec, "source_unavailable", err)
 	}
+	r.cfg.Phases.Done(phase.ResultWrite, tw)
 	var count *int64
 	if failed == 0 {
 		count = &total
 	}
+	defer r.cfg.Phases.Done(phase.Finish, r.cfg.Phases.Start())
 	// Not abandoned halfway once the result is stored: a cancellation from
 	// here on is settled by FinishQuery (then the result is deleted).
 	kept, err := r.led.FinishQuery(context.WithoutCancel(ctx), q.ID, status, outcome, key, size, count, r.cfg.Retain)

@@ -45,10 +45,11 @@ func (l *Ledger) CreateAccount(ctx context.Context, name string, credits int64) 
 // Account reads one account.
 func (l *Ledger) Account(ctx context.Context, id uuid.UUID) (Account, error) {
 	var a Account
-	err := l.pool.QueryRow(ctx, `SELECT account_id, name, credit_balance, dataset_ids FROM accounts WHERE account_id = $1`, id).
-		Scan(&a.ID, &a.Name, &a.CreditBalance, &a.DatasetIDs)
+	err := l.pool.QueryRow(ctx, accountSQL, id).Scan(&a.ID, &a.Name, &a.CreditBalance, &a.DatasetIDs)
 	return a, translate(err)
 }
+
+const accountSQL = `SELECT account_id, name, credit_balance, dataset_ids FROM accounts WHERE account_id = $1`
 
 // GrantCredits adds amount (> 0) to an account's balance and returns the new balance.
 // Admin grants are not purchases: they never appear in purchase history.

@@ -21,12 +21,27 @@ type Activity struct {
 	CreatedAt    time.Time
 }
 
-// RecordActivity appends an audit record for an integration.
+// RecordActivity appends an audit record for an integration, durably.
 func (l *Ledger) RecordActivity(ctx context.Context, account, integration uuid.UUID, a Activity) error {
+	return l.recordActivity(ctx, account, integration, a, false)
+}
+
+// RecordReadActivity appends the audit record of a read with a relaxed
+// commit: a PostgreSQL crash may lose the last moments of read records
+// (see relaxed.go); the records of writes go through RecordActivity.
+func (l *Ledger) RecordReadActivity(ctx context.Context, account, integration uuid.UUID, a Activity) error {
+	return l.recordActivity(ctx, account, integration, a, true)
+}
+
+func (l *Ledger) recordActivity(ctx context.Context, account, integration uuid.UUID, a Activity, relaxed bool) error {
 	if a.ID == uuid.Nil {
 		a.ID = newID()
 	}
-	_, err := l.pool.Exec(ctx, `INSERT INTO activity (activity_id, account_id, integration_id, operation, outcome, request_id,
+	exec := l.pool.Exec
+	if relaxed {
+		exec = l.execRelaxed
+	}
+	_, err := exec(ctx, `INSERT INTO activity (activity_id, account_id, integration_id, operation, outcome, request_id,
 			http_status, error_code, resource_type, resource_id, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 		a.ID, account, integration, a.Operation, a.Outcome, a.RequestID, a.HTTPStatus, a.ErrorCode, a.ResourceType, a.ResourceID, l.now())

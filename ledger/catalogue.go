@@ -180,22 +180,64 @@ type SiteAccess struct {
 // it. Another account's site, an archived site and a missing one are all ErrNotFound.
 func (l *Ledger) SiteAccess(ctx context.Context, account, site uuid.UUID) (SiteAccess, error) {
 	var sa SiteAccess
-	err := l.pool.QueryRow(ctx, `SELECT geometry FROM sites WHERE site_id = $1 AND account_id = $2 AND archived_at IS NULL`, site, account).Scan(&sa.Geometry)
+	var granted []string
+	// One round trip: the site and its grants.
+	err := l.pool.QueryRow(ctx, `SELECT s.geometry, coalesce(array_agg(g.section_key) FILTER (WHERE g.section_key IS NOT NULL), '{}')
+		FROM sites s LEFT JOIN section_grants g ON g.site_id = s.site_id AND g.account_id = s.account_id
+		WHERE s.site_id = $1 AND s.account_id = $2 AND s.archived_at IS NULL
+		GROUP BY s.site_id`, site, account).Scan(&sa.Geometry, &granted)
 	if err != nil {
 		return sa, translate(err)
 	}
-	rows, err := l.pool.Query(ctx, `SELECT section_key FROM section_grants WHERE site_id = $1 AND account_id = $2`, site, account)
-	if err != nil {
-		return sa, translate(err)
-	}
-	defer rows.Close()
-	sa.Granted = map[string]bool{}
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			return sa, translate(err)
-		}
+	sa.Granted = make(map[string]bool, len(granted))
+	for _, k := range granted {
 		sa.Granted[k] = true
 	}
-	return sa, translate(rows.Err())
+	return sa, nil
+}
+
+// LayerRelease is a layer with its current release (nil: none published).
+type LayerRelease struct {
+	Layer   Layer
+	Release *Release
+}
+
+// LayersForQuery reads the named layers and their current releases in one
+// round trip (POST /queries freezes both). Unknown ids are absent from the map.
+func (l *Ledger) LayersForQuery(ctx context.Context, ids []string) (map[string]LayerRelease, error) {
+	rows, err := l.pool.Query(ctx, `SELECT `+layerColumns+`, r.release_id, r.schema_version, r.field_schema, r.units, r.sources, r.coverage,
+			r.manifest_key, r.feature_count, r.tile_count, r.bytes, r.published_at
+		FROM layers l JOIN sections s USING (section_key)
+		LEFT JOIN releases r ON r.layer_id = l.layer_id AND r.release_id = l.current_release_id
+		WHERE l.layer_id = ANY ($1)`, ids)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := make(map[string]LayerRelease, len(ids))
+	for rows.Next() {
+		var (
+			y                       Layer
+			relID, schema, manifest *string
+			fieldSchema, units      json.RawMessage
+			sources, coverage       json.RawMessage
+			features, bytes         *int64
+			tileCount               *int
+			published               *time.Time
+		)
+		if err := rows.Scan(&y.ID, &y.SectionKey, &y.SectionName, &y.SectionPrice, &y.Name, &y.Description, &y.SchemaVersion,
+			&y.FieldSchema, &y.Units, &y.RadiusMaxM, &y.Sources, &y.Jurisdictions, &y.Coverage, &y.GeometryTypes,
+			&y.CurrentReleaseID, &y.UpdatedAt,
+			&relID, &schema, &fieldSchema, &units, &sources, &coverage, &manifest, &features, &tileCount, &bytes, &published); err != nil {
+			return nil, translate(err)
+		}
+		lr := LayerRelease{Layer: y}
+		if relID != nil {
+			lr.Release = &Release{LayerID: y.ID, ReleaseID: *relID, SchemaVersion: *schema, FieldSchema: fieldSchema, Units: units,
+				Sources: sources, Coverage: coverage, ManifestKey: *manifest, FeatureCount: *features, TileCount: *tileCount,
+				Bytes: *bytes, PublishedAt: *published}
+		}
+		out[y.ID] = lr
+	}
+	return out, translate(rows.Err())
 }

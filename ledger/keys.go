@@ -225,7 +225,8 @@ type Integration struct {
 // Integration reads an integration's cap and spend.
 func (l *Ledger) Integration(ctx context.Context, id uuid.UUID) (Integration, error) {
 	var in Integration
-	err := l.pool.QueryRow(ctx, `SELECT integration_id, spend_limit, credits_used FROM integrations WHERE integration_id = $1`, id).
-		Scan(&in.ID, &in.SpendLimit, &in.CreditsUsed)
+	err := l.pool.QueryRow(ctx, integrationSQL, id).Scan(&in.ID, &in.SpendLimit, &in.CreditsUsed)
 	return in, translate(err)
 }
+
+const integrationSQL = `SELECT integration_id, spend_limit, credits_used FROM integrations WHERE integration_id = $1`

@@ -103,7 +103,8 @@ func (l *Ledger) CreateQuery(ctx context.Context, q Query, lim QueryLimits) (Que
 	if err != nil {
 		return Query{}, err
 	}
-	err = l.tx(ctx, func(tx pgx.Tx) error {
+	// Relaxed commit: see relaxed.go for what a crash could lose.
+	err = l.relaxedTx(ctx, func(tx pgx.Tx) error {
 		if err := lockAccount(ctx, tx, q.AccountID); err != nil {
 			return err
 		}
@@ -146,7 +147,8 @@ func (l *Ledger) QueryStatus(ctx context.Context, id uuid.UUID) (string, error) 
 // Replicas share the queue: FOR UPDATE SKIP LOCKED. ErrNotFound: nothing to do.
 func (l *Ledger) ClaimQuery(ctx context.Context, maxRunning int, attempt time.Duration) (Query, error) {
 	var q Query
-	err := l.tx(ctx, func(tx pgx.Tx) error {
+	// Relaxed commit: see relaxed.go for what a crash could lose.
+	err := l.relaxedTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT query_id, account_id FROM queries WHERE status = 'queued'
 			ORDER BY created_at, query_id FOR UPDATE SKIP LOCKED LIMIT 32`)
 		if err != nil {
@@ -203,7 +205,8 @@ func (l *Ledger) FinishQuery(ctx context.Context, id uuid.UUID, status string, o
 		e := now.Add(retain)
 		expires = &e
 	}
-	tag, err := l.pool.Exec(ctx, `UPDATE queries SET status = $2, outcome = $3, result_key = $4, result_bytes = $5, result_count = $6,
+	// Relaxed commit: see relaxed.go for what a crash could lose.
+	tag, err := l.execRelaxed(ctx, `UPDATE queries SET status = $2, outcome = $3, result_key = $4, result_bytes = $5, result_count = $6,
 			computed_at = $7, expires_at = $8, claimed_until = NULL
 		WHERE query_id = $1 AND status = 'running'`, id, status, oj, key, resultBytes, resultCount, now, expires)
 	if err != nil {
@@ -294,11 +297,35 @@ type QueryUsage struct {
 // QueryUsage counts an account's retained results and queue.
 func (l *Ledger) QueryUsage(ctx context.Context, account uuid.UUID) (QueryUsage, error) {
 	var u QueryUsage
-	err := l.pool.QueryRow(ctx, `SELECT coalesce(sum(result_bytes) FILTER (WHERE result_key IS NOT NULL), 0),
-			count(*) FILTER (WHERE status = 'queued'), count(*) FILTER (WHERE status = 'running'),
-			min(expires_at) FILTER (WHERE result_key IS NOT NULL)
-		FROM queries WHERE account_id = $1`, account).Scan(&u.RetainedBytes, &u.Queued, &u.Running, &u.NextResultExpiry)
+	err := l.pool.QueryRow(ctx, queryUsageSQL, account).Scan(&u.RetainedBytes, &u.Queued, &u.Running, &u.NextResultExpiry)
 	return u, translate(err)
+}
+
+const queryUsageSQL = `SELECT coalesce(sum(result_bytes) FILTER (WHERE result_key IS NOT NULL), 0),
+		count(*) FILTER (WHERE status = 'queued'), count(*) FILTER (WHERE status = 'running'),
+		min(expires_at) FILTER (WHERE result_key IS NOT NULL)
+	FROM queries WHERE account_id = $1`
+
+// ContextReads reads what GET /context reports (Account, Integration and
+// QueryUsage) in one round trip: the three statements are pipelined.
+func (l *Ledger) ContextReads(ctx context.Context, account, integration uuid.UUID) (Account, Integration, QueryUsage, error) {
+	var (
+		a  Account
+		in Integration
+		u  QueryUsage
+	)
+	b := &pgx.Batch{}
+	b.Queue(accountSQL, account).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&a.ID, &a.Name, &a.CreditBalance, &a.DatasetIDs)
+	})
+	b.Queue(integrationSQL, integration).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&in.ID, &in.SpendLimit, &in.CreditsUsed)
+	})
+	b.Queue(queryUsageSQL, account).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&u.RetainedBytes, &u.Queued, &u.Running, &u.NextResultExpiry)
+	})
+	err := l.pool.SendBatch(ctx, b).Close()
+	return a, in, u, translate(err)
 }
 
 // QueryFilter narrows ListQueries.

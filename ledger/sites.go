@@ -82,8 +82,11 @@ type ExternalRef struct{ Namespace, Reference string }
 // one (else ErrCreateNotPermitted). A given external reference is bound to the
 // boundary; a reference already bound to a different boundary is
 // ErrReferenceConflict and nothing is written.
+//
+// The commit is relaxed (see relaxed.go): both callers (POST /sites and POST
+// /queries) run under an idempotency claim whose durable completion follows.
 func (l *Ledger) SaveSite(ctx context.Context, s Site, ref *ExternalRef, create bool) (saved Site, created bool, err error) {
-	err = l.tx(ctx, func(tx pgx.Tx) error {
+	err = l.relaxedTx(ctx, func(tx pgx.Tx) error {
 		// One registration at a time per account keeps fingerprints unique among active sites.
 		if err := lockAccount(ctx, tx, s.AccountID); err != nil {
 			return err

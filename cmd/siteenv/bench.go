@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"siteenv/bench"
 	"siteenv/ingest/synth"
@@ -15,7 +16,9 @@ import (
 const benchUsage = `usage:
   siteenv bench engine [--scale small|medium|large] [--queries 10000] [--seed N] [--workers 2]
           [--strict] [--cpuprofile FILE] [--data-dir DIR]
-  siteenv bench ingest [--scale small|medium|large] [--seed N] [--layers id,id] [--data-dir DIR]`
+  siteenv bench ingest [--scale small|medium|large] [--seed N] [--layers id,id] [--data-dir DIR]
+  siteenv bench api [--scale small|medium|large] [--clients 1,2,8] [--queries 2000] [--reads 20000]
+          [--seed N] [--out DIR] [--data-dir DIR]`
 
 // benchCmd runs the benchmarks of package bench. Their scratch data (file
 // store, PostgreSQL cluster, GeoJSON) goes in a temporary directory under
@@ -29,6 +32,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return benchEngine(ctx, args[1:], stdout, stderr)
 	case "ingest":
 		return benchIngest(ctx, args[1:], stdout, stderr)
+	case "api":
+		return benchAPI(ctx, args[1:], stdout, stderr)
 	case "ingest-run":
 		// Internal: the child process `bench ingest` measures.
 		return bench.IngestChild(ctx, args[1:], stdout, stderr)
@@ -111,6 +116,48 @@ func benchIngest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	r.Print(stdout)
 	return nil
+}
+
+func benchAPI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench api", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := dataDirFlag(fs)
+	scale := fs.String("scale", "medium", "small (~200k features), medium (~2M) or large (~20M)")
+	clients := fs.String("clients", "1,2,8", "comma-separated client counts of the passes")
+	queries := fs.Int("queries", bench.DefaultAPIQueries, "queries in the mix (a prefix of bench engine's)")
+	reads := fs.Int("reads", bench.DefaultReads, "authenticated reads of the read pass (0: none)")
+	seed := fs.Int64("seed", bench.DefaultSeed, "seed of the data and the query mix")
+	out := fs.String("out", "", "directory for api-report.txt and api-cdf.svg (default <data-dir>/bench)")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	sc, err := synth.ParseScale(*scale)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	var cs []int
+	for _, c := range splitList(*clients) {
+		n, err := strconv.Atoi(c)
+		if err != nil || n < 1 {
+			return usageError{fmt.Sprintf("--clients: %q is not a positive number", c)}
+		}
+		cs = append(cs, n)
+	}
+	work, err := benchWorkDir(*dataDir)
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		*out = work
+	}
+	r, err := bench.RunAPI(ctx, bench.APIOptions{
+		WorkDir: work, OutDir: *out, Scale: sc, Seed: *seed, Queries: *queries, Clients: cs, Reads: *reads, Logger: newLogger(stderr),
+	})
+	if err != nil {
+		return err
+	}
+	r.Print(stdout)
+	return r.Err()
 }
 
 // benchWorkDir is <data-dir>/bench, made traversable (0755 up from it) so

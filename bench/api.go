@@ -1,0 +1,691 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/geojson"
+	"github.com/valyala/fasthttp"
+
+	"siteenv/api"
+	"siteenv/engine"
+	"siteenv/ingest"
+	"siteenv/ingest/synth"
+	"siteenv/internal/phase"
+	"siteenv/jobs"
+	"siteenv/ledger"
+	"siteenv/ledger/pgembed"
+)
+
+// API bench defaults.
+const (
+	// DefaultAPIQueries is a prefix of the engine bench's mix (the mix is
+	// drawn from one seeded stream, so the first n queries are the same).
+	DefaultAPIQueries = 2000
+	// DefaultReads are the authenticated reads of the read pass, half GET
+	// /context and half GET /layers.
+	DefaultReads = 20_000
+	// readClients run the read pass.
+	readClients = 8
+	// apiPageLimit is the page size a client asks for (the contract's max).
+	apiPageLimit = 500
+	// admissionsPerAccount and readsPerAccount keep every account well
+	// under the contract's per-minute limits (30 admissions, 120 reads) for
+	// the whole run, so no request of the measurement is throttled.
+	readsPerAccount = 100
+)
+
+// DefaultClients are the client counts of the API and PostGIS passes.
+var DefaultClients = []int{1, 2, 8}
+
+// APIOptions configure RunAPI.
+type APIOptions struct {
+	// WorkDir receives a private temporary directory (file store, two
+	// PostgreSQL clusters) removed when RunAPI returns. Required.
+	WorkDir string
+	// OutDir receives the report (api-report.txt) and the latency CDF plot
+	// (api-cdf.svg). Default WorkDir.
+	OutDir string
+	// Scale of the synthetic data. Default synth.Medium.
+	Scale synth.Scale
+	// Seed of the data and of the query mix. Default DefaultSeed.
+	Seed int64
+	// Queries of the mix. Default DefaultAPIQueries.
+	Queries int
+	// Clients: the client counts of the passes. Default DefaultClients.
+	Clients []int
+	// Reads of the authenticated read pass. Default DefaultReads.
+	Reads int
+	// MaxFeaturesPerLayer keeps only the first features of each layer
+	// (tests use a few hundred). Default 0: all.
+	MaxFeaturesPerLayer int64
+	// Logger receives progress. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *APIOptions) fill() error {
+	if o.Scale == "" {
+		o.Scale = synth.Medium
+	}
+	if o.Seed == 0 {
+		o.Seed = DefaultSeed
+	}
+	if o.Queries == 0 {
+		o.Queries = DefaultAPIQueries
+	}
+	if len(o.Clients) == 0 {
+		o.Clients = DefaultClients
+	}
+	if o.Reads == 0 {
+		o.Reads = DefaultReads
+	}
+	if o.OutDir == "" {
+		o.OutDir = o.WorkDir
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	switch {
+	case o.WorkDir == "":
+		return errors.New("bench: WorkDir is required")
+	case o.Queries < 1:
+		return fmt.Errorf("bench: queries must be at least 1, not %d", o.Queries)
+	case o.Reads < 0:
+		return fmt.Errorf("bench: reads must not be negative")
+	}
+	for _, c := range o.Clients {
+		if c < 1 || c > 64 {
+			return fmt.Errorf("bench: clients must be 1 to 64, not %d", c)
+		}
+	}
+	_, err := synth.ParseScale(string(o.Scale))
+	return err
+}
+
+// apiSide is the service under test: the same pieces `siteenv serve` wires
+// (api.Server's fasthttp server on a real TCP listener, jobs.Runner,
+// engine, ledger on a durable PostgreSQL, file store), in this process.
+type apiSide struct {
+	cluster *pgembed.Cluster
+	led     *ledger.Ledger
+	eng     *engine.Engine
+	runner  *jobs.Runner
+	hs      *fasthttp.Server
+	client  *fasthttp.HostClient
+	timer   *phase.Timer
+	// keys are all-scopes keys of distinct accounts: the warm-up and each
+	// pass run query i on an account of their own (one admission per
+	// account, and a large result's pages never meet another query's in a
+	// rate window); the read pass uses readKeys.
+	keys     []string
+	readKeys []string
+	settings [][2]string // the ledger database's durability settings
+	workers  int
+}
+
+func startAPI(ctx context.Context, dir string, g *synth.Generator, ds *dataset, e *engine.Engine, nQueries, nReads int, log *slog.Logger) (_ *apiSide, err error) {
+	a := &apiSide{eng: e, timer: &phase.Timer{}}
+	defer func() {
+		if err != nil {
+			a.Close(ctx)
+		}
+	}()
+	// Durable: Ephemeral false leaves PostgreSQL's defaults (fsync on,
+	// synchronous_commit on, full_page_writes on), as production runs.
+	a.cluster, err = pgembed.Start(ctx, filepath.Join(dir, "ledger"), pgembed.Options{Database: "siteenv", Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("bench: ledger cluster: %w", err)
+	}
+	dsn := a.cluster.DSN("siteenv")
+	if a.settings, err = showSettings(ctx, dsn, "fsync", "synchronous_commit", "full_page_writes"); err != nil {
+		return nil, err
+	}
+	if a.led, err = ledger.Open(ctx, dsn, ledger.Options{Logger: log}); err != nil {
+		return nil, fmt.Errorf("bench: ledger: %w", err)
+	}
+	// Free sections: the bench measures queries, not purchases.
+	for _, s := range g.Sections() {
+		if err := a.led.SetSection(ctx, s.Key, s.Name, 0); err != nil {
+			return nil, fmt.Errorf("bench: section: %w", err)
+		}
+	}
+	defs := map[string]*ingest.LayerDef{}
+	for _, d := range g.Layers() {
+		defs[d.LayerID] = d
+	}
+	for _, l := range ds.layers {
+		d := *defs[l.id]
+		// The mix's radii reach 10 km on every layer, as in bench engine.
+		d.RadiusMaxM = maxRadiusM
+		if err := (ingest.LedgerPublisher{Ledger: a.led}).Publish(ctx, &d, l.manifest); err != nil {
+			return nil, fmt.Errorf("bench: publish %s: %w", l.id, err)
+		}
+	}
+	nRead := (nReads + readsPerAccount - 1) / readsPerAccount
+	keys, err := createAccounts(ctx, a.led, nQueries+nRead)
+	if err != nil {
+		return nil, err
+	}
+	a.keys, a.readKeys = keys[:nQueries], keys[nQueries:]
+
+	jcfg := jobs.Config{Logger: log, TempDir: dir, Phases: a.timer}
+	if err := jcfg.Validate(); err != nil {
+		return nil, err
+	}
+	a.runner = jobs.New(jcfg, a.led, e, ds.store)
+	a.workers = a.runner.Config().Workers
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, err
+	}
+	srv, err := api.New(api.Config{Secret: secret, Logger: log, Store: ds.store, Runner: a.runner, Engine: e, Phases: a.timer}, a.led)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("bench: listen: %w", err)
+	}
+	a.runner.Start(context.WithoutCancel(ctx))
+	a.hs = srv.HTTPServer()
+	go a.hs.Serve(ln) //nolint:errcheck // ends with Shutdown
+	a.client = &fasthttp.HostClient{Addr: ln.Addr().String(), MaxConns: 128, MaxResponseBodySize: 2 << 20,
+		ReadTimeout: time.Minute, WriteTimeout: time.Minute}
+	return a, nil
+}
+
+// showSettings reads server settings (to report the ledger's durability).
+func showSettings(ctx context.Context, dsn string, names ...string) ([][2]string, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("bench: connect: %w", err)
+	}
+	defer conn.Close(ctx)
+	var out [][2]string
+	for _, n := range names {
+		var v string
+		if err := conn.QueryRow(ctx, "SELECT current_setting($1)", n).Scan(&v); err != nil {
+			return nil, fmt.Errorf("bench: setting %s: %w", n, err)
+		}
+		out = append(out, [2]string{n, v})
+	}
+	return out, nil
+}
+
+// createAccounts makes n accounts with an all-scopes key each.
+func createAccounts(ctx context.Context, led *ledger.Ledger, n int) ([]string, error) {
+	keys := make([]string, n)
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				acct, err := led.CreateAccount(ctx, fmt.Sprintf("bench %d", i), 0)
+				if err == nil {
+					var k ledger.NewKey
+					k, err = led.CreateKey(ctx, ledger.KeyParams{Account: acct.ID, Scopes: ledger.Scopes})
+					keys[i] = k.Secret
+				}
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("bench: accounts: %w", err)
+	}
+	return keys, nil
+}
+
+// Close stops the server, the runner, the ledger and its cluster.
+func (a *apiSide) Close(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx)
+	if a.hs != nil {
+		_ = a.hs.Shutdown()
+	}
+	if a.runner != nil {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_ = a.runner.Stop(sctx)
+		cancel()
+	}
+	if a.led != nil {
+		a.led.Close()
+	}
+	if a.cluster != nil {
+		_ = a.cluster.Stop(ctx)
+	}
+}
+
+// apiQuery is the request body of one query of the mix.
+type apiQuery struct {
+	body   []byte
+	layers []string
+}
+
+func apiQueries(ds *dataset, qs []query) ([]apiQuery, error) {
+	out := make([]apiQuery, len(qs))
+	for i, q := range qs {
+		for _, li := range q.layers {
+			out[i].layers = append(out[i].layers, ds.layers[li].id)
+		}
+		site := map[string]any{"kind": "geometry", "geometry": geojson.NewGeometry(q.site)}
+		if pt, ok := q.site.(orb.Point); ok {
+			site = map[string]any{"kind": "point", "longitude": pt[0], "latitude": pt[1]}
+		}
+		b, err := json.Marshal(map[string]any{
+			"site":             site,
+			"layer_ids":        out[i].layers,
+			"radius_m":         q.radius,
+			"include_geometry": false,
+			"page_size":        apiPageLimit,
+		})
+		if err != nil {
+			return nil, err
+		}
+		out[i].body = b
+	}
+	return out, nil
+}
+
+// queryResponse holds what a client reads from a query or results page.
+type queryResponse struct {
+	QueryID string `json:"query_id"`
+	Status  string `json:"status"`
+	Layers  []struct {
+		LayerID    string  `json:"layer_id"`
+		DataStatus string  `json:"data_status"`
+		Reason     *string `json:"reason"`
+	} `json:"layers"`
+	Features []struct {
+		LayerID   string `json:"layer_id"`
+		FeatureID string `json:"feature_id"`
+	} `json:"features"`
+	Page struct {
+		HasMore    bool    `json:"has_more"`
+		NextCursor *string `json:"next_cursor"`
+	} `json:"page"`
+}
+
+// clientStats count what the clients saw besides answers.
+type clientStats struct {
+	requests, pages, polls, throttled atomic.Int64
+	// limited counts the retried answers that were 429 (the rest of
+	// throttled are 503 or a retryable 409).
+	limited atomic.Int64
+}
+
+// do sends one request and returns the status, the Retry-After seconds and
+// a copy of the body.
+func (a *apiSide) do(method, path, key, idemKey string, body []byte, wait bool) (int, int, []byte, error) {
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.Header.SetMethod(method)
+	req.SetRequestURI("http://" + a.client.Addr + path)
+	req.Header.Set("Authorization", "Bearer "+key)
+	if idemKey != "" {
+		req.Header.Set("Idempotency-Key", idemKey)
+	}
+	if wait {
+		req.Header.Set("Prefer", "wait=3")
+	}
+	if body != nil {
+		req.Header.SetContentType("application/json")
+		req.SetBody(body)
+	}
+	if err := a.client.Do(req, resp); err != nil {
+		return 0, 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	ra, _ := strconv.Atoi(string(resp.Header.Peek("Retry-After")))
+	return resp.StatusCode(), ra, append([]byte(nil), resp.Body()...), nil
+}
+
+// runQuery runs query i end to end as a client does: POST with an
+// Idempotency-Key and Prefer: wait=3, polling on 202 as Retry-After says,
+// then every result page until has_more is false. It returns the layer
+// outcomes in the query's layer order.
+func (a *apiSide) runQuery(ctx context.Context, key, idemKey string, q apiQuery, st *clientStats) ([]outcome, error) {
+	var (
+		status, ra int
+		body       []byte
+		err        error
+		path       = api.BasePath + "/queries"
+		method     = "POST"
+		out        = make([]outcome, len(q.layers))
+		index      = map[string]int{}
+		layersSeen bool
+	)
+	for j, id := range q.layers {
+		index[id] = j
+	}
+	for {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if method == "POST" {
+			status, ra, body, err = a.do("POST", path, key, idemKey, q.body, true)
+		} else {
+			status, ra, body, err = a.do("GET", path, key, "", nil, false)
+		}
+		st.requests.Add(1)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case status == 429 || (status == 409 && ra > 0) || status == 503:
+			// Retryable: as the contract asks, after Retry-After.
+			st.throttled.Add(1)
+			if status == 429 {
+				st.limited.Add(1)
+			}
+			if err := sleepCtx(ctx, time.Duration(max(ra, 1))*time.Second); err != nil {
+				return nil, err
+			}
+			continue
+		case status != 200 && status != 202:
+			return nil, fmt.Errorf("%s %s: HTTP %d: %s", method, path, status, body)
+		}
+		var r queryResponse
+		if err := json.Unmarshal(body, &r); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", method, path, err)
+		}
+		if status == 202 {
+			st.polls.Add(1)
+			path, method = api.BasePath+"/queries/"+r.QueryID+"?include_geometry=false&limit="+strconv.Itoa(apiPageLimit), "GET"
+			if err := sleepCtx(ctx, time.Duration(max(ra, 1))*time.Second); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		st.pages.Add(1)
+		if !layersSeen {
+			layersSeen = true
+			for _, l := range r.Layers {
+				j, ok := index[l.LayerID]
+				if !ok {
+					return nil, fmt.Errorf("query %s: unexpected layer %s", r.QueryID, l.LayerID)
+				}
+				switch {
+				case l.DataStatus == engine.StatusUnavailable:
+					out[j].failed = "unavailable"
+					if l.Reason != nil {
+						out[j].failed = *l.Reason
+					}
+					if out[j].failed == engine.ReasonSourceUnavailable {
+						return nil, fmt.Errorf("query %s: layer %s: source unavailable", r.QueryID, l.LayerID)
+					}
+				case l.Reason != nil && *l.Reason == engine.ReasonOutsideCoverage:
+					out[j].outside = true
+				}
+			}
+		}
+		for _, f := range r.Features {
+			j, ok := index[f.LayerID]
+			if !ok {
+				return nil, fmt.Errorf("query %s: feature of unexpected layer %s", r.QueryID, f.LayerID)
+			}
+			out[j].add([]byte(f.FeatureID))
+		}
+		if !r.Page.HasMore {
+			return out, nil
+		}
+		if r.Page.NextCursor == nil {
+			return nil, fmt.Errorf("query %s: has_more without next_cursor", r.QueryID)
+		}
+		path, method = api.BasePath+"/queries/"+r.QueryID+"/results?include_geometry=false&limit="+strconv.Itoa(apiPageLimit)+
+			"&cursor="+*r.Page.NextCursor, "GET"
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// apiPass runs the mix through the API with `clients` clients; every
+// query carries a fresh Idempotency-Key (run and pass in it).
+func (a *apiSide) apiPass(ctx context.Context, reqs []apiQuery, keys []string, clients int, tag string, st *clientStats, out [][]outcome) (pass, error) {
+	return runPass(ctx, len(reqs), clients, func(ctx context.Context, _, i int) (time.Duration, error) {
+		start := time.Now()
+		o, err := a.runQuery(ctx, keys[i], tag+"-"+strconv.Itoa(i), reqs[i], st)
+		d := time.Since(start)
+		if err != nil {
+			return 0, err
+		}
+		if out != nil {
+			out[i] = o
+		}
+		return d, nil
+	})
+}
+
+// readPass sends n authenticated GETs (alternately /context and /layers)
+// with readClients clients, each account sending at most readsPerAccount.
+func (a *apiSide) readPass(ctx context.Context, n int, st *clientStats) (pass, error) {
+	paths := []string{api.BasePath + "/context", api.BasePath + "/layers"}
+	return runPass(ctx, n, readClients, func(ctx context.Context, _, i int) (time.Duration, error) {
+		start := time.Now()
+		status, _, body, err := a.do("GET", paths[i%2], a.readKeys[i/readsPerAccount], "", nil, false)
+		d := time.Since(start)
+		st.requests.Add(1)
+		if err != nil {
+			return 0, err
+		}
+		if status != 200 {
+			return 0, fmt.Errorf("GET %s: HTTP %d: %s", paths[i%2], status, body)
+		}
+		return d, nil
+	})
+}
+
+func runID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// RunAPI builds the scale's data, serves it through the API exactly as
+// `siteenv serve` does and loads it into PostGIS, runs the same query mix
+// end to end through HTTP and in PostGIS with each client count, checks the
+// answers agree, measures authenticated reads, and writes the report and
+// the latency CDF plot to OutDir.
+func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
+	if err := opt.fill(); err != nil {
+		return nil, err
+	}
+	log := opt.Logger
+	dir, err := os.MkdirTemp(opt.WorkDir, "bench-api-")
+	if err != nil {
+		return nil, fmt.Errorf("bench: work dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: work dir: %w", err)
+	}
+	g, err := synth.New(opt.Seed, opt.Scale)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	ds, err := buildDataset(ctx, g, dir, opt.MaxFeaturesPerLayer, log)
+	if err != nil {
+		return nil, err
+	}
+	anchors, err := sampleAnchors(ctx, ds, anchorCount, opt.Seed)
+	if err != nil {
+		return nil, err
+	}
+	mix, err := makeMix(opt.Queries, anchors, len(ds.layers), opt.Seed)
+	if err != nil {
+		return nil, err
+	}
+	// The contract's sites are points and (multi)polygons: a line site has
+	// no selector, so line queries of the mix are left out on both sides.
+	var qs []query
+	for _, q := range mix {
+		if q.kind != kindLine {
+			qs = append(qs, q)
+		}
+	}
+	reqs, err := apiQueries(ds, qs)
+	if err != nil {
+		return nil, err
+	}
+	e := engine.New(ds.store, engine.Options{MemoryBudget: benchMemoryBudget})
+	for _, l := range ds.layers {
+		if err := e.Preload(ctx, l.id, l.release); err != nil {
+			return nil, fmt.Errorf("bench: engine warm-up %s: %w", l.id, err)
+		}
+	}
+	log.Info("bench: starting the API (durable ledger, accounts, server)")
+	nw := min(warmupQueries, len(qs))
+	a, err := startAPI(ctx, dir, g, ds, e, nw+len(opt.Clients)*len(qs), opt.Reads, log)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Close(ctx)
+
+	maxClients := 1
+	for _, c := range opt.Clients {
+		maxClients = max(maxClients, c)
+	}
+	pg, err := startPostGIS(ctx, filepath.Join(dir, "pg"), ds.features, log)
+	if err != nil {
+		return nil, err
+	}
+	defer pg.Close(ctx)
+	if err := pg.load(ctx, ds, 2); err != nil {
+		return nil, err
+	}
+	if err := pg.openQueryConns(ctx, maxClients, qs); err != nil {
+		return nil, err
+	}
+
+	r := &APIReport{Scale: opt.Scale, Seed: opt.Seed, CPUs: cpus(), Queries: len(qs), LineQueries: len(mix) - len(qs), Features: ds.features, Layers: len(ds.layers),
+		Accounts: len(a.keys) + len(a.readKeys), QueryAccounts: len(a.keys), PassCount: len(opt.Clients), LedgerSettings: a.settings, PostGISVersion: pg.version,
+		Workers: a.workers, Load: loadAvg()}
+	run := runID()
+	st := &clientStats{}
+	log.Info("bench: warm-up", "queries", nw)
+	if _, err := a.apiPass(ctx, reqs[:nw], a.keys, 1, run+"-warm", st, nil); err != nil {
+		return nil, fmt.Errorf("bench: API warm-up: %w", err)
+	}
+	if _, err := postgisPass(ctx, pg, ds, qs[:nw], 1, nil); err != nil {
+		return nil, fmt.Errorf("bench: postgis warm-up: %w", err)
+	}
+	apiOut := make([][]outcome, len(qs))
+	pgOut := make([][]outcome, len(qs))
+	for k, c := range opt.Clients {
+		log.Info("bench: API pass", "queries", len(qs), "clients", c)
+		a.timer.Reset()
+		var ao, po [][]outcome
+		if k == 0 {
+			ao, po = apiOut, pgOut
+		}
+		keys := a.keys[nw+k*len(qs) : nw+(k+1)*len(qs)]
+		ap, err := a.apiPass(ctx, reqs, keys, c, run+"-"+strconv.Itoa(k), st, ao)
+		if err != nil {
+			return nil, fmt.Errorf("bench: API: %w", err)
+		}
+		phases := a.timer.Snapshot()
+		log.Info("bench: PostGIS pass", "queries", len(qs), "clients", c)
+		pp, err := postgisPass(ctx, pg, ds, qs, c, po)
+		if err != nil {
+			return nil, fmt.Errorf("bench: postgis: %w", err)
+		}
+		r.Passes = append(r.Passes, apiPassReport{Clients: c, API: ap.summary(), PostGIS: pp.summary(), Phases: phases})
+		if k == 0 {
+			r.apiLat, r.pgLat = ap.lat, pp.lat
+		}
+	}
+	r.Requests, r.Pages, r.Polls, r.Throttled = st.requests.Load(), st.pages.Load(), st.polls.Load(), st.throttled.Load()
+	r.RateLimited = st.limited.Load()
+	if r.Comparison, err = compare(ctx, e, pg, ds, qs, apiOut, pgOut); err != nil {
+		return nil, err
+	}
+	if opt.Reads > 0 {
+		log.Info("bench: read pass", "reads", opt.Reads, "clients", readClients)
+		a.timer.Reset()
+		rs := &clientStats{}
+		p, err := a.readPass(ctx, opt.Reads, rs)
+		if err != nil {
+			return nil, fmt.Errorf("bench: reads: %w", err)
+		}
+		r.Reads = p.summary()
+		r.ReadCount = opt.Reads
+		r.ContextServer = summarize(a.timer.Requests("get_context"))
+		r.LayersServer = summarize(a.timer.Requests("list_layers"))
+		r.ReadPhases = a.timer.Snapshot()
+	}
+	r.LoadAfter = loadAvg()
+	if err := os.MkdirAll(opt.OutDir, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: out dir: %w", err)
+	}
+	r.ReportPath = filepath.Join(opt.OutDir, "api-report.txt")
+	r.PlotPath = filepath.Join(opt.OutDir, "api-cdf.svg")
+	if err := os.WriteFile(r.PlotPath, cdfSVG(r, r.apiLat, r.pgLat), 0o644); err != nil {
+		return nil, fmt.Errorf("bench: plot: %w", err)
+	}
+	f, err := os.Create(r.ReportPath)
+	if err != nil {
+		return nil, fmt.Errorf("bench: report: %w", err)
+	}
+	r.Print(f)
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("bench: report: %w", err)
+	}
+	return r, nil
+}
+
+// summarize is the latency summary of sorted durations (no wall time).
+func summarize(s []time.Duration) latency {
+	p := pass{lat: s}
+	return p.summary()
+}
+
+// loadAvg is /proc/loadavg's first three fields ("" elsewhere): the
+// machine's load, reported with the figures it affects.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	var l1, l5, l15 string
+	fmt.Sscan(string(b), &l1, &l5, &l15)
+	return l1 + " " + l5 + " " + l15
+}

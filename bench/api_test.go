@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+
+	"siteenv/ingest/synth"
+)
+
+// TestAPIAgreesWithPostGIS runs `bench api` on a small slice of the
+// synthetic data (every layer's first 500 features, the mix's first 40
+// queries, 1 and 2 clients, 200 reads). It proves the harness drives the
+// real server end to end (idempotent POST /queries with Prefer: wait, every
+// result page), that the API's answers equal PostGIS's set by set, that no
+// request was throttled, that the phase timers saw every phase of the
+// request path, and that the report ends with the ratio line and the CDF
+// plot exists. It needs PostGIS: it fails (never skips) without it.
+func TestAPIAgreesWithPostGIS(t *testing.T) {
+	ctx := context.Background()
+	var logs bytes.Buffer
+	dir := traversableTempDir(t)
+	r, err := RunAPI(ctx, APIOptions{
+		WorkDir: dir, Scale: synth.Small, Seed: 7, Queries: 40, Clients: []int{1, 2}, Reads: 200,
+		MaxFeaturesPerLayer: 500, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if errors.Is(err, ErrNoPostGIS) {
+		t.Fatalf("%v (the test needs PostGIS; run scripts/install-bench-tools.sh)", err)
+	}
+	if err != nil {
+		t.Fatalf("RunAPI: %v\nlogs:\n%s", err, logs.String())
+	}
+	var out strings.Builder
+	r.Print(&out)
+	t.Log("\n" + out.String())
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	c := r.Comparison
+	if c.Compared == 0 || c.Matched == 0 {
+		t.Fatalf("nothing compared: %+v", c)
+	}
+	if r.Throttled != 0 {
+		t.Errorf("%d requests throttled", r.Throttled)
+	}
+	if r.Pages < int64(r.Queries) {
+		t.Errorf("%d pages for %d queries", r.Pages, r.Queries)
+	}
+	for _, s := range r.Passes[0].Phases {
+		if s.Count == 0 && s.Phase.String() != "runner claim" {
+			// Every phase of POST /queries runs at least once per query.
+			t.Errorf("phase %s never timed", s.Phase)
+		}
+	}
+	if r.ContextServer.P50 <= 0 || r.Reads.QPS <= 0 {
+		t.Errorf("read pass not measured: %+v %+v", r.ContextServer, r.Reads)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "api/postgis p50 ratio: ") {
+		t.Errorf("last line %q", last)
+	}
+	svg, err := os.ReadFile(r.PlotPath)
+	if err != nil || !bytes.Contains(svg, []byte("<polyline")) {
+		t.Errorf("plot %s: %v", r.PlotPath, err)
+	}
+	if _, err := os.Stat(r.ReportPath); err != nil {
+		t.Error(err)
+	}
+}

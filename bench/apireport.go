@@ -1,0 +1,242 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"siteenv/ingest/synth"
+	"siteenv/internal/phase"
+)
+
+// apiPassReport is one client count's API and PostGIS figures, with the
+// server-side phase sums of the API pass.
+type apiPassReport struct {
+	Clients      int
+	API, PostGIS latency
+	Phases       []phase.Sum
+}
+
+// APIReport is what RunAPI measured.
+type APIReport struct {
+	Scale          synth.Scale
+	Seed           int64
+	CPUs           int
+	Queries        int
+	LineQueries    int // of the mix, left out: the contract has no line sites
+	Layers         int
+	Features       int64
+	Accounts       int // accounts created (each with one all-scopes key)
+	QueryAccounts  int // of which run the mix: the warm-up and each pass have their own
+	PassCount      int // passes of the mix (client counts)
+	Workers        int // the runner's query workers
+	LedgerSettings [][2]string
+	PostGISVersion string
+	Load           string // load average at the start and the end
+	LoadAfter      string
+
+	Passes                            []apiPassReport
+	Requests, Pages, Polls, Throttled int64
+	RateLimited                       int64 // of Throttled, answered 429
+	Comparison                        comparison
+	ReadCount                         int
+	Reads                             latency // client side, readClients clients
+	ContextServer, LayersServer       latency // inside the server
+	ReadPhases                        []phase.Sum
+	ReportPath, PlotPath              string
+	apiLat, pgLat                     []time.Duration
+}
+
+// Err is ErrMismatch when the API's answers differ from PostGIS's beyond
+// boundary cases.
+func (r *APIReport) Err() error {
+	c := r.Comparison
+	if c.EngineWrong+c.CoverageWrong == 0 && c.Unexplained == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d features the API got wrong, %d wrong outside_coverage answers, in %d differing layer results (%d unexplained)",
+		ErrMismatch, c.EngineWrong, c.CoverageWrong, c.Differing, c.Unexplained)
+}
+
+// P50Ratio and P99Ratio are API over PostGIS latency with the first
+// client count (1 by default).
+func (r *APIReport) P50Ratio() float64 {
+	if len(r.Passes) == 0 {
+		return 0
+	}
+	return ratio(ms(r.Passes[0].API.P50), ms(r.Passes[0].PostGIS.P50))
+}
+
+func (r *APIReport) P99Ratio() float64 {
+	if len(r.Passes) == 0 {
+		return 0
+	}
+	return ratio(ms(r.Passes[0].API.P99), ms(r.Passes[0].PostGIS.P99))
+}
+
+// Print writes the report; the last line is
+// "api/postgis p50 ratio: R50, p99 ratio: R99".
+func (r *APIReport) Print(w io.Writer) {
+	c := r.Comparison
+	fmt.Fprintf(w, "siteenv bench api: scale %s, seed %d, %d CPUs, load average %s at start, %s at end\n", r.Scale, r.Seed, r.CPUs, r.Load, r.LoadAfter)
+	fmt.Fprintf(w, "data: %s features in %d layers; mix: the first %d queries of bench engine's mix (same seed) less its %d line sites (the contract's sites are points and polygons): %d queries\n",
+		group(r.Features), r.Layers, r.Queries+r.LineQueries, r.LineQueries, r.Queries)
+	fmt.Fprintf(w, "server: api.Server's fasthttp server on a TCP listener in this process (the code path of `siteenv serve`), jobs runner with %d workers, engine preloaded, file store; ledger on PostgreSQL with %s\n",
+		r.Workers, settingsString(r.LedgerSettings))
+	fmt.Fprintf(w, "client: POST /queries (Idempotency-Key, Prefer: wait=3, include_geometry false, page_size %d), polling on 202, then GET .../results?include_geometry=false&limit=%d until has_more is false\n", apiPageLimit, apiPageLimit)
+	fmt.Fprintf(w, "accounts: %d, each with one all-scopes key: %d run the mix (the warm-up and each of the %d passes run query i on an account of their own), %d the read pass (at most %d reads each), so rate limits throttle only a query with more than %d result pages\n",
+		r.Accounts, r.QueryAccounts, r.PassCount, r.Accounts-r.QueryAccounts, readsPerAccount, 119)
+	fmt.Fprintf(w, "requests: %d (%d result pages, %d polls after 202; %d answers retried after Retry-After, of which %d were 429 rate_limited)\n",
+		r.Requests, r.Pages, r.Polls, r.Throttled, r.RateLimited)
+	fmt.Fprintf(w, "check (first pass): %d layer results compared, %s features matched, %d layers failed on a limit (not compared), %d outside coverage (not compared)\n",
+		c.Compared, group(c.Matched), c.Failed, c.OutsideCoverage)
+	fmt.Fprintf(w, "mismatches: %d layer results differ; %d within 1 cm of the radius (excluded), %d API wrong, %d PostGIS wrong, %d unexplained, %d wrong outside_coverage\n",
+		c.Differing, c.Boundary, c.EngineWrong, c.PostGISWrong, c.Unexplained, c.CoverageWrong)
+	for i, m := range c.Mismatches {
+		if i == maxPrinted {
+			fmt.Fprintf(w, "  ... %d more\n", len(c.Mismatches)-maxPrinted)
+			break
+		}
+		if !m.Boundary {
+			fmt.Fprintf(w, "  mismatch: %s\n", m)
+		}
+	}
+	fmt.Fprintln(w)
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "\tAPI end to end\tPostGIS %s\tAPI/PostGIS\t\n", r.PostGISVersion)
+	row := func(name string, a, b float64, unit string) {
+		fmt.Fprintf(tw, "%s\t%.3f %s\t%.3f %s\t%.3f\t\n", name, a, unit, b, unit, ratio(a, b))
+	}
+	for _, p := range r.Passes {
+		n := fmt.Sprintf(", %d client", p.Clients)
+		if p.Clients > 1 {
+			n += "s"
+		}
+		row("p50"+n, ms(p.API.P50), ms(p.PostGIS.P50), "ms")
+		row("p99"+n, ms(p.API.P99), ms(p.PostGIS.P99), "ms")
+		row("mean"+n, ms(p.API.Mean), ms(p.PostGIS.Mean), "ms")
+		row("queries/s"+n, p.API.QPS, p.PostGIS.QPS, "q/s")
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+
+	if r.ReadCount > 0 {
+		fmt.Fprintf(w, "authenticated reads (GET /context and GET /layers alternately, %d clients, %d requests): %.0f reads/s; client p50 %.3f ms, p99 %.3f ms\n",
+			readClients, r.ReadCount, r.Reads.QPS, ms(r.Reads.P50), ms(r.Reads.P99))
+		fmt.Fprintf(w, "inside the server: GET /context p50 %.3f ms, p99 %.3f ms; GET /layers p50 %.3f ms, p99 %.3f ms\n",
+			ms(r.ContextServer.P50), ms(r.ContextServer.P99), ms(r.LayersServer.P50), ms(r.LayersServer.P99))
+		fmt.Fprintln(w)
+	}
+	for _, p := range r.Passes {
+		fmt.Fprintf(w, "server-side time per phase, API pass with %d client(s), per query of the mix:\n", p.Clients)
+		printPhases(w, p.Phases, r.Queries)
+	}
+	if r.ReadCount > 0 {
+		fmt.Fprintf(w, "server-side time per phase, read pass, per read:\n")
+		printPhases(w, r.ReadPhases, r.ReadCount)
+	}
+	fmt.Fprintf(w, "latency CDF (1 client, API vs PostGIS): %s\n", r.PlotPath)
+	fmt.Fprintf(w, "api/postgis p50 ratio: %.3f, p99 ratio: %.3f\n", r.P50Ratio(), r.P99Ratio())
+}
+
+func printPhases(w io.Writer, sums []phase.Sum, per int) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "  phase\tcalls\tmean/call\tper unit\tshare of request time\t\n")
+	var total time.Duration
+	for _, s := range sums {
+		if s.Phase == phase.Total {
+			total = s.Total
+		}
+	}
+	for _, s := range sums {
+		if s.Count == 0 {
+			continue
+		}
+		share := "-"
+		// Runner phases run beside requests (inside "waiting for the runner").
+		switch s.Phase {
+		case phase.Claim, phase.Engine, phase.ResultWrite, phase.Finish:
+			share = "(in wait)"
+		default:
+			share = fmt.Sprintf("%.1f%%", 100*ratio(float64(s.Total), float64(total)))
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%.3f ms\t%.3f ms\t%s\t\n", s.Phase, s.Count,
+			ms(s.Total)/float64(s.Count), ms(s.Total)/float64(max(per, 1)), share)
+	}
+	tw.Flush()
+}
+
+// cdfSVG plots the latency CDFs of the first pass: API end to end and
+// PostGIS, log-scaled milliseconds against cumulative fraction.
+func cdfSVG(r *APIReport, apiLat, pgLat []time.Duration) []byte {
+	const (
+		W, H         = 800, 500
+		left, right  = 70, 20
+		top, bottom  = 40, 60
+		plotW, plotH = W - left - right, H - top - bottom
+	)
+	a, p := slices.Clone(apiLat), slices.Clone(pgLat)
+	slices.Sort(a)
+	slices.Sort(p)
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range [][]time.Duration{a, p} {
+		if len(s) > 0 {
+			lo = min(lo, max(ms(s[0]), 0.001))
+			hi = max(hi, ms(s[len(s)-1]))
+		}
+	}
+	if math.IsInf(lo, 0) {
+		lo, hi = 0.01, 1
+	}
+	lmin, lmax := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	if lmax <= lmin {
+		lmax = lmin + 1
+	}
+	x := func(v float64) float64 {
+		return left + (math.Log10(max(v, math.Pow(10, lmin)))-lmin)/(lmax-lmin)*plotW
+	}
+	y := func(f float64) float64 { return top + (1-f)*plotH }
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", W, H)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", W, H)
+	clients := 1
+	if len(r.Passes) > 0 {
+		clients = r.Passes[0].Clients
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="24" font-size="14">siteenv bench api: latency CDF, %d queries, %d client(s), scale %s</text>`+"\n", left, r.Queries, clients, r.Scale)
+	for e := lmin; e <= lmax; e++ {
+		px := x(math.Pow(10, e))
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>`+"\n", px, top, px, top+plotH)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%g ms</text>`+"\n", px, top+plotH+18, math.Pow(10, e))
+	}
+	for _, f := range []float64{0, 0.25, 0.5, 0.75, 0.9, 0.99, 1} {
+		py := y(f)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`+"\n", left, py, left+plotW, py)
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%g</text>`+"\n", left-6, py+4, f)
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">latency (log scale)</text>`+"\n", left+plotW/2, H-15)
+	line := func(s []time.Duration, color, name string, row int) {
+		if len(s) == 0 {
+			return
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="`, color)
+		step := max(len(s)/1000, 1)
+		for i := 0; i < len(s); i += step {
+			fmt.Fprintf(&b, "%.1f,%.1f ", x(ms(s[i])), y(float64(i+1)/float64(len(s))))
+		}
+		fmt.Fprintf(&b, "%.1f,%.1f", x(ms(s[len(s)-1])), y(1))
+		b.WriteString("\"/>\n")
+		ly := top + 20 + 18*row
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/><text x="%d" y="%d">%s (p50 %.3f ms, p99 %.3f ms)</text>`+"\n",
+			left+plotW-330, ly, left+plotW-300, ly, color, left+plotW-295, ly+4, name, ms(percentile(s, 0.5)), ms(percentile(s, 0.99)))
+	}
+	line(a, "#d62728", "API end to end", 0)
+	line(p, "#1f77b4", "PostGIS "+r.PostGISVersion, 1)
+	b.WriteString("</svg>\n")
+	return b.Bytes()
+}

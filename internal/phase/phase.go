@@ -1,0 +1,124 @@
+// Package phase times the phases of serving a request (authentication, rate
+// limiting, ledger work, engine, result I/O, JSON, audit) for the API
+// benchmark. A nil *Timer is off: its methods do nothing and read no clock,
+// so the request path pays one nil check per phase in production.
+package phase
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Phase names one part of serving a request.
+type Phase int
+
+// The phases, in the order a POST /queries passes through them.
+const (
+	Auth        Phase = iota // key lookup (live, every request)
+	RateLimit                // per-account window counting in PostgreSQL
+	Idempotency              // claim and completion of the idempotency record
+	Ledger                   // the handler's other ledger reads and writes
+	Wait                     // POST /queries waiting for the runner (Prefer: wait)
+	Claim                    // the runner claiming a queued query
+	Engine                   // the engine answering a claimed query
+	ResultWrite              // encoding the result and putting it in the store
+	Finish                   // the runner recording the finished query
+	PageRead                 // reading a result page back from the store
+	JSON                     // encoding a response body
+	Audit                    // the activity record of the request
+	Total                    // the whole request, inside the server
+	numPhases
+)
+
+var names = [...]string{"authentication", "rate limiting", "idempotency", "ledger (handler)", "waiting for the runner",
+	"runner claim", "engine", "result write", "runner finish", "page read", "JSON encoding", "audit record", "whole request"}
+
+func (p Phase) String() string { return names[p] }
+
+// Phases lists every phase in order.
+func Phases() []Phase {
+	out := make([]Phase, numPhases)
+	for i := range out {
+		out[i] = Phase(i)
+	}
+	return out
+}
+
+// Timer accumulates time per phase, and each request's total per operation.
+// Safe for concurrent use; the zero value is ready.
+type Timer struct {
+	ns, n [numPhases]atomic.Int64
+	mu    sync.Mutex
+	ops   map[string][]time.Duration
+}
+
+// Start returns the time a phase starts; the zero time when t is nil.
+func (t *Timer) Start() time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// Done adds the time since start to p.
+func (t *Timer) Done(p Phase, start time.Time) {
+	if t == nil {
+		return
+	}
+	t.ns[p].Add(int64(time.Since(start)))
+	t.n[p].Add(1)
+}
+
+// Request records a whole request of operation op that began at start.
+func (t *Timer) Request(op string, start time.Time) {
+	if t == nil {
+		return
+	}
+	d := time.Since(start)
+	t.ns[Total].Add(int64(d))
+	t.n[Total].Add(1)
+	t.mu.Lock()
+	if t.ops == nil {
+		t.ops = map[string][]time.Duration{}
+	}
+	t.ops[op] = append(t.ops[op], d)
+	t.mu.Unlock()
+}
+
+// Sum is the time and count of one phase.
+type Sum struct {
+	Phase Phase
+	Total time.Duration
+	Count int64
+}
+
+// Snapshot returns every phase's sum so far.
+func (t *Timer) Snapshot() []Sum {
+	out := make([]Sum, numPhases)
+	for i := range out {
+		out[i] = Sum{Phase: Phase(i), Total: time.Duration(t.ns[i].Load()), Count: t.n[i].Load()}
+	}
+	return out
+}
+
+// Requests returns the sorted in-server durations of op's requests so far.
+func (t *Timer) Requests(op string) []time.Duration {
+	t.mu.Lock()
+	s := slices.Clone(t.ops[op])
+	t.mu.Unlock()
+	slices.Sort(s)
+	return s
+}
+
+// Reset clears everything recorded.
+func (t *Timer) Reset() {
+	for i := range t.ns {
+		t.ns[i].Store(0)
+		t.n[i].Store(0)
+	}
+	t.mu.Lock()
+	t.ops = nil
+	t.mu.Unlock()
+}

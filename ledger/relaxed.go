@@ -1,0 +1,81 @@
+package ledger
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Relaxed commits.
+//
+// Money, receipts, grants, idempotency records and published releases commit
+// durably (synchronous_commit on: the commit waits for its WAL to reach
+// disk). A few other writes commit with synchronous_commit off: the commit
+// returns once its WAL is in memory, and the WAL writer flushes it within
+// 3 x wal_writer_delay (600 ms by default). A crash of PostgreSQL (not of
+// siteenv) in that window loses those commits whole (never part of one: the
+// database stays consistent), and nothing else. WAL is flushed in order, so
+// any later durable commit makes every earlier relaxed one durable too.
+//
+// What uses it, and what a crash could lose (see README, "Durability"):
+//   - SaveSite (a site registered by POST /sites or POST /queries): both run
+//     under an idempotency claim, and the response naming the site is sent
+//     only after the durable idempotency commit, which flushes the site with
+//     it. Anything durable that refers to the site (a purchase, a grant)
+//     commits after it and so flushes it too. Lost otherwise: a site only
+//     ever seen by reads in the moment before the crash; the client's retry
+//     registers it again.
+//   - CreateQuery (a query's queued state): the client learns the query id
+//     only from the POST response, which is sent after the request's
+//     idempotency record commits durably, flushing the query with it. Lost
+//     otherwise: a query no client was told about; the client's retry with
+//     its Idempotency-Key runs it again.
+//   - ClaimQuery (running state): the query returns to queued and is run
+//     again; a worker that finishes the lost attempt finds it not running
+//     and discards its result (FinishQuery reports it not kept).
+//   - FinishQuery (the outcome): the query returns to running and is
+//     requeued when its attempt lease lapses, then runs again on the same
+//     frozen releases, so it produces the same result. A POST that waited
+//     for the result answers only after its durable idempotency commit.
+//   - The audit records of reads (GET): the last moments of read activity.
+//     Records of writes stay durable.
+
+// relaxedBegin opens a transaction and relaxes its commit in one round trip
+// (pgx sends an argument-less statement as a simple query, which may hold
+// several statements).
+var relaxedBegin = pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL synchronous_commit = off"}
+
+// relaxedTx is tx with synchronous_commit off for this transaction only.
+func (l *Ledger) relaxedTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, l.pool, relaxedBegin, fn)
+}
+
+// execRelaxed runs one statement in its own transaction with
+// synchronous_commit off, in a single round trip (a pipelined batch). On an
+// error the transaction is left aborted and pgxpool discards the connection
+// instead of reusing it.
+func (l *Ledger) execRelaxed(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit = off")
+	b.Queue(sql, args...)
+	b.Queue("COMMIT")
+	br := l.pool.SendBatch(ctx, b)
+	var tag pgconn.CommandTag
+	var err error
+	for i := range 4 {
+		t, e := br.Exec()
+		if e != nil {
+			err = e
+			break
+		}
+		if i == 2 {
+			tag = t
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
