@@ -276,14 +276,7 @@ func (d *drawer) path() *path {
 // addGeometryFill adds a polygonal geometry's pixel shapes to p; pieces
 // smaller than a pixel or two come back as points to mark.
 func (d *drawer) addPolygons(p *path, g orb.Geometry, tiny func(x, y float64)) {
-	var polys []orb.Polygon
-	switch g := g.(type) {
-	case orb.Polygon:
-		polys = []orb.Polygon{g}
-	case orb.MultiPolygon:
-		polys = g
-	}
-	for _, poly := range polys {
+	for _, poly := range polygonsOf(g) {
 		rings := d.f.polygon(poly)
 		if len(rings) == 0 {
 			continue
@@ -318,16 +311,31 @@ func centroidOf(xy []float64) (float64, float64) {
 	return sx / float64(n), sy / float64(n)
 }
 
-// addOutlines adds the strokes of a polygonal geometry's rings.
-func (d *drawer) addOutlines(p *path, g orb.Geometry, w float64) {
-	var polys []orb.Polygon
+// polygonsOf is a Polygon or MultiPolygon as polygons (nil for others).
+func polygonsOf(g orb.Geometry) []orb.Polygon {
 	switch g := g.(type) {
 	case orb.Polygon:
-		polys = []orb.Polygon{g}
+		return []orb.Polygon{g}
 	case orb.MultiPolygon:
-		polys = g
+		return g
 	}
-	for _, poly := range polys {
+	return nil
+}
+
+// linesOf is a LineString or MultiLineString as lines (nil for others).
+func linesOf(g orb.Geometry) []orb.LineString {
+	switch g := g.(type) {
+	case orb.LineString:
+		return []orb.LineString{g}
+	case orb.MultiLineString:
+		return g
+	}
+	return nil
+}
+
+// addOutlines adds the strokes of a polygonal geometry's rings.
+func (d *drawer) addOutlines(p *path, g orb.Geometry, w float64) {
+	for _, poly := range polygonsOf(g) {
 		for _, r := range d.f.polygon(poly) {
 			if len(r) < 6 || small(r) {
 				continue
@@ -339,14 +347,7 @@ func (d *drawer) addOutlines(p *path, g orb.Geometry, w float64) {
 }
 
 func (d *drawer) addLines(p *path, g orb.Geometry, w float64) {
-	var ls []orb.LineString
-	switch g := g.(type) {
-	case orb.LineString:
-		ls = []orb.LineString{g}
-	case orb.MultiLineString:
-		ls = g
-	}
-	for _, l := range ls {
+	for _, l := range linesOf(g) {
 		for _, xy := range d.f.lines(l) {
 			if len(xy) == 2 {
 				p.addDisc(xy[0], xy[1], w/2)
@@ -601,22 +602,13 @@ func (d *drawer) markers(xy []float64, st style, r float64) {
 // itself (for a polygon), a rectangle along each edge and a disc at each
 // vertex (the union is what the rasteriser's clamped coverage computes).
 func (d *drawer) siteShape(p *path, r float64) {
-	var polys []orb.Polygon
-	var lines []orb.LineString
+	polys, lines := polygonsOf(d.m.Site), linesOf(d.m.Site)
 	var pts []orb.Point
 	switch g := d.m.Site.(type) {
 	case orb.Point:
 		pts = []orb.Point{g}
 	case orb.MultiPoint:
 		pts = g
-	case orb.LineString:
-		lines = []orb.LineString{g}
-	case orb.MultiLineString:
-		lines = g
-	case orb.Polygon:
-		polys = []orb.Polygon{g}
-	case orb.MultiPolygon:
-		polys = g
 	}
 	for _, pt := range pts {
 		x, y := d.f.px(pt)
