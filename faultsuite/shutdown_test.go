@@ -8,7 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -67,6 +69,12 @@ func TestSIGTERMFinishesInFlightRequests(t *testing.T) {
 	if _, err := conn.Write(append([]byte(head), body[:half]...)); err != nil {
 		t.Fatal(err)
 	}
+	// SIGTERM only once the server has accepted the connection and read what
+	// was sent: a connection still in the listen backlog when the listener
+	// closes is dropped by the kernel, which is not an in-flight request.
+	if !pollUntil(20*time.Second, 10*time.Millisecond, func() bool { return serverHasRead(s.addr, conn.LocalAddr().String()) }) {
+		t.Fatal("the server never read the in-flight request's headers")
+	}
 
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -121,4 +129,29 @@ func TestSIGTERMFinishesInFlightRequests(t *testing.T) {
 	if _, err := l.Site(context.Background(), tn.account, id); err != nil {
 		t.Fatalf("the site answered during shutdown is not stored: %v", err)
 	}
+}
+
+// serverHasRead reports whether the server's socket of the connection from
+// client (host:port) to server exists and holds no unread bytes, from
+// /proc/net/tcp (loopback IPv4): the server accepted it and read what came.
+func serverHasRead(server, client string) bool {
+	_, sp, _ := net.SplitHostPort(server)
+	_, cp, _ := net.SplitHostPort(client)
+	spn, _ := strconv.Atoi(sp)
+	cpn, _ := strconv.Atoi(cp)
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return false
+	}
+	local, remote := fmt.Sprintf(":%04X", spn), fmt.Sprintf(":%04X", cpn)
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 5 || !strings.HasSuffix(f[1], local) || !strings.HasSuffix(f[2], remote) {
+			continue
+		}
+		// f[4] is tx_queue:rx_queue in hex.
+		q := strings.SplitN(f[4], ":", 2)
+		return len(q) == 2 && strings.Trim(q[1], "0") == ""
+	}
+	return false
 }
