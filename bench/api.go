@@ -530,30 +530,14 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 		return nil, err
 	}
 	log := opt.Logger
-	dir, err := os.MkdirTemp(opt.WorkDir, "bench-api-")
-	if err != nil {
-		return nil, fmt.Errorf("bench: work dir: %w", err)
+	w, err := prepareWorkload(ctx, "api", opt.WorkDir, opt.Scale, opt.Seed, opt.Queries, opt.MaxFeaturesPerLayer, log)
+	if w.dir != "" {
+		defer os.RemoveAll(w.dir)
 	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("bench: work dir: %w", err)
-	}
-	g, err := synth.New(opt.Seed, opt.Scale)
-	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
-	ds, err := buildDataset(ctx, g, dir, opt.MaxFeaturesPerLayer, log)
 	if err != nil {
 		return nil, err
 	}
-	anchors, err := sampleAnchors(ctx, ds, anchorCount, opt.Seed)
-	if err != nil {
-		return nil, err
-	}
-	mix, err := makeMix(opt.Queries, anchors, len(ds.layers), opt.Seed)
-	if err != nil {
-		return nil, err
-	}
+	dir, g, ds, mix := w.dir, w.gen, w.ds, w.mix
 	// The contract's sites are points and (multi)polygons: a line site has
 	// no selector, so line queries of the mix are left out on both sides.
 	var qs []query

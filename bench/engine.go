@@ -8,7 +8,6 @@ import (
 	"runtime/pprof"
 
 	"siteenv/engine"
-	"siteenv/ingest/synth"
 )
 
 // warmupQueries run on both sides, untimed, before the timed passes: they
@@ -24,33 +23,14 @@ func RunEngine(ctx context.Context, opt EngineOptions) (*EngineReport, error) {
 		return nil, err
 	}
 	log := opt.Logger
-	dir, err := os.MkdirTemp(opt.WorkDir, "bench-engine-")
-	if err != nil {
-		return nil, fmt.Errorf("bench: work dir: %w", err)
+	w, err := prepareWorkload(ctx, "engine", opt.WorkDir, opt.Scale, opt.Seed, opt.Queries, opt.MaxFeaturesPerLayer, log)
+	if w.dir != "" {
+		defer os.RemoveAll(w.dir)
 	}
-	defer os.RemoveAll(dir)
-	// When run as root PostgreSQL runs as postgres, which must traverse
-	// this directory to reach its cluster.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("bench: work dir: %w", err)
-	}
-
-	g, err := synth.New(opt.Seed, opt.Scale)
-	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
-	ds, err := buildDataset(ctx, g, dir, opt.MaxFeaturesPerLayer, log)
 	if err != nil {
 		return nil, err
 	}
-	anchors, err := sampleAnchors(ctx, ds, anchorCount, opt.Seed)
-	if err != nil {
-		return nil, err
-	}
-	qs, err := makeMix(opt.Queries, anchors, len(ds.layers), opt.Seed)
-	if err != nil {
-		return nil, err
-	}
+	dir, ds, qs := w.dir, w.ds, w.mix
 
 	limit, restore := boundHeap(ds.features, log)
 	defer restore()

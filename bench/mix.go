@@ -3,8 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 
 	"github.com/paulmach/orb"
@@ -12,6 +14,7 @@ import (
 	"github.com/tidwall/geodesic"
 
 	"siteenv/engine/geo"
+	"siteenv/ingest/synth"
 	"siteenv/tiles"
 )
 
@@ -192,4 +195,38 @@ func polygonSite(rng *rand.Rand, c orb.Point) orb.Polygon {
 			return p
 		}
 	}
+}
+
+// workload is a harness's data and query mix in its own work directory.
+type workload struct {
+	dir string
+	gen *synth.Generator
+	ds  *dataset
+	mix []query
+}
+
+// prepareWorkload makes a work directory under workDir (named for the
+// harness), builds the scale's dataset there and the seeded query mix over
+// it. The caller removes w.dir (also on error, when it is set).
+func prepareWorkload(ctx context.Context, name, workDir string, scale synth.Scale, seed int64, queries int, maxPerLayer int64, log *slog.Logger) (w workload, err error) {
+	if w.dir, err = os.MkdirTemp(workDir, "bench-"+name+"-"); err != nil {
+		return w, fmt.Errorf("bench: work dir: %w", err)
+	}
+	// When run as root PostgreSQL runs as postgres, which must traverse
+	// this directory to reach its cluster.
+	if err := os.Chmod(w.dir, 0o755); err != nil {
+		return w, fmt.Errorf("bench: work dir: %w", err)
+	}
+	if w.gen, err = synth.New(seed, scale); err != nil {
+		return w, fmt.Errorf("bench: %w", err)
+	}
+	if w.ds, err = buildDataset(ctx, w.gen, w.dir, maxPerLayer, log); err != nil {
+		return w, err
+	}
+	anchors, err := sampleAnchors(ctx, w.ds, anchorCount, seed)
+	if err != nil {
+		return w, err
+	}
+	w.mix, err = makeMix(queries, anchors, len(w.ds.layers), seed)
+	return w, err
 }
