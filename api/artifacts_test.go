@@ -11,7 +11,6 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 
 	"siteenv/api"
 	"siteenv/artifacts"
+	"siteenv/internal/syncbuf"
 	"siteenv/ledger"
 	"siteenv/store"
 	"siteenv/store/s3test"
@@ -36,23 +36,8 @@ type artifactHarness struct {
 	logs *syncBuffer
 }
 
-// syncBuffer collects log output from concurrent handlers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer = syncbuf.Buffer
 
 func setupArtifacts(t testing.TB, size int) *artifactHarness {
 	t.Helper()

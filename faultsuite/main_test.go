@@ -20,7 +20,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -29,6 +28,7 @@ import (
 	"github.com/google/uuid"
 
 	"siteenv/api/openapi/openapitest"
+	"siteenv/internal/syncbuf"
 	"siteenv/ledger"
 	"siteenv/ledger/pgembed"
 )
@@ -197,23 +197,8 @@ func cli(t *testing.T, e env, args ...string) map[string]any {
 	return m
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer = syncbuf.Buffer
 
 // server is one `siteenv serve` process.
 type server struct {

@@ -1,14 +1,12 @@
 package jobs_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"siteenv/engine"
 	"siteenv/ingest"
 	"siteenv/internal/leakcheck"
+	"siteenv/internal/syncbuf"
 	"siteenv/jobs"
 	"siteenv/ledger"
 	"siteenv/ledger/ledgertest"
@@ -194,23 +193,8 @@ func (g *gatedTiles) Open(ctx context.Context, key string) (store.Object, error)
 	return g.Store.Open(ctx, key)
 }
 
-// syncBuffer is a log sink safe for the runner's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer = syncbuf.Buffer
 
 func featureCount(t *testing.T, q ledger.Query) int64 {
 	t.Helper()
