@@ -399,8 +399,10 @@ type Violation struct {
 }
 
 // Check verifies the ledger's invariants: every balance equals grants −
-// debits + refunds; no integration has used more than its limit; every
-// debit has exactly one receipt; every access grant has a receipt.
+// debits + refunds; no integration has used more than its limit, and its
+// used credits are its purchases net of refunds; every debit has exactly
+// one receipt; every access grant has a receipt; a purchase is refunded at
+// most once, by exactly what it says it refunded, and only for a failed report.
 func (l *Ledger) Check(ctx context.Context) ([]Violation, error) {
 	var out []Violation
 	queries := []struct{ rule, sql string }{
@@ -408,9 +410,16 @@ func (l *Ledger) Check(ctx context.Context) ([]Violation, error) {
 			FROM accounts a LEFT JOIN credit_entries e USING (account_id)
 			GROUP BY a.account_id, a.credit_balance HAVING a.credit_balance <> coalesce(sum(e.amount), 0)`},
 		{"integration used <= limit", `SELECT integration_id::text || ': used ' || credits_used || ' of ' || spend_limit FROM integrations WHERE credits_used > spend_limit`},
-		{"integration used = its debits", `SELECT i.integration_id::text || ': used ' || i.credits_used || ', purchases ' || coalesce(sum(p.credits_charged), 0)
+		{"integration used = its debits - refunds", `SELECT i.integration_id::text || ': used ' || i.credits_used || ', purchases net of refunds ' || coalesce(sum(p.credits_charged - coalesce(p.credits_refunded, 0)), 0)
 			FROM integrations i LEFT JOIN purchases p ON p.integration_id = i.integration_id AND p.kind <> 'legacy_usage'
-			GROUP BY i.integration_id, i.credits_used HAVING i.credits_used <> coalesce(sum(p.credits_charged), 0)`},
+			GROUP BY i.integration_id, i.credits_used HAVING i.credits_used <> coalesce(sum(p.credits_charged - coalesce(p.credits_refunded, 0)), 0)`},
+		{"one refund per refunded purchase, of what it refunded", `SELECT p.purchase_id::text || ': refunded ' || coalesce(p.credits_refunded, 0) || ', refund entries ' || count(e.entry_id) || ' of ' || coalesce(sum(e.amount), 0)
+			FROM purchases p LEFT JOIN credit_entries e ON e.purchase_id = p.purchase_id AND e.kind = 'refund'
+			WHERE p.kind <> 'legacy_usage'
+			GROUP BY p.purchase_id, p.credits_refunded
+			HAVING count(e.entry_id) > 1 OR coalesce(sum(e.amount), 0) <> coalesce(p.credits_refunded, 0)`},
+		{"only failed reports are refunded", `SELECT p.purchase_id::text FROM purchases p JOIN reports rp ON rp.report_id = p.report_id
+			WHERE p.credits_refunded > 0 AND rp.status <> 'failed'`},
 		{"one receipt per debit", `SELECT e.entry_id::text || ': ' || count(r.receipt_id) || ' receipts'
 			FROM credit_entries e LEFT JOIN receipts r USING (purchase_id) WHERE e.kind = 'debit'
 			GROUP BY e.entry_id HAVING count(r.receipt_id) <> 1`},
