@@ -225,9 +225,9 @@ func (l *Ledger) ClaimReport(ctx context.Context, attempt time.Duration) (Report
 	now := l.now()
 	r, err := scanReport(l.pool.QueryRow(ctx, `WITH next AS (
 			SELECT report_id FROM reports WHERE status = 'queued' ORDER BY created_at, report_id FOR UPDATE SKIP LOCKED LIMIT 1)
-		UPDATE reports rp SET status = 'running', attempts = attempts + 1, claimed_until = $2
+		UPDATE reports rp SET status = 'running', attempts = attempts + 1, claimed_until = $1
 		FROM next WHERE rp.report_id = next.report_id
-		RETURNING `+reportColumns, now, now.Add(attempt)))
+		RETURNING `+reportColumns, now.Add(attempt)))
 	return r, translate(err)
 }
 
