@@ -303,14 +303,33 @@ func (l *Ledger) failReport(ctx context.Context, tx pgx.Tx, id uuid.UUID, reason
 		if _, err := tx.Exec(ctx, `UPDATE integrations SET credits_used = credits_used - $2 WHERE integration_id = $1`, *integration, charged); err != nil {
 			return false, false, err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO activity (activity_id, account_id, integration_id, operation, outcome, request_id,
-				http_status, error_code, resource_type, resource_id, created_at)
-			VALUES ($1, $2, $3, 'build_report', 'failed', $4, 0, $5, 'report', $6, $7)`,
-			newID(), account, *integration, uuid.Nil, reasonCode, id.String(), now); err != nil {
+		if err := buildActivity(ctx, tx, account, *integration, id, reasonCode, now); err != nil {
 			return false, false, err
 		}
 	}
 	return true, true, nil
+}
+
+// buildActivity appends the audit record of a build's end to the ordering
+// integration's feed: outcome completed (reasonCode "") or failed. A build
+// has no request of its own, so it gets a fresh request id, and the HTTP
+// status a client polling the failure would associate with its code.
+func buildActivity(ctx context.Context, tx pgx.Tx, account, integration, report uuid.UUID, reasonCode string, now time.Time) error {
+	outcome, status, code := "completed", 200, (*string)(nil)
+	if reasonCode != "" {
+		outcome, status, code = "failed", 500, &reasonCode
+		switch reasonCode {
+		case "source_unavailable":
+			status = 503
+		case "output_too_large", "result_limit_exceeded", "feature_too_large":
+			status = 422
+		}
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO activity (activity_id, account_id, integration_id, operation, outcome, request_id,
+			http_status, error_code, resource_type, resource_id, created_at)
+		VALUES ($1, $2, $3, 'build_report', $4, $5, $6, $7, 'report', $8, $9)`,
+		newID(), account, integration, outcome, newID(), status, code, report.String(), now)
+	return err
 }
 
 // FailStaleReports requeues reports whose build attempt expired (a crashed
@@ -403,8 +422,10 @@ func (l *Ledger) AddRevision(ctx context.Context, p RevisionParams) (Revision, e
 	err := l.tx(ctx, func(tx pgx.Tx) error {
 		var status string
 		var count int
-		if err := tx.QueryRow(ctx, `SELECT status, (SELECT count(*) FROM report_revisions WHERE report_id = $1) FROM reports WHERE report_id = $1 FOR UPDATE`,
-			p.ReportID).Scan(&status, &count); err != nil {
+		var account uuid.UUID
+		var integration *uuid.UUID
+		if err := tx.QueryRow(ctx, `SELECT status, (SELECT count(*) FROM report_revisions WHERE report_id = $1), account_id, integration_id
+			FROM reports WHERE report_id = $1 FOR UPDATE`, p.ReportID).Scan(&status, &count, &account, &integration); err != nil {
 			return err
 		}
 		if status == ReportFailed || count+1 != p.Number {
@@ -429,6 +450,11 @@ func (l *Ledger) AddRevision(ctx context.Context, p RevisionParams) (Revision, e
 			if _, err := tx.Exec(ctx, `UPDATE reports SET status = 'completed', completed_at = $2, claimed_until = NULL WHERE report_id = $1`,
 				p.ReportID, rev.CreatedAt); err != nil {
 				return err
+			}
+			if integration != nil {
+				if err := buildActivity(ctx, tx, account, *integration, p.ReportID, "", rev.CreatedAt); err != nil {
+					return err
+				}
 			}
 		}
 		var err error

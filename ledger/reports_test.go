@@ -275,7 +275,8 @@ func TestFailReportRefundsExactlyOnce(t *testing.T) {
 		t.Fatalf("late revision of a failed report: %v", err)
 	}
 	acts, err := f.led.ListActivity(f.ctx, f.integration, ledger.ActivityFilter{Limit: 10})
-	if err != nil || len(acts) != 1 || acts[0].Outcome != "failed" || *acts[0].ResourceID != r.ID.String() {
+	if err != nil || len(acts) != 1 || acts[0].Outcome != "failed" || *acts[0].ResourceID != r.ID.String() || acts[0].HTTPStatus != 503 ||
+		*acts[0].ErrorCode != "source_unavailable" || acts[0].Operation != "build_report" {
 		t.Fatalf("activity %+v %v", acts, err)
 	}
 	checkInvariants(t, f.bundle)
@@ -362,6 +363,10 @@ func TestRevisionsAndContent(t *testing.T) {
 		ProvenanceStatus: "captured", Evidence: json.RawMessage(`{"layers":[]}`), Sections: sections})
 	if err != nil || v.Number != 1 || len(v.Artifacts) != 0 {
 		t.Fatalf("revision 1: %+v %v", v, err)
+	}
+	acts, err := f.led.ListActivity(f.ctx, f.integration, ledger.ActivityFilter{Limit: 10})
+	if err != nil || len(acts) != 1 || acts[0].Outcome != "completed" || acts[0].HTTPStatus != 200 || acts[0].ErrorCode != nil {
+		t.Fatalf("activity of the completed build: %+v %v", acts, err)
 	}
 	rep, _ := f.led.Report(f.ctx, f.account, r.ID)
 	if rep.Status != ledger.ReportCompleted || rep.CompletedAt == nil || rep.RevisionCount != 1 || rep.Latest == nil || rep.Latest.ID != rev1 {
