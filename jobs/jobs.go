@@ -1,5 +1,5 @@
 // Package jobs runs asynchronous work claimed from the ledger, so any number
-// of replicas share one queue: spatial queries now, reports later.
+// of replicas share one queue: spatial queries and report builds.
 package jobs
 
 import (
@@ -35,8 +35,13 @@ type Config struct {
 	QueueLimit time.Duration
 	// Retain keeps results after completion; default 24 h.
 	Retain time.Duration
-	// MaxAttempts before a repeatedly crashing query fails; default 3.
+	// MaxAttempts before a repeatedly crashing query or report build fails
+	// (a failed report is refunded); default 3.
 	MaxAttempts int
+	// ReportWorkers building reports in this process; default 1.
+	ReportWorkers int
+	// ReportAttempt bounds one report build; default 10 min.
+	ReportAttempt time.Duration
 	// Poll is how often idle workers look for work queued by other replicas,
 	// and running ones for a cancellation; default 500 ms.
 	Poll time.Duration
@@ -90,6 +95,12 @@ func (c *Config) fill() {
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = 3
 	}
+	if c.ReportWorkers == 0 {
+		c.ReportWorkers = 1
+	}
+	if c.ReportAttempt == 0 {
+		c.ReportAttempt = 10 * time.Minute
+	}
 	if c.Poll == 0 {
 		c.Poll = 500 * time.Millisecond
 	}
@@ -123,6 +134,7 @@ func (c *Config) validate() error {
 		{"MaxAttempts", c.MaxAttempts < 0, c.MaxAttempts}, {"Attempt", c.Attempt < 0, c.Attempt},
 		{"QueueLimit", c.QueueLimit < 0, c.QueueLimit}, {"Retain", c.Retain < 0, c.Retain},
 		{"Poll", c.Poll < 0, c.Poll}, {"Sweep", c.Sweep < 0, c.Sweep},
+		{"ReportWorkers", c.ReportWorkers < 0, c.ReportWorkers}, {"ReportAttempt", c.ReportAttempt < 0, c.ReportAttempt},
 	} {
 		if f.negative {
 			return fmt.Errorf("%w: %s must not be negative (0 takes the default), got %v", ErrInvalidConfig, f.name, f.value)
@@ -131,14 +143,17 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// Runner executes queued queries. Safe for concurrent use.
+// Runner executes queued queries and builds queued reports. Safe for
+// concurrent use.
 type Runner struct {
 	cfg   Config
 	led   *ledger.Ledger
 	eng   *engine.Engine
 	store store.Store
-	wake  chan struct{}
-	mu    struct {
+	// wake and reportWake wake a query worker and a report worker.
+	wake       chan struct{}
+	reportWake chan struct{}
+	mu         struct {
 		sync.Mutex
 		waiters map[uuid.UUID][]chan struct{}
 		// started: Start ran; stopClaiming ends the claim loops and the
@@ -170,7 +185,7 @@ func New(cfg Config, led *ledger.Ledger, eng *engine.Engine, st store.Store) *Ru
 	if err := cfg.validate(); err != nil {
 		panic(err)
 	}
-	r := &Runner{cfg: cfg, led: led, eng: eng, store: st, wake: make(chan struct{}, 1)}
+	r := &Runner{cfg: cfg, led: led, eng: eng, store: st, wake: make(chan struct{}, 1), reportWake: make(chan struct{}, 1)}
 	r.mu.waiters = map[uuid.UUID][]chan struct{}{}
 	return r
 }
@@ -211,6 +226,13 @@ func (r *Runner) Start(ctx context.Context) {
 		go func() {
 			defer r.running.Done()
 			r.work(claimCtx, execCtx)
+		}()
+	}
+	for i := 0; i < r.cfg.ReportWorkers; i++ {
+		r.running.Add(1)
+		go func() {
+			defer r.running.Done()
+			r.reportWork(claimCtx, execCtx)
 		}()
 	}
 	r.running.Add(1)
@@ -255,11 +277,14 @@ func (r *Runner) Stop(ctx context.Context) error {
 	return err
 }
 
-// Notify wakes a worker: a query was just queued here.
+// Notify wakes a query worker and a report worker: a query or a report
+// was just queued here.
 func (r *Runner) Notify() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
+	for _, ch := range []chan struct{}{r.wake, r.reportWake} {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -343,11 +368,21 @@ func (r *Runner) janitor(ctx context.Context) {
 	}
 }
 
-// Sweep fails queries past their queue time, requeues crashed attempts and
-// deletes expired results. Expired payloads are never restored.
+// Sweep fails queries past their queue time, requeues crashed attempts of
+// queries and report builds (a report whose build used MaxAttempts fails,
+// refunded once) and deletes expired results. Expired payloads are never
+// restored.
 func (r *Runner) Sweep(ctx context.Context) error {
 	if err := r.led.FailStaleQueries(ctx, r.cfg.QueueLimit, r.cfg.MaxAttempts); err != nil {
 		return err
+	}
+	failed, err := r.led.FailStaleReports(ctx, r.cfg.MaxAttempts)
+	if err != nil {
+		return err
+	}
+	for _, id := range failed {
+		r.cfg.Logger.Error("report build failed: its attempts expired", "report_id", id, "reason_code", ReasonInternalError,
+			"max_attempts", r.cfg.MaxAttempts)
 	}
 	keys, err := r.led.ExpireResults(ctx)
 	if err != nil {

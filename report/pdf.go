@@ -95,8 +95,12 @@ type LayerChange struct {
 	LayerID                string
 	OldRelease, NewRelease string
 	Added, Removed         []string // feature ids
-	OldStatus, NewStatus   string
-	OldCount, NewCount     *int
+	// AddedCount and RemovedCount count every feature that appeared or
+	// disappeared when Added and Removed name only the first of them
+	// (0: the lists are complete).
+	AddedCount, RemovedCount int
+	OldStatus, NewStatus     string
+	OldCount, NewCount       *int
 }
 
 // ErrInvalidReport reports inputs that cannot be printed.
@@ -400,11 +404,17 @@ func (d *pdfDoc) changes() {
 		if c.OldStatus != c.NewStatus {
 			parts = append(parts, "outcome "+orDash(c.OldStatus)+" → "+orDash(c.NewStatus))
 		}
+		if c.OldCount != nil && c.NewCount != nil && *c.OldCount != *c.NewCount {
+			parts = append(parts, fmt.Sprintf("matched %d → %d", *c.OldCount, *c.NewCount))
+		}
 		if len(c.Added) > 0 {
-			parts = append(parts, "added "+strings.Join(c.Added, ", "))
+			parts = append(parts, "added "+strings.Join(c.Added, ", ")+more(len(c.Added), c.AddedCount))
 		}
 		if len(c.Removed) > 0 {
-			parts = append(parts, "removed "+strings.Join(c.Removed, ", "))
+			parts = append(parts, "removed "+strings.Join(c.Removed, ", ")+more(len(c.Removed), c.RemovedCount))
+		}
+		if len(parts) == 0 {
+			parts = append(parts, "no change in release, outcome or features")
 		}
 		d.para(strings.Join(parts, "; ")+".", 9)
 	}
@@ -432,6 +442,14 @@ func (d *pdfDoc) limitations() {
 	d.Ln(3)
 	d.heading("Limitations")
 	d.para(Limitations, 9.5)
+}
+
+// more says how many of count a list of listed ids leaves out.
+func more(listed, count int) string {
+	if count > listed {
+		return fmt.Sprintf(" and %d more", count-listed)
+	}
+	return ""
 }
 
 func orDash(s string) string {
