@@ -19,6 +19,14 @@ import (
 	"siteenv/ledger"
 )
 
+// parseTime reads an RFC 3339 time with a timezone, or a date (UTC midnight).
+func parseTime(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	return time.Parse(time.DateOnly, s)
+}
+
 // admin runs `siteenv admin <noun> <verb> [flags]`.
 func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) < 2 {
@@ -30,6 +38,8 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	dataDir := dataDirFlag(fs)
 	var op func(context.Context, *ledger.Ledger) (any, error)
+	// envOp is an op that also needs the store (and engine).
+	var envOp func(context.Context, *env) (any, error)
 	rest := args[2:]
 
 	switch cmd {
@@ -165,6 +175,40 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			n, err := l.ImportLegacy(ctx, entries)
 			return map[string]any{"imported": n, "already_present": len(entries) - n}, err
 		}
+	case "report revise":
+		reportID := fs.String("report", "", "report id (required)")
+		envOp = func(ctx context.Context, e *env) (any, error) {
+			id, err := parseID("--report", *reportID)
+			if err != nil {
+				return nil, err
+			}
+			return reviseReport(ctx, e, id)
+		}
+	case "report import":
+		account := fs.String("account", "", "account id (required)")
+		site := fs.String("site", "", "site id (required; the account's, archived or not)")
+		file := fs.String("file", "", "the report PDF (required)")
+		createdAt := fs.String("created-at", "", "when the website created it: RFC 3339 or YYYY-MM-DD (default now)")
+		envOp = func(ctx context.Context, e *env) (any, error) {
+			acct, err := parseID("--account", *account)
+			if err != nil {
+				return nil, err
+			}
+			siteID, err := parseID("--site", *site)
+			if err != nil {
+				return nil, err
+			}
+			if *file == "" {
+				return nil, usageError{"--file is required"}
+			}
+			created := e.led.Clock().Now()
+			if *createdAt != "" {
+				if created, err = parseTime(*createdAt); err != nil {
+					return nil, usageError{"--created-at must be RFC 3339 with a timezone, or YYYY-MM-DD (UTC)"}
+				}
+			}
+			return importReport(ctx, e, acct, siteID, *file, created)
+		}
 	case "ledger check":
 		op = func(ctx context.Context, l *ledger.Ledger) (any, error) {
 			v, err := l.Check(ctx)
@@ -192,7 +236,12 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer e.close()
-	out, err := op(ctx, e.led)
+	var out any
+	if envOp != nil {
+		out, err = envOp(ctx, e)
+	} else {
+		out, err = op(ctx, e.led)
+	}
 	if err != nil {
 		if errors.Is(err, ledger.ErrNotFound) {
 			return fmt.Errorf("%s: not found", cmd)

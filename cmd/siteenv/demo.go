@@ -21,6 +21,10 @@ import (
 // demoSeed makes `make run` reproducible: the same demo data on every machine.
 const demoSeed = 20261122
 
+// demoReportPrice is the report price the demo configures (credits), so
+// `make run` serves POST /reports; a price an operator set is kept.
+const demoReportPrice = 25
+
 func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -75,6 +79,9 @@ func loadDemo(ctx context.Context, e *env, scale synth.Scale, seed int64, progre
 		if err := e.led.SetSection(ctx, s.Key, s.Name, s.Price); err != nil {
 			return demoResult{}, err
 		}
+	}
+	if err := ensureReportPrice(ctx, e.led); err != nil {
+		return demoResult{}, err
 	}
 	layers := g.Layers()
 	var (
@@ -154,4 +161,13 @@ func ensureDemoKey(ctx context.Context, e *env) (accountID, path string, err err
 		return "", "", err
 	}
 	return acct.ID.String(), path, nil
+}
+
+// ensureReportPrice sets the demo's report price unless one is set.
+func ensureReportPrice(ctx context.Context, led *ledger.Ledger) error {
+	_, err := led.Setting(ctx, ledger.SettingReportPrice)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return led.SetSetting(ctx, ledger.SettingReportPrice, demoReportPrice)
+	}
+	return err
 }

@@ -29,6 +29,9 @@ Usage:
   siteenv admin portfolio create --account ID --name NAME
   siteenv admin legacy import FILE     (CSV: legacy_id,account_id,credits,created_at,site_id)
   siteenv admin ledger check           (verifies the credit ledger's invariants)
+  siteenv admin report revise --report ID          (builds revision N+1 from current releases; no charge)
+  siteenv admin report import --account ID --site ID --file X.pdf [--created-at T]
+          (a historical website report: PDF only, dataset scope and provenance unknown)
   siteenv ingest --layer layer.json [--source-crs EPSG:N] [--id-property NAME]
           [--max-rejects N] [--rejects FILE] FILE...
   siteenv ingest gazetteer --addresses FILE --parcels FILE

@@ -94,6 +94,8 @@ func TestServeAndAdminShareTheEmbeddedCluster(t *testing.T) {
 	}
 	if resp, body := get("/context", strings.TrimSpace(string(demoKey))); resp.StatusCode != 200 {
 		t.Fatalf("demo key: %d %s", resp.StatusCode, body)
+	} else if !strings.Contains(string(body), `"report_price_credits":25`) {
+		t.Fatalf("the demo does not price reports (25 credits): %s", body)
 	}
 	if strings.Contains(serveOut.String(), strings.TrimSpace(string(demoKey))) {
 		t.Fatal("serve printed the demo key; it belongs only in the 0600 file")

@@ -183,10 +183,11 @@ func loopbackOnly(addr string) error {
 	return fmt.Errorf("--metrics-addr (or SITEENV_METRICS_ADDR) %q is not a loopback address: metrics stay private unless --metrics-public (or SITEENV_METRICS_PUBLIC=1) says otherwise", addr)
 }
 
-// ensureDemo loads the small demo dataset and key on first start only.
+// ensureDemo loads the small demo dataset and key on first start only (a
+// demo loaded before reports were priced gets the demo's report price).
 func ensureDemo(ctx context.Context, e *env, stdout io.Writer) error {
 	if _, err := os.Stat(filepath.Join(e.dataDir, "demo-key")); err == nil {
-		return nil
+		return ensureReportPrice(ctx, e.led)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
