@@ -15,3 +15,6 @@ func ReportJurisdiction(geometry json.RawMessage, given string) (jurisdiction, c
 	}
 	return j, "", err
 }
+
+// SiteStates exposes the states a site's centroid and vertices lie in.
+var SiteStates = siteStates

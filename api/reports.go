@@ -9,13 +9,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/geojson"
-	"github.com/paulmach/orb/planar"
 
 	"siteenv/jobs"
 	"siteenv/ledger"
-	"siteenv/report/basemap"
 )
 
 // reportPollAfter is the Retry-After of an accepted order: a build renders
@@ -148,117 +144,6 @@ func (s *Server) orderReport(r *request, p ledger.OrderReportParams) error {
 		s.runner.Notify()
 	}
 	return nil
-}
-
-// reportJurisdiction decides a report's jurisdiction from the site's
-// boundary: the states and territories containing its vertices and its
-// centroid (points offshore count for none). Exactly one of the contract's
-// eight is the site's jurisdiction, and a given one must equal it. None, or
-// several (a site across a border, or in Jervis Bay Territory, which is not
-// one of the eight), leave it undetermined: the order must name one, and
-// when the site touches several it must be one of them.
-func reportJurisdiction(geometry json.RawMessage, given string) (string, error) {
-	g, err := geojson.UnmarshalGeometry(geometry)
-	if err != nil {
-		return "", fmt.Errorf("api: stored site geometry: %w", err)
-	}
-	found := siteStates(g.Geometry())
-	if len(found) == 1 && slices.Contains(jurisdictions, found[0]) {
-		if given != "" && given != found[0] {
-			return "", &Problem{Code: CodeReportJurisdictionConflict,
-				Detail:      fmt.Sprintf("The site lies in %s; a report's jurisdiction cannot override the one its boundary determines.", found[0]),
-				FieldErrors: []FieldError{{Field: "jurisdiction", Message: "the site lies in " + found[0] + "; omit jurisdiction or send " + found[0]}}}
-		}
-		return found[0], nil
-	}
-	var candidates []string
-	for _, c := range found {
-		if slices.Contains(jurisdictions, c) {
-			candidates = append(candidates, c)
-		}
-	}
-	where := "lies in no Australian state or territory of the boundary data (offshore or outside it)"
-	if len(found) > 0 {
-		where = "touches " + strings.Join(found, ", ")
-	}
-	switch {
-	case given == "":
-		msg := "required: one of " + strings.Join(jurisdictions, ", ")
-		if len(found) > 1 && len(candidates) > 0 {
-			msg = "required: one of " + strings.Join(candidates, ", ")
-		}
-		return "", &Problem{Code: CodeReportJurisdictionRequired,
-			Detail:      "The site's jurisdiction cannot be determined from its boundary (it " + where + "); add jurisdiction to the order.",
-			FieldErrors: []FieldError{{Field: "jurisdiction", Message: msg}}}
-	case len(found) > 1 && !slices.Contains(candidates, given):
-		return "", &Problem{Code: CodeReportJurisdictionConflict,
-			Detail:      fmt.Sprintf("The site %s; %s is not among them.", where, given),
-			FieldErrors: []FieldError{{Field: "jurisdiction", Message: "must be one of " + strings.Join(candidates, ", ")}}}
-	}
-	return given, nil
-}
-
-// siteStates returns, sorted, the basemap codes of the states containing
-// any vertex of g or its centroid. It stops at two: more tell nothing new.
-func siteStates(g orb.Geometry) []string {
-	seen := map[string]bool{}
-	var out []string
-	visit := func(p orb.Point) bool {
-		if c := basemap.StateAt(p); c != "" && !seen[c] {
-			seen[c] = true
-			out = append(out, c)
-		}
-		return len(out) < 2
-	}
-	c, _ := planar.CentroidArea(g)
-	if visit(c) {
-		eachPoint(g, visit)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// eachPoint calls f on every vertex of g until f returns false.
-func eachPoint(g orb.Geometry, f func(orb.Point) bool) bool {
-	switch g := g.(type) {
-	case orb.Point:
-		return f(g)
-	case orb.MultiPoint:
-		for _, p := range g {
-			if !f(p) {
-				return false
-			}
-		}
-	case orb.LineString:
-		return eachPoint(orb.MultiPoint(g), f)
-	case orb.Ring:
-		return eachPoint(orb.MultiPoint(g), f)
-	case orb.MultiLineString:
-		for _, l := range g {
-			if !eachPoint(l, f) {
-				return false
-			}
-		}
-	case orb.Polygon:
-		for _, r := range g {
-			if !eachPoint(r, f) {
-				return false
-			}
-		}
-	case orb.MultiPolygon:
-		for _, p := range g {
-			if !eachPoint(p, f) {
-				return false
-			}
-		}
-	case orb.Collection:
-		for _, x := range g {
-			if !eachPoint(x, f) {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 var errReportHidden = newProblem(CodeNotFound, "The report does not exist or is not accessible to this key.")

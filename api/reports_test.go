@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"net/url"
 	"slices"
 	"strings"
@@ -352,6 +354,47 @@ func TestReportJurisdictionRule(t *testing.T) {
 	if basemap.StateAt(jbt) != "JBT" {
 		t.Fatalf("the JBT probe %v lies in %q", jbt, basemap.StateAt(jbt))
 	}
+}
+
+// TestSiteStatesAgreesWithStateAt: the fast rule (only the state edges that
+// cross a site's bound) finds what asking basemap.StateAt of every vertex
+// and the centroid finds, for random sites across borders and coasts.
+func TestSiteStatesAgreesWithStateAt(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	centres := []orb.Point{
+		{146.92, -36.08}, {153.3, -28.2}, {150.0, -28.9}, {149.0, -35.4}, {141.0, -34.0}, {129.0, -26.0},
+		{151.28, -33.85}, {147.3, -42.9}, {150.7, -35.15}, {138.6, -34.93}, {144.9, -37.85}, {151.0, -33.81},
+	}
+	checked := 0
+	for _, c := range centres {
+		for _, spread := range []float64{0.001, 0.02, 0.3} {
+			for range 40 {
+				n := 1 + rng.IntN(30)
+				mp := make(orb.MultiPoint, n)
+				for i := range mp {
+					mp[i] = orb.Point{c[0] + spread*(2*rng.Float64()-1), c[1] + spread*(2*rng.Float64()-1)}
+				}
+				var want []string
+				centroid, _ := planar.CentroidArea(mp)
+				for _, p := range append(orb.MultiPoint{centroid}, mp...) {
+					if code := basemap.StateAt(p); code != "" && !slices.Contains(want, code) {
+						want = append(want, code)
+					}
+				}
+				slices.Sort(want)
+				got := api.SiteStates(mp)
+				switch {
+				case len(want) <= 2 && !slices.Equal(got, want):
+					t.Fatalf("%v: got %v, want %v", mp, got, want)
+				case len(want) > 2 && (len(got) != 2 || !slices.Contains(want, got[0]) || !slices.Contains(want, got[1])):
+					t.Fatalf("%v: got %v, want two of %v", mp, got, want)
+				}
+				checked++
+			}
+		}
+	}
+	t.Logf("%d random sites checked", checked)
 }
 
 // TestReportFeatureDisabledWithoutPrice: with no report price the order is
@@ -789,5 +832,26 @@ func TestReportContentPageBound(t *testing.T) {
 	}
 	if total != 40 {
 		t.Fatalf("%d sections in all", total)
+	}
+}
+
+// BenchmarkReportJurisdiction: the rule over a site of the contract's
+// largest size, 10,000 vertices (a 40 ha circle in NSW).
+func BenchmarkReportJurisdiction(b *testing.B) {
+	ring := make([][2]float64, 0, 10_000)
+	for i := range 9_999 {
+		a := 2 * math.Pi * float64(i) / 9_999
+		ring = append(ring, [2]float64{151.0 + 0.0038*math.Cos(a), -33.81 + 0.0032*math.Sin(a)})
+	}
+	ring = append(ring, ring[0])
+	g, err := json.Marshal(map[string]any{"type": "Polygon", "coordinates": [][][2]float64{ring}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if j, code, err := api.ReportJurisdiction(g, ""); err != nil || j != "NSW" || code != "" {
+			b.Fatal(j, code, err)
+		}
 	}
 }
