@@ -98,7 +98,7 @@ func (s *Server) getContext(r *request) error {
 		IntegrationCreditLimit: integ.SpendLimit,
 		IntegrationCreditsUsed: integ.CreditsUsed,
 		Capabilities: capabilities{
-			Operations: s.capabilities(p),
+			Operations: s.capabilities(p, reportPrice != nil),
 			LocationInputs: locationInputs{
 				Search:              []string{"address", "parcel"},
 				SiteSelectors:       []string{"saved_site", "external_reference", "point", "projected_point", "cadastre", "geometry"},
@@ -143,8 +143,9 @@ func (s *Server) limits() map[string]int64 {
 }
 
 // capabilities lists every contract operation with whether this key may use it
-// on this server: scopes held and the operation implemented.
-func (s *Server) capabilities(p ledger.Principal) []capability {
+// on this server: scopes held, the operation implemented and, for
+// create_report, a report price configured (reportPriced).
+func (s *Server) capabilities(p ledger.Principal, reportPriced bool) []capability {
 	var out []capability
 	for _, rt := range s.router.routes {
 		if rt.op.ID == "get_openapi" || rt.op.ID == "get_docs" { // served by us, not contract operations
@@ -157,7 +158,7 @@ func (s *Server) capabilities(p ledger.Principal) []capability {
 				break
 			}
 		}
-		if c.Available && rt.handler == nil {
+		if c.Available && (rt.handler == nil || (rt.op.ID == "create_report" && !reportPriced)) {
 			c.Available, c.ReasonCode = false, ptr("feature_disabled")
 		}
 		out = append(out, c)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"siteenv/api"
 )
 
@@ -111,12 +113,12 @@ func TestRoutingErrors(t *testing.T) {
 	}
 	assertProblemShape(t, r)
 
-	// Operations not built yet say so, after authentication and scopes.
+	// An operation the server does not offer says so, after authentication
+	// and scopes: ordering reports before a report price is configured.
 	r = h.do("GET", "/reports", k.Secret, nil)
 	r.problem(t, "scope_insufficient", 403)
-	k2 := h.key(h.account(0), nil, "reports:read")
-	// Reports are not built yet; update this when they land.
-	h.do("GET", "/reports", k2.Secret, nil).problem(t, "feature_disabled", 403)
+	k2 := h.key(h.account(0), nil, "reports:create")
+	h.do("POST", "/reports", k2.Secret, map[string]any{"site_id": uuid.NewString()}, "Idempotency-Key", "k").problem(t, "feature_disabled", 403)
 }
 
 func TestQueryParameterErrorsNameTheFields(t *testing.T) {

@@ -232,6 +232,7 @@ const (
 	atSiteRegistration // POST /sites saving the site
 	atQuerySite        // POST /queries registering its site
 	atLayer            // a requested layer: field is layer_ids[i], name the layer id
+	atReportOrder      // POST /reports: field is site_id
 )
 
 // placedError carries the request context problemFor needs to map a domain
@@ -274,6 +275,10 @@ var mappings = []mapping{
 	{err: ledger.ErrNotFound, place: atSiteReference, code: CodeNotFound, detail: "No active site is registered under this external reference.", message: "not registered"},
 	{err: ledger.ErrNotFound, place: atLayer, code: CodeNotFound, detail: "Layer %s does not exist or is not available to this key.", message: "no such layer"},
 	{err: ledger.ErrSiteIneligible, place: atAcquisition, code: CodeSiteIneligible, detail: "The site is larger than 40 hectares and cannot be used for new purchases.", message: "ineligible site"},
+	// A report is ordered for an active site of the account within 40 ha;
+	// any other site, missing or another account's alike, is ineligible.
+	{err: ledger.ErrNotFound, place: atReportOrder, code: CodeSiteIneligible, detail: "Reports can be ordered only for an active site of this account; the site does not exist, is archived or belongs to another account.", message: "not an active site of this account"},
+	{err: ledger.ErrSiteIneligible, place: atReportOrder, code: CodeSiteIneligible, detail: "The site is larger than 40 hectares and cannot be used for new reports.", message: "larger than 40 hectares"},
 	{err: ledger.ErrCreateNotPermitted, place: atSiteRegistration, code: CodeScopeInsufficient, detail: "Registering a new site needs the sites:write scope; this key can only reuse existing sites."},
 	{err: ledger.ErrCreateNotPermitted, place: atQuerySite, code: CodeScopeInsufficient, detail: "This selector names a new site; registering it needs the sites:write scope."},
 

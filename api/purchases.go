@@ -11,20 +11,36 @@ import (
 )
 
 type receiptBody struct {
-	ReceiptID      string               `json:"receipt_id"`
-	IssuedAt       time.Time            `json:"issued_at"`
-	CreditsCharged int64                `json:"credits_charged"`
-	BalanceBefore  *int64               `json:"balance_before"`
-	BalanceAfter   *int64               `json:"balance_after"`
-	Lines          []ledger.ReceiptLine `json:"lines"`
+	ReceiptID      string        `json:"receipt_id"`
+	IssuedAt       time.Time     `json:"issued_at"`
+	CreditsCharged int64         `json:"credits_charged"`
+	BalanceBefore  *int64        `json:"balance_before"`
+	BalanceAfter   *int64        `json:"balance_after"`
+	Lines          []receiptLine `json:"lines"`
+}
+
+// receiptLine is a receipt line as served: section_key is always present,
+// null for a line that is not a section (a report).
+type receiptLine struct {
+	Description string  `json:"description"`
+	SectionKey  *string `json:"section_key"`
+	Credits     int64   `json:"credits"`
 }
 
 func receiptView(r *ledger.Receipt) *receiptBody {
 	if r == nil {
 		return nil
 	}
+	lines := make([]receiptLine, 0, len(r.Lines))
+	for _, l := range r.Lines {
+		v := receiptLine{Description: l.Description, Credits: l.Credits}
+		if l.SectionKey != "" {
+			v.SectionKey = ptr(l.SectionKey)
+		}
+		lines = append(lines, v)
+	}
 	return &receiptBody{ReceiptID: r.ID.String(), IssuedAt: r.IssuedAt.UTC(), CreditsCharged: r.CreditsCharged,
-		BalanceBefore: &r.BalanceBefore, BalanceAfter: &r.BalanceAfter, Lines: r.Lines}
+		BalanceBefore: &r.BalanceBefore, BalanceAfter: &r.BalanceAfter, Lines: lines}
 }
 
 type acquisitionBody struct {

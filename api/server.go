@@ -206,6 +206,11 @@ func handlers() map[string]handlerFunc {
 		"get_artifact":               (*Server).getArtifact,
 		"create_delivery":            (*Server).createDelivery,
 		"get_delivery":               (*Server).getDelivery,
+		"list_reports":               (*Server).listReports,
+		"create_report":              (*Server).createReport,
+		"get_report":                 (*Server).getReport,
+		"list_report_revisions":      (*Server).listReportRevisions,
+		"get_report_content":         (*Server).getReportContent,
 	}
 }
 
