@@ -128,7 +128,37 @@ echo "   contamination.jpg: $(wc -c <contamination.jpg) bytes of $(sed -n 's/^[C
 #   Send the ETag back: 304 until a release or the date changes.
 save /dev/null "map image again" 304 -H "If-None-Match: $ETAG" "$API/sites/$SITE/sections/contamination/map-image"
 
-# 7. Receipts, usage and the audit feed.
+# 7. Order a site report (a PDF with every report-approved layer of the site's state; charged
+#    once at the report price), poll until it is built, read its text, then download the PDF
+#    through a five-minute link that needs no key.
+call "order report" 202 -H 'Content-Type: application/json' -H 'Idempotency-Key: walk-report-1' \
+  "$API/reports" -d "{\"site_id\": \"$SITE\"}"
+REPORT=$(json .report_id)
+echo "   report_id: $REPORT ($(json .jurisdiction)), charged: $(json .credits_charged), balance: $(json .credit_balance)"
+call "report status" 200 "$API/reports/$REPORT"
+i=0
+while [ "$(json .report.status)" = queued ] || [ "$(json .report.status)" = running ]; do
+  i=$((i + 1))
+  [ "$i" -le 60 ] || { echo "walk: report $REPORT still $(json .report.status)" >&2; exit 1; }
+  sleep 1
+  call "report status" 200 "$API/reports/$REPORT"
+done
+[ "$(json .report.status)" = completed ] || { echo "walk: report $(json .report.status)" >&2; exit 1; }
+ARTIFACT=$(json '.report.artifacts[0].artifact_id')
+SHA256=$(json '.report.artifacts[0].sha256')
+echo "   revision $(json .report.revision), $(json '.report.evidence.layers | length') layers of evidence, artifact $ARTIFACT"
+call "report text" 200 -G "$API/reports/$REPORT/content" -d limit=2
+echo "   $(json '.sections[0].heading')"
+call "download link" 201 -H 'Content-Type: application/json' "$API/artifacts/$ARTIFACT/deliveries" -d '{}'
+status=$(curl -sS -o report.pdf -w '%{http_code}' "${API%/api/v1}$(json .url)")
+echo "== download report.pdf: $status"
+[ "$status" = 200 ] || exit 1
+if command -v sha256sum >/dev/null 2>&1; then
+  [ "$(sha256sum report.pdf | cut -d' ' -f1)" = "$SHA256" ] || { echo "walk: report.pdf digest differs" >&2; exit 1; }
+fi
+echo "   report.pdf: $(wc -c <report.pdf) bytes, sha256 $SHA256"
+
+# 8. Receipts, usage and the audit feed.
 call "purchases" 200 "$API/purchases"
 echo "   latest: $(json '.purchases[0].credits_charged') credits"
 call "usage" 200 "$API/usage"

@@ -106,7 +106,9 @@ func TestReadmeWalk(t *testing.T) {
 	for _, step := range []string{
 		`context: 200`, `search: 200`, `resolve: 200`, `save the site: 20[01]`, `layers: 200`,
 		`buy contamination: 20[01]`, `query: 20[02]`, `results page 1: 200`, `results page 2: 200`,
-		`map image: 200`, `map image again: 304`, `purchases: 200`, `usage: 200`, `activity: 200`,
+		`map image: 200`, `map image again: 304`,
+		`order report: 202`, `report status: 200`, `report text: 200`, `download link: 201`, `download report.pdf: 200`,
+		`purchases: 200`, `usage: 200`, `activity: 200`,
 		`usage without a key: 401 unauthenticated`, `reference: `,
 	} {
 		if !regexp.MustCompile(`(?m)^== ` + step).MatchString(walk) {
