@@ -224,14 +224,16 @@ func engineMemory() (int64, error) {
 // queryTimings reads SITEENV_QUERY_ATTEMPT (how long one execution of a query
 // may hold its claim before another replica requeues it; default 120s) and
 // SITEENV_QUERY_SWEEP (how often each replica looks for expired attempts;
-// default 30s), as Go durations such as 90s or 2m. Operators lower them to
+// default 30s), and SITEENV_REPORT_ATTEMPT (the same claim for a report
+// build; default 10m), as Go durations such as 90s or 2m. Operators lower them to
 // recover a crashed replica's queries sooner; the cluster tests use seconds.
 func queryTimings() (jobs.Config, error) {
 	var cfg jobs.Config
 	for _, v := range []struct {
 		name string
 		dst  *time.Duration
-	}{{"SITEENV_QUERY_ATTEMPT", &cfg.Attempt}, {"SITEENV_QUERY_SWEEP", &cfg.Sweep}} {
+	}{{"SITEENV_QUERY_ATTEMPT", &cfg.Attempt}, {"SITEENV_REPORT_ATTEMPT", &cfg.ReportAttempt},
+		{"SITEENV_QUERY_SWEEP", &cfg.Sweep}} {
 		s := strings.TrimSpace(os.Getenv(v.name))
 		if s == "" {
 			continue
