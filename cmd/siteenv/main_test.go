@@ -59,7 +59,9 @@ func TestServeAndAdminShareTheEmbeddedCluster(t *testing.T) {
 	var serveOut bytes.Buffer
 	go func() { served <- run(ctx, []string{"serve", "--addr", addr, "--demo"}, &serveOut, io.Discard) }()
 	base := "http://" + addr + "/api/v1"
-	deadline := time.Now().Add(60 * time.Second)
+	// Loading the demo takes ~20 s alone and over a minute on a loaded
+	// 2-core machine; this bounds a hang, it does not time the load.
+	deadline := time.Now().Add(180 * time.Second)
 	for {
 		resp, err := http.Get(base + "/openapi.json")
 		if err == nil {
