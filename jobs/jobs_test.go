@@ -596,6 +596,8 @@ func TestConfigValidate(t *testing.T) {
 		{jobs.Config{QueueLimit: -time.Second}, "QueueLimit"},
 		{jobs.Config{Retain: -time.Hour}, "Retain"},
 		{jobs.Config{Sweep: -time.Second}, "Sweep"},
+		{jobs.Config{ReportWorkers: -1}, "ReportWorkers"},
+		{jobs.Config{ReportAttempt: -time.Second}, "ReportAttempt"},
 	} {
 		err := tc.cfg.Validate()
 		if !errors.Is(err, jobs.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {
