@@ -47,7 +47,8 @@ docs: ## rebuild api/openapi/docs.html (GET /api/v1/docs) from api/openapi/opena
 	./scripts/openapi-tools.sh docs
 
 bench: build tools ## benchmarks: Go benchmarks, then the engine vs PostGIS harness (goals live here, never in tests)
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) test -run '^$$' -bench . -skip '^BenchmarkReportBuild$$' -benchmem ./...
+	$(GO) test -run '^$$' -bench '^BenchmarkReportBuild$$' -benchtime 20x -benchmem ./jobs
 	$(BIN) bench engine --scale $(or $(SCALE),small)
 	$(BIN) bench ingest --scale $(or $(SCALE),small)
 	$(BIN) bench api --scale $(or $(SCALE),small)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,18 @@ import (
 	"siteenv/tiles"
 )
 
-func TestMain(m *testing.M) { ledgertest.Main(leakcheck.Wrap(m)) }
+func TestMain(m *testing.M) { ledgertest.Main(leakcheck.Wrap(removeBenchData{m})) }
+
+// removeBenchData removes the report benchmark's data after the run.
+type removeBenchData struct{ m *testing.M }
+
+func (r removeBenchData) Run() int {
+	code := r.m.Run()
+	if reportBench.dir != "" {
+		os.RemoveAll(reportBench.dir)
+	}
+	return code
+}
 
 // Near Parramatta: the site, and features at known offsets to its east.
 var origin = orb.Point{151.0, -33.81}
@@ -584,6 +596,8 @@ func TestConfigValidate(t *testing.T) {
 		{jobs.Config{QueueLimit: -time.Second}, "QueueLimit"},
 		{jobs.Config{Retain: -time.Hour}, "Retain"},
 		{jobs.Config{Sweep: -time.Second}, "Sweep"},
+		{jobs.Config{ReportWorkers: -1}, "ReportWorkers"},
+		{jobs.Config{ReportAttempt: -time.Second}, "ReportAttempt"},
 	} {
 		err := tc.cfg.Validate()
 		if !errors.Is(err, jobs.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {

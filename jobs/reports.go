@@ -317,7 +317,8 @@ func (r *Runner) buildRevision(ctx context.Context, rep ledger.Report, previous 
 	doc := report.Report{ReportID: rep.ID.String(), RevisionID: revID.String(), Revision: number, ReceiptID: receipt, Created: built,
 		Site:    report.ReportSite{Name: siteName, Reference: strings.Join(refText, "; "), AreaM2: site.AreaM2, Jurisdiction: jurisdiction},
 		Changes: changes}
-	doc.Cover = reportMap(siteName, "All sections", built, siteGeom, layers, parcels)
+	cover, label := coverLayers(layers)
+	doc.Cover = reportMap(siteName, label, built, siteGeom, cover, parcels)
 	for i, sec := range groupSections(layers) {
 		rs := report.ReportSection{Key: sec[0].layer.SectionKey, Name: sec[0].sectionName()}
 		if i < reportMaxMaps {
@@ -590,8 +591,8 @@ func closestXY(local geo.Local, g orb.Geometry) (x, y float64, ok bool) {
 }
 
 // keyFields picks a listed feature's few most telling fields: names first,
-// then statuses, classes and kinds, then the rest, each group by field
-// name; null values are skipped.
+// then statuses, classes and kinds, then other text, numbers and flags,
+// each group by field name; null values are skipped.
 func keyFields(props map[string]any) []report.Field {
 	rank := func(k string) int {
 		switch {
@@ -601,7 +602,13 @@ func keyFields(props map[string]any) []report.Field {
 			strings.Contains(k, "category"), strings.Contains(k, "activity"):
 			return 1
 		}
-		return 2
+		switch props[k].(type) {
+		case string:
+			return 2
+		case bool:
+			return 4
+		}
+		return 3
 	}
 	keys := make([]string, 0, len(props))
 	for k, v := range props {
@@ -690,6 +697,24 @@ func groupSections(layers []*builtLayer) [][]*builtLayer {
 		out[len(out)-1] = append(out[len(out)-1], l)
 	}
 	return out
+}
+
+// coverLayers are the layers the cover map draws: those with features to
+// draw, so the overview stays legible (the overview table and the section
+// pages state every layer); all of them when none has any. label names
+// what the map shows.
+func coverLayers(layers []*builtLayer) (cover []*builtLayer, label string) {
+	var out []*builtLayer
+	for _, l := range layers {
+		if l.release != nil && l.res.Status == engine.StatusDataPresent && len(l.res.Features) > 0 &&
+			l.res.Features[0].DistanceM <= report.MaxRenderRadiusM {
+			out = append(out, l)
+		}
+	}
+	if len(out) == 0 {
+		return layers, "All sections"
+	}
+	return out, "All sections: layers with records within " + distanceText(report.MaxRenderRadiusM)
 }
 
 // reportMap draws layers around the site: each layer's features within its

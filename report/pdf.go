@@ -351,6 +351,10 @@ func (d *pdfDoc) section(s *ReportSection) error {
 		}
 	}
 	for _, l := range s.Layers {
+		// A layer's heading, summary and first rows stay together.
+		if len(l.Nearest) > 0 && d.GetY() > 297-60 {
+			d.AddPage()
+		}
 		d.SetFont("go", "B", 11)
 		d.SetTextColor(20, 20, 20)
 		d.MultiCell(bodyW, 6, l.Name, "", "L", false)
