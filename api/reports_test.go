@@ -139,6 +139,48 @@ func TestReportOrder(t *testing.T) {
 	h.checkLedger()
 }
 
+// TestReportOrderRetryFindsLostOrder: an order that committed though its
+// answer was lost (a 5xx is not stored for replay) is found again by its
+// Idempotency-Key, even after its site was archived, and not charged twice;
+// the same key with another site is a conflict.
+func TestReportOrderRetryFindsLostOrder(t *testing.T) {
+	t.Parallel()
+	h := reportSetup(t)
+	acct := h.account(3 * reportPrice)
+	k := h.key(acct, nil, "reports:create", "reports:read")
+	site := h.site(acct)
+	lost := func(key string) ledger.Report {
+		rep, _, err := h.led.OrderReport(h.ctx, ledger.OrderReportParams{Account: acct, Integration: k.IntegrationID, IdemKey: key,
+			SiteID: site, Jurisdiction: "NSW", DatasetIDs: []string{"aus.bores"}, Price: reportPrice, MaxSiteAreaM2: 400_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	rep := lost("lost")
+	lost("lost-2")
+	lost("lost-3")
+	if err := h.led.ArchiveSite(h.ctx, acct, site); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.led.FailReport(h.ctx, rep.ID, "internal_error"); err != nil {
+		t.Fatal(err)
+	}
+	h.order(k.Secret, "lost-2", h.site(acct), "").problem(t, "idempotency_conflict", 409)
+	h.order(k.Secret, "lost-3", site, "VIC").problem(t, "idempotency_conflict", 409)
+	r := h.order(k.Secret, "lost", site, "")
+	if got := ordered(t, r); got != rep.ID {
+		t.Fatalf("retry made report %s, want %s", got, rep.ID)
+	}
+	if m := r.json(t); m["status"] != "failed" || m["dataset_ids"].([]any)[0] != "aus.bores" {
+		t.Fatalf("retry %s", r.body)
+	}
+	if b := h.balance(acct); b != reportPrice { // three orders charged, the failed one refunded
+		t.Fatalf("balance %d", b)
+	}
+	h.checkLedger()
+}
+
 // TestReportOrderConcurrentIdenticalChargesOnce: 100 concurrent identical
 // orders (one Idempotency-Key) make one report and one charge.
 func TestReportOrderConcurrentIdenticalChargesOnce(t *testing.T) {
