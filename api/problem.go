@@ -277,7 +277,8 @@ var mappings = []mapping{
 	{err: ledger.ErrSiteIneligible, place: atAcquisition, code: CodeSiteIneligible, detail: "The site is larger than 40 hectares and cannot be used for new purchases.", message: "ineligible site"},
 	// A report is ordered for an active site of the account within 40 ha;
 	// any other site, missing or another account's alike, is ineligible.
-	{err: ledger.ErrNotFound, place: atReportOrder, code: CodeSiteIneligible, detail: "Reports can be ordered only for an active site of this account; the site does not exist, is archived or belongs to another account.", message: "not an active site of this account"},
+	{err: ledger.ErrNotFound, place: atReportOrder, code: CodeNotFound, detail: "The site does not exist or is not a site of this account.", message: "not found"},
+	{err: errSiteArchived, place: atReportOrder, code: CodeSiteIneligible, detail: "The site is archived; reports can be ordered only for an active site.", message: "archived"},
 	{err: ledger.ErrSiteIneligible, place: atReportOrder, code: CodeSiteIneligible, detail: "The site is larger than 40 hectares and cannot be used for new reports.", message: "larger than 40 hectares"},
 	{err: ledger.ErrCreateNotPermitted, place: atSiteRegistration, code: CodeScopeInsufficient, detail: "Registering a new site needs the sites:write scope; this key can only reuse existing sites."},
 	{err: ledger.ErrCreateNotPermitted, place: atQuerySite, code: CodeScopeInsufficient, detail: "This selector names a new site; registering it needs the sites:write scope."},

@@ -101,9 +101,15 @@ func (s *Server) createReport(r *request) error {
 		case !errors.Is(err, ledger.ErrNotFound):
 			return err
 		}
-		site, err := s.led.Site(r.c, r.principal.AccountID, siteID)
+		// Another account's site, or none, is not_found (as for section
+		// access: existence never leaks across accounts); the account's own
+		// archived site is site_ineligible.
+		site, _, err := s.led.ReportSite(r.c, r.principal.AccountID, siteID)
 		if err != nil {
 			return &placedError{err: err, place: atReportOrder, field: "site_id"}
+		}
+		if site.ArchivedAt != nil {
+			return &placedError{err: errSiteArchived, place: atReportOrder, field: "site_id"}
 		}
 		if site.AreaM2 > maxSiteAreaM2 {
 			return &placedError{err: ledger.ErrSiteIneligible, place: atReportOrder, field: "site_id"}
@@ -145,6 +151,9 @@ func (s *Server) orderReport(r *request, p ledger.OrderReportParams) error {
 	}
 	return nil
 }
+
+// errSiteArchived: a report was ordered for the account's archived site.
+var errSiteArchived = errors.New("api: site archived")
 
 var errReportHidden = newProblem(CodeNotFound, "The report does not exist or is not accessible to this key.")
 

@@ -294,10 +294,17 @@ func TestReportRefusalsChargeNothing(t *testing.T) {
 	foreign := h.site(h.account(100))
 	offshore := h.geomSite(acct, `{"type":"Point","coordinates":[156.0,-31.0]}`, 0)
 
-	for _, id := range []uuid.UUID{archived, big, foreign, uuid.New()} {
+	for _, id := range []uuid.UUID{archived, big} {
 		m := h.order(k.Secret, "inel-"+id.String(), id, "").problem(t, "site_ineligible", 422)
 		if !slices.Contains(fieldsNamed(m), "site_id") {
 			t.Fatalf("site_ineligible does not name site_id: %v", m)
+		}
+	}
+	// Another account's site answers exactly like a missing one.
+	for _, id := range []uuid.UUID{foreign, uuid.New()} {
+		m := h.order(k.Secret, "nf-"+id.String(), id, "").problem(t, "not_found", 404)
+		if !slices.Contains(fieldsNamed(m), "site_id") {
+			t.Fatalf("not_found does not name site_id: %v", m)
 		}
 	}
 	// No layer in scope: a key restricted to QLD data ordering for NSW, and
