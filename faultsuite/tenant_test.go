@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -24,12 +26,14 @@ func TestTenantMatrix(t *testing.T) {
 	e := env{dataDir: scratchDir(t), dsn: dsn}
 	l := openLedger(t, dsn)
 	loadCatalogue(t, e, l)
+	const reportPrice = 10
+	cli(t, e, "admin", "config", "set", "report-price", strconv.Itoa(reportPrice))
 	a := newTenant(t, l, "Tenant A", tenantCredits)
 	b := newTenant(t, l, "Tenant B", tenantCredits)
 	srv := startServer(t, e)
 	c := newClient(t, func() string { return srv.addr })
 
-	type owned struct{ site, query, purchase, portfolio string }
+	type owned struct{ site, query, purchase, portfolio, report string }
 	setupTenant := func(tn tenant, n int) owned {
 		pf, err := l.CreatePortfolio(context.Background(), tn.account, fmt.Sprintf("Portfolio %d", n))
 		if err != nil {
@@ -42,15 +46,32 @@ func TestTenantMatrix(t *testing.T) {
 		}
 		o.purchase = buy(t, c, tn.key, o.site, "buy-"+uuid.NewString())
 		o.query = runQuery(t, c, tn.key, o.site, "q-"+uuid.NewString())
+		r := c.do("POST", "/reports", tn.key, map[string]any{"site_id": o.site}, "Idempotency-Key", "rep-"+uuid.NewString())
+		if r.status != 202 {
+			t.Fatalf("order report: %d %s", r.status, r.body)
+		}
+		o.report = r.json(t)["report_id"].(string)
 		return o
 	}
 	ownA := setupTenant(a, 1)
 	ownB := setupTenant(b, 2)
+	// A's report, once built, and its PDF.
+	var artifactA string
+	if !pollUntil(60*time.Second, 100*time.Millisecond, func() bool {
+		rep := c.do("GET", "/reports/"+ownA.report, a.key, nil).json(t)["report"].(map[string]any)
+		if arts, _ := rep["artifacts"].([]any); len(arts) > 0 {
+			artifactA = arts[0].(map[string]any)["artifact_id"].(string)
+		}
+		return artifactA != ""
+	}) {
+		t.Fatal("A's report was not built within 60 s")
+	}
 
 	// Path ids by parameter name: A's, and one that exists nowhere.
-	aIDs := map[string]string{"site_id": ownA.site, "query_id": ownA.query, "purchase_id": ownA.purchase}
-	// Ids of kinds A cannot own on this server (reports and artifacts are
-	// not implemented yet): the route still must not tell them apart.
+	aIDs := map[string]string{"site_id": ownA.site, "query_id": ownA.query, "purchase_id": ownA.purchase,
+		"report_id": ownA.report, "artifact_id": artifactA}
+	// Ids of kinds A cannot own (a delivery's capability is a secret, not
+	// an id): the route still must not tell them apart.
 	unknown := func() string { return uuid.NewString() }
 	fixed := map[string]string{"layer_id": freeLayer, "section_key": pricedSection}
 
@@ -242,7 +263,7 @@ func TestTenantMatrix(t *testing.T) {
 	if r.status != 200 || site["name"] != "Site 1" || site["portfolio_id"] != ownA.portfolio {
 		t.Errorf("A's site after B's attempts: %d %s", r.status, r.body)
 	}
-	for _, path := range []string{"/queries/" + ownA.query, "/purchases/" + ownA.purchase} {
+	for _, path := range []string{"/queries/" + ownA.query, "/purchases/" + ownA.purchase, "/reports/" + ownA.report, "/artifacts/" + artifactA} {
 		if r := c.do("GET", path, a.key, nil); r.status != 200 {
 			t.Errorf("A reads %s: %d %s", path, r.status, r.body)
 		}
@@ -253,8 +274,8 @@ func TestTenantMatrix(t *testing.T) {
 	}
 	// B was never charged for A's site.
 	u := c.do("GET", "/usage", b.key, nil).json(t)["credits"].(map[string]any)
-	if u["account_balance"] != float64(tenantCredits-sectionPrice) {
-		t.Errorf("B's balance %v, want %d (one purchase of its own)", u["account_balance"], tenantCredits-sectionPrice)
+	if want := tenantCredits - sectionPrice - reportPrice; u["account_balance"] != float64(want) {
+		t.Errorf("B's balance %v, want %d (its own section purchase and report)", u["account_balance"], want)
 	}
 	if got := slices.Sorted(func(yield func(string) bool) {
 		for k := range covered {
