@@ -751,6 +751,9 @@ func TestFuzzEveryRoute(t *testing.T) {
 	e := env{dataDir: scratchDir(t), dsn: dsn}
 	l := openLedger(t, dsn)
 	loadCatalogue(t, e, l)
+	// Priced, so report orders reach the real path (and builds run beside
+	// the fuzzing) instead of answering feature_disabled.
+	cli(t, e, "admin", "config", "set", "report-price", "5")
 	srv := startServer(t, e)
 	c := newClient(t, func() string { return srv.addr })
 
