@@ -368,7 +368,7 @@ func (r *Runner) buildRevision(ctx context.Context, rep ledger.Report, previous 
 	// with a failure or another build (ErrReportFinal).
 	rev, err := r.led.AddRevision(context.WithoutCancel(ctx), ledger.RevisionParams{ID: revID, ReportID: rep.ID, Number: number,
 		ContentStatus: "available", ProvenanceStatus: provenance, Limitations: limitations, Evidence: evJSON,
-		Sections: FitSections(reportText(doc, &ev))})
+		Sections: FitSections(reportText(doc))})
 	if err != nil {
 		return ledger.Revision{}, err
 	}
@@ -776,7 +776,7 @@ func (r *Runner) compareRevisions(ctx context.Context, site orb.Geometry, ev *Ev
 		if p != nil {
 			ch.PreviousReleaseID, ch.PreviousStatus, ch.PreviousCount = p.ReleaseID, p.DataStatus, p.MatchedCount
 		}
-		ch.ReleaseChanged = derefOr(ch.PreviousReleaseID) != derefOr(e.ReleaseID)
+		ch.ReleaseChanged = deref(ch.PreviousReleaseID) != deref(e.ReleaseID)
 		if p != nil && p.DataStatus != engine.StatusUnavailable && e.DataStatus != engine.StatusUnavailable {
 			now := make([]string, 0, len(l.res.Features))
 			for i := range l.res.Features {
@@ -799,7 +799,7 @@ func (r *Runner) compareRevisions(ctx context.Context, site orb.Geometry, ev *Ev
 		if !changed {
 			continue
 		}
-		lc := report.LayerChange{LayerID: l.id, OldRelease: derefOr(ch.PreviousReleaseID), NewRelease: derefOr(e.ReleaseID),
+		lc := report.LayerChange{LayerID: l.id, OldRelease: deref(ch.PreviousReleaseID), NewRelease: deref(e.ReleaseID),
 			Added: ch.Added, Removed: ch.Removed, AddedCount: int(ch.AddedCount), RemovedCount: int(ch.RemovedCount),
 			OldStatus: ch.PreviousStatus, NewStatus: e.DataStatus, OldCount: intPtr(ch.PreviousCount), NewCount: intPtr(e.MatchedCount)}
 		if p == nil {
@@ -866,13 +866,6 @@ func diffIDs(before, now []string) (added, removed []string) {
 	return slices.Compact(added), slices.Compact(removed)
 }
 
-func derefOr(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
 func sameCount(a, b *int64) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
@@ -891,7 +884,7 @@ func intPtr(n *int64) *int {
 // reportText is a revision's retained text: a summary, one section per
 // report section (each layer's outcome, count and nearest features), the
 // changes since the previous revision, the sources and the limitations.
-func reportText(doc report.Report, ev *Evidence) []ledger.ReportSection {
+func reportText(doc report.Report) []ledger.ReportSection {
 	var out []ledger.ReportSection
 	add := func(heading, body string) {
 		h := heading

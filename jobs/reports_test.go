@@ -819,3 +819,36 @@ func TestFitSections(t *testing.T) {
 		})
 	}
 }
+
+// TestReportLayerWithoutRelease: a layer in scope with no release to read
+// is stated as unavailable (count unknown, not zero), the revision's
+// provenance is partial and its limitations say why; the rest is built.
+func TestReportLayerWithoutRelease(t *testing.T) {
+	t.Parallel()
+	b := reportSetup(t, nil)
+	rep, _, err := b.led.OrderReport(b.ctx, ledger.OrderReportParams{Account: b.account, Integration: b.integ, IdemKey: "gone",
+		SiteID: b.site, Jurisdiction: "NSW", DatasetIDs: []string{boresID, "test.unpublished"}, Price: reportPrice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran, err := b.runner(jobs.Config{}, nil).RunReportOnce(b.ctx); !ran || err != nil {
+		t.Fatalf("RunReportOnce = %v, %v", ran, err)
+	}
+	rev := b.built(rep.ID, 1)
+	if rev.ProvenanceStatus != "partial" || !strings.Contains(strings.Join(rev.Limitations, " "), "test.unpublished had no published release") {
+		t.Fatalf("revision %+v", rev)
+	}
+	var ev jobs.Evidence
+	if err := json.Unmarshal(rev.Evidence, &ev); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range ev.Layers {
+		if l.LayerID == "test.unpublished" && (l.DataStatus != "unavailable" || l.MatchedCount != nil || l.ReleaseID != nil || *l.Reason != "source_unavailable") {
+			t.Fatalf("unpublished layer %+v", l)
+		}
+	}
+	if text := flat(pdfText(t, b.pdf(&rev))); !strings.Contains(text, "test.unpublished") || !strings.Contains(text, "Source unavailable") {
+		t.Fatalf("the PDF does not state the unpublished layer:\n%s", text)
+	}
+	b.checkLedger()
+}
