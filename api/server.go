@@ -332,16 +332,7 @@ func (s *Server) serve(r *request) error {
 	}
 	r.op, r.params = &rt.op, params
 	if !rt.op.Public {
-		ta := s.phases.Start()
-		err := s.authenticate(r)
-		s.phases.Done(phase.Auth, ta)
-		if err != nil {
-			return err
-		}
-		if err := s.authorize(r, rt.op.Scopes...); err != nil {
-			return err
-		}
-		if err := s.limitReads(r); err != nil {
+		if err := s.admit(r); err != nil {
 			return err
 		}
 	}

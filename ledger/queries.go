@@ -306,26 +306,45 @@ const queryUsageSQL = `SELECT coalesce(sum(result_bytes) FILTER (WHERE result_ke
 		min(expires_at) FILTER (WHERE result_key IS NOT NULL)
 	FROM queries WHERE account_id = $1`
 
-// ContextReads reads what GET /context reports (Account, Integration and
-// QueryUsage) in one round trip: the three statements are pipelined.
-func (l *Ledger) ContextReads(ctx context.Context, account, integration uuid.UUID) (Account, Integration, QueryUsage, error) {
-	var (
-		a  Account
-		in Integration
-		u  QueryUsage
-	)
-	b := &pgx.Batch{}
-	b.Queue(accountSQL, account).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&a.ID, &a.Name, &a.CreditBalance, &a.DatasetIDs)
-	})
-	b.Queue(integrationSQL, integration).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&in.ID, &in.SpendLimit, &in.CreditsUsed)
-	})
-	b.Queue(queryUsageSQL, account).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&u.RetainedBytes, &u.Queued, &u.Running, &u.NextResultExpiry)
-	})
-	err := l.pool.SendBatch(ctx, b).Close()
-	return a, in, u, translate(err)
+// ContextView is what GET /context reports from the ledger.
+type ContextView struct {
+	Account     Account
+	Integration Integration
+	Usage       QueryUsage
+	// ReportPrice is the report-price setting; nil until an operator sets it.
+	ReportPrice *int64
+}
+
+// contextSQL reads the account, the integration, the account's query usage
+// (queryUsageSQL) and the report price in one statement; no row when the
+// account or the integration is missing.
+const contextSQL = `SELECT a.account_id, a.name, a.credit_balance, a.dataset_ids,
+		i.integration_id, i.spend_limit, i.credits_used,
+		u.retained, u.queued, u.running, u.next_expiry,
+		(SELECT value FROM settings WHERE name = $3)
+	FROM accounts a
+	JOIN integrations i ON i.integration_id = $2
+	CROSS JOIN LATERAL (SELECT coalesce(sum(result_bytes) FILTER (WHERE result_key IS NOT NULL), 0) AS retained,
+			count(*) FILTER (WHERE status = 'queued') AS queued, count(*) FILTER (WHERE status = 'running') AS running,
+			min(expires_at) FILTER (WHERE result_key IS NOT NULL) AS next_expiry
+		FROM queries WHERE account_id = a.account_id) u
+	WHERE a.account_id = $1`
+
+// ContextReads reads what GET /context reports (Account, Integration,
+// QueryUsage and the report price) in one statement, one round trip.
+// ErrNotFound when the account or the integration is missing.
+func (l *Ledger) ContextReads(ctx context.Context, account, integration uuid.UUID) (ContextView, error) {
+	var v ContextView
+	a, in, u := &v.Account, &v.Integration, &v.Usage
+	err := l.pool.QueryRow(ctx, contextSQL, account, integration, SettingReportPrice).Scan(
+		&a.ID, &a.Name, &a.CreditBalance, &a.DatasetIDs,
+		&in.ID, &in.SpendLimit, &in.CreditsUsed,
+		&u.RetainedBytes, &u.Queued, &u.Running, &u.NextResultExpiry,
+		&v.ReportPrice)
+	if err != nil {
+		return ContextView{}, translate(err)
+	}
+	return v, nil
 }
 
 // QueryFilter narrows ListQueries.
