@@ -16,6 +16,9 @@ func (s *Server) audit(r *request) {
 	if !ok {
 		return
 	}
+	if r.audited == a.HTTPStatus {
+		return // written with the stored idempotent response (runFirst)
+	}
 	// The record must outlive a cancelled request context.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.c), requestTimeout)
 	defer cancel()

@@ -267,6 +267,9 @@ type request struct {
 	resourceType, resourceID string
 	// problemCode is the error code answered, for the audit record.
 	problemCode string
+	// audited is the status whose audit record is already written (with
+	// the stored idempotent response); 0: none.
+	audited int
 	// paramErrs are bad parameters Server.serve found; query reports them
 	// and sets paramsRead.
 	paramErrs  []FieldError
