@@ -12,8 +12,34 @@ import (
 // outcome, request id, status and the resource touched; never keys, tokens,
 // raw inputs or results. Reads of the activity feed itself are not recorded.
 func (s *Server) audit(r *request) {
-	if r.op == nil || r.op.Public || r.op.ID == "list_activity" || r.principal.IntegrationID == uuid.Nil {
+	a, ok := activityOf(r)
+	if !ok {
 		return
+	}
+	if r.audited == a.HTTPStatus {
+		return // written with the stored idempotent response (runFirst)
+	}
+	// The record must outlive a cancelled request context.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.c), requestTimeout)
+	defer cancel()
+	record := s.led.RecordActivity
+	if r.op.Method == "GET" {
+		// A read's record is queued and written in a batch behind the
+		// response, with a relaxed commit; see ledger/activityqueue.go for
+		// what a crash could lose. The records of writes stay durable
+		// before the response.
+		record = s.led.QueueReadActivity
+	}
+	if err := record(ctx, r.principal.AccountID, r.principal.IntegrationID, a); err != nil {
+		s.log.Error("audit record lost", "request_id", r.id, "operation", r.op.ID, "err", err)
+	}
+}
+
+// activityOf is the audit record of r as answered so far; false when r is
+// not audited.
+func activityOf(r *request) (ledger.Activity, bool) {
+	if r.op == nil || r.op.Public || r.op.ID == "list_activity" || r.principal.IntegrationID == uuid.Nil {
+		return ledger.Activity{}, false
 	}
 	status := r.ctx.Response.StatusCode()
 	a := ledger.Activity{
@@ -28,18 +54,7 @@ func (s *Server) audit(r *request) {
 	if r.resourceType != "" {
 		a.ResourceType, a.ResourceID = &r.resourceType, &r.resourceID
 	}
-	// The record must outlive a cancelled request context.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.c), requestTimeout)
-	defer cancel()
-	record := s.led.RecordActivity
-	if r.op.Method == "GET" {
-		// Reads trade the durability of their own record for speed; see
-		// ledger/relaxed.go for what a crash could lose.
-		record = s.led.RecordReadActivity
-	}
-	if err := record(ctx, r.principal.AccountID, r.principal.IntegrationID, a); err != nil {
-		s.log.Error("audit record lost", "request_id", r.id, "operation", r.op.ID, "err", err)
-	}
+	return a, true
 }
 
 // outcome classifies a response for the activity feed.

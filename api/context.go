@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"maps"
 	"slices"
 	"time"
@@ -78,17 +77,11 @@ func (s *Server) getContext(r *request) error {
 		return err
 	}
 	p := r.principal
-	acct, integ, qu, err := s.led.ContextReads(r.c, p.AccountID, p.IntegrationID)
+	cv, err := s.led.ContextReads(r.c, p.AccountID, p.IntegrationID)
 	if err != nil {
 		return err
 	}
-	var reportPrice *int64
-	switch v, err := s.led.Setting(r.c, ledger.SettingReportPrice); {
-	case err == nil:
-		reportPrice = &v
-	case !errors.Is(err, ledger.ErrNotFound):
-		return err
-	}
+	acct, integ, qu, reportPrice := cv.Account, cv.Integration, cv.Usage, cv.ReportPrice
 	body := contextBody{
 		APIVersion:             "1",
 		Account:                accountRef{ID: acct.ID.String(), Name: acct.Name},

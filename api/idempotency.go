@@ -128,7 +128,16 @@ func (s *Server) runFirst(r *request, key string, token uuid.UUID, op func() err
 		Body:        append([]byte(nil), r.ctx.Response.Body()...),
 	}
 	tc := r.phases.Start()
-	err = s.led.CompleteIdempotency(settle, integration, key, token, rec)
+	if a, ok := activityOf(r); ok {
+		// The request's audit record commits with the stored response: one
+		// durable commit for both instead of two.
+		err = s.led.CompleteIdempotencyAudited(settle, integration, key, token, rec, r.principal.AccountID, a)
+		if err == nil || errors.Is(err, ledger.ErrClaimLost) {
+			r.audited = a.HTTPStatus
+		}
+	} else {
+		err = s.led.CompleteIdempotency(settle, integration, key, token, rec)
+	}
 	r.phases.Done(phase.Idempotency, tc)
 	if errors.Is(err, ledger.ErrClaimLost) {
 		// This request stalled past its lease and a retry took the key over;

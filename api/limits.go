@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"siteenv/internal/phase"
+	"siteenv/ledger"
 )
 
 // Limits are the contract's enforced ceilings, by the names GET /context
@@ -62,6 +63,12 @@ func (s *Server) rateLimit(r *request, bucket string, perMinute int) error {
 	if err != nil {
 		return err
 	}
+	return s.checkRate(r, bucket, perMinute, w)
+}
+
+// checkRate refuses a request whose count w exceeds perMinute, and keeps w
+// for the RateLimit headers.
+func (s *Server) checkRate(r *request, bucket string, perMinute int, w ledger.RateWindow) error {
 	r.rate = rateState{set: true, limit: perMinute, w: w}
 	if w.Hits <= perMinute {
 		return nil

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -56,6 +57,16 @@ type queryBody struct {
 	ResultCount *int64            `json:"result_count"`
 	Features    []json.RawMessage `json:"features"`
 	Page        page              `json:"page"`
+	// records is a results page's features as stored (fillPage): spliced
+	// into the features array by writeQuery, not re-encoded.
+	records pageRecords
+}
+
+// pageRecords are stored feature records joined by commas, as they appear
+// in the features array.
+type pageRecords struct {
+	joined []byte
+	n      int
 }
 
 func finished(status string) bool {
@@ -276,7 +287,7 @@ func (s *Server) createQuery(r *request) error {
 		if err := s.fillPage(r, q, &body, 0, 0, pageSize, includeGeometry, binding(strconv.FormatBool(includeGeometry))); err != nil {
 			return err
 		}
-		return r.writeJSON(200, body)
+		return r.writeQuery(200, &body)
 	})
 }
 
@@ -329,29 +340,52 @@ func (s *Server) fillPage(r *request, q ledger.Query, body *queryBody, offset, o
 		return err
 	}
 	defer obj.Close()
-	br := bufio.NewReaderSize(io.NewSectionReader(obj, offset, obj.Size()-offset), 256<<10)
+	br := pageReaders.Get().(*bufio.Reader)
+	br.Reset(io.NewSectionReader(obj, offset, obj.Size()-offset))
+	defer func() {
+		br.Reset(nil)
+		pageReaders.Put(br)
+	}()
 	budget := int(Limits["max_response_bytes"]) - 64<<10 // room for the rest of the body
 	used := 0
-	for len(body.Features) < limit {
-		line, err := br.ReadBytes('\n')
+	// The runner writes records of a query without geometry with geometry
+	// null already; only a query with geometry read without it is cut.
+	strip := !includeGeometry && q.IncludeGeometry
+	recs := &body.records
+	if recs.joined == nil {
+		recs.joined = (*pageBufs.Get().(*[]byte))[:0]
+	}
+	var line []byte
+	for recs.n < limit {
+		line, err = readLine(br, line)
 		if errors.Is(err, io.EOF) && len(line) == 0 {
 			break
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return err
 		}
+		mark := len(recs.joined)
+		if recs.n > 0 {
+			recs.joined = append(recs.joined, ',')
+		}
 		rec := bytes.TrimSuffix(line, []byte("\n"))
-		if !includeGeometry {
-			rec, err = withoutGeometry(rec)
-			if err != nil {
+		if strip {
+			if recs.joined, err = appendWithoutGeometry(recs.joined, rec); err != nil {
 				return err
 			}
+		} else {
+			recs.joined = append(recs.joined, rec...)
 		}
-		if used+len(rec) > budget && len(body.Features) > 0 {
+		size := len(recs.joined) - mark
+		if recs.n > 0 {
+			size-- // the comma
+		}
+		if used+size > budget && recs.n > 0 {
+			recs.joined = recs.joined[:mark]
 			break
 		}
-		used += len(rec)
-		body.Features = append(body.Features, json.RawMessage(rec))
+		used += size
+		recs.n++
 		offset += int64(len(line))
 		ordinal++
 	}
@@ -375,20 +409,95 @@ var geometryMember = []byte(`,"geometry":`)
 // `,"geometry":` cannot occur inside a JSON string (its quote would be
 // escaped), so the last one is the top-level member when that check holds.
 // Anything else goes through a full decode.
-func withoutGeometry(rec []byte) ([]byte, error) {
+func withoutGeometry(rec []byte) ([]byte, error) { return appendWithoutGeometry(nil, rec) }
+
+// appendWithoutGeometry appends withoutGeometry(rec) to dst.
+func appendWithoutGeometry(dst, rec []byte) ([]byte, error) {
 	if i := bytes.LastIndex(rec, geometryMember); i > 0 && len(rec) > 0 && rec[len(rec)-1] == '}' {
 		if v := rec[i+len(geometryMember) : len(rec)-1]; json.Valid(v) {
-			out := make([]byte, 0, i+len(geometryMember)+5)
-			out = append(out, rec[:i+len(geometryMember)]...)
-			return append(out, "null}"...), nil
+			dst = append(dst, rec[:i+len(geometryMember)]...)
+			return append(dst, "null}"...), nil
 		}
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(rec, &m); err != nil {
-		return nil, err
+		return dst, err
 	}
 	m["geometry"] = json.RawMessage("null")
-	return json.Marshal(m)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, b...), nil
+}
+
+// pageBufs hold pages' joined records between fillPage and writeQuery;
+// buffers over maxPooledPage (a page is at most about 1 MiB) are left to
+// the collector.
+var pageBufs = sync.Pool{New: func() any { b := make([]byte, 0, 128<<10); return &b }}
+
+const maxPooledPage = 2 << 20
+
+// pageReaders are fillPage's buffered readers (256 KiB: a 500-record page
+// in one read), reused across requests.
+var pageReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 256<<10) }}
+
+// readLine reads through the next newline (or to the end) into buf[:0],
+// however long the line; buf is reused across calls.
+func readLine(br *bufio.Reader, buf []byte) ([]byte, error) {
+	buf = buf[:0]
+	for {
+		chunk, err := br.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return buf, err
+		}
+	}
+}
+
+// featuresMember is where writeQuery splices a page's records: the
+// encoding of an empty features array followed by the page, the last two
+// members of queryBody (page holds no string that could contain it).
+var featuresMember = []byte(`,"features":[],"page":`)
+
+// writeQuery writes a query body as writeJSON does, with the page's stored
+// records spliced into the features array as they are. They are the
+// runner's own json.Encoder output (compact, one record per line, stored
+// whole: the store writes an object or nothing), so encoding/json's
+// validate-and-copy of every json.RawMessage, the largest part of a
+// 500-record page's encoding, is skipped.
+func (r *request) writeQuery(status int, body *queryBody) error {
+	if body.records.n == 0 {
+		return r.writeJSON(status, body)
+	}
+	defer r.phases.Done(phase.JSON, r.phases.Start())
+	body.Features = []json.RawMessage{}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(body); err != nil {
+		return fmt.Errorf("api: encode response: %w", err)
+	}
+	head := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	i := bytes.LastIndex(head, featuresMember)
+	if i < 0 {
+		return errors.New("api: encode response: no features member")
+	}
+	r.ctx.SetStatusCode(status)
+	r.ctx.SetContentType("application/json")
+	// Into the response's own (pooled) body buffer.
+	resp := &r.ctx.Response
+	resp.ResetBody()
+	resp.AppendBody(head[:i])
+	resp.AppendBodyString(`,"features":[`)
+	resp.AppendBody(body.records.joined)
+	resp.AppendBody(head[i+len(`,"features":[`):])
+	if cap(body.records.joined) <= maxPooledPage {
+		joined := body.records.joined[:0]
+		pageBufs.Put(&joined)
+	}
+	body.records = pageRecords{}
+	return nil
 }
 
 // readQuery loads the path's query if this key may see it: another account's
@@ -453,7 +562,7 @@ func (s *Server) queryPage(r *request, resultsOnly bool) error {
 	if err := s.fillPage(r, q, &body, pos.Offset, pos.Ordinal, limit, includeGeometry && q.IncludeGeometry, bind); err != nil {
 		return err
 	}
-	return r.writeJSON(200, body)
+	return r.writeQuery(200, &body)
 }
 
 func (s *Server) deleteQuery(r *request) error {

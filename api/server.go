@@ -272,6 +272,9 @@ type request struct {
 	resourceType, resourceID string
 	// problemCode is the error code answered, for the audit record.
 	problemCode string
+	// audited is the status whose audit record is already written (with
+	// the stored idempotent response); 0: none.
+	audited int
 	// paramErrs are bad parameters Server.serve found; query reports them
 	// and sets paramsRead.
 	paramErrs  []FieldError
@@ -337,16 +340,7 @@ func (s *Server) serve(r *request) error {
 	}
 	r.op, r.params = &rt.op, params
 	if !rt.op.Public {
-		ta := s.phases.Start()
-		err := s.authenticate(r)
-		s.phases.Done(phase.Auth, ta)
-		if err != nil {
-			return err
-		}
-		if err := s.authorize(r, rt.op.Scopes...); err != nil {
-			return err
-		}
-		if err := s.limitReads(r); err != nil {
+		if err := s.admit(r); err != nil {
 			return err
 		}
 	}

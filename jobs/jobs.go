@@ -156,6 +156,13 @@ type Runner struct {
 	mu         struct {
 		sync.Mutex
 		waiters map[uuid.UUID][]chan struct{}
+		// recent are queries that finished here with nobody waiting yet,
+		// the last recentFinishes of them (ring is their order): a POST
+		// whose Wait begins only after the worker was quicker finds its
+		// query finished instead of waiting out its Prefer: wait.
+		recent map[uuid.UUID]struct{}
+		ring   []uuid.UUID
+		next   int
 		// started: Start ran; stopClaiming ends the claim loops and the
 		// janitor; interrupt ends the attempts in flight (Stop's deadline).
 		started      bool
@@ -187,8 +194,12 @@ func New(cfg Config, led *ledger.Ledger, eng *engine.Engine, st store.Store) *Ru
 	}
 	r := &Runner{cfg: cfg, led: led, eng: eng, store: st, wake: make(chan struct{}, 1), reportWake: make(chan struct{}, 1)}
 	r.mu.waiters = map[uuid.UUID][]chan struct{}{}
+	r.mu.recent = map[uuid.UUID]struct{}{}
 	return r
 }
+
+// recentFinishes bounds Runner.mu.recent.
+const recentFinishes = 4096
 
 // Config returns the filled configuration the runner enforces (GET /context
 // reports its limits from it).
@@ -296,6 +307,13 @@ func (r *Runner) Wait(ctx context.Context, id uuid.UUID, d time.Duration) bool {
 	}
 	ch := make(chan struct{})
 	r.mu.Lock()
+	if _, ok := r.mu.recent[id]; ok {
+		// Finished before this Wait began (Notify woke a worker that was
+		// quicker than the caller).
+		delete(r.mu.recent, id)
+		r.mu.Unlock()
+		return true
+	}
 	r.mu.waiters[id] = append(r.mu.waiters[id], ch)
 	r.mu.Unlock()
 	t := time.NewTimer(d)
@@ -325,6 +343,16 @@ func (r *Runner) finished(id uuid.UUID) {
 	r.mu.Lock()
 	ws := r.mu.waiters[id]
 	delete(r.mu.waiters, id)
+	if len(ws) == 0 {
+		if len(r.mu.ring) < recentFinishes {
+			r.mu.ring = append(r.mu.ring, id)
+		} else {
+			delete(r.mu.recent, r.mu.ring[r.mu.next])
+			r.mu.ring[r.mu.next] = id
+			r.mu.next = (r.mu.next + 1) % recentFinishes
+		}
+		r.mu.recent[id] = struct{}{}
+	}
 	r.mu.Unlock()
 	for _, w := range ws {
 		close(w)

@@ -238,6 +238,35 @@ func TestRunOnceRunsAQueryAndKeepsItsResult(t *testing.T) {
 	}
 }
 
+// TestWaitAfterTheWorkerFinished: a Wait that begins only after this
+// process's worker finished the query (Notify woke a worker quicker than
+// the caller) reports it finished at once instead of waiting out its time;
+// a query that finished elsewhere (here: never ran) still waits.
+func TestWaitAfterTheWorkerFinished(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.runner(jobs.Config{}, nil)
+	id := b.query()
+	if ran, err := r.RunOnce(b.ctx); !ran || err != nil {
+		t.Fatalf("RunOnce = %v, %v", ran, err)
+	}
+	done := make(chan bool)
+	go func() { done <- r.Wait(b.ctx, id, time.Hour) }()
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Fatal("Wait reported the query not finished here")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Wait waited for a query that had finished")
+	}
+	ended, cancel := context.WithCancel(b.ctx)
+	cancel()
+	if r.Wait(ended, uuid.New(), time.Hour) {
+		t.Fatal("Wait reported an unknown query finished")
+	}
+}
+
 // TestTwoRunnersNeverRunTheSameQuery: two runners (replicas) with several
 // workers each share one queue; every query runs exactly once.
 func TestTwoRunnersNeverRunTheSameQuery(t *testing.T) {

@@ -37,6 +37,9 @@ func (l *Ledger) recordActivity(ctx context.Context, account, integration uuid.U
 	if a.ID == uuid.Nil {
 		a.ID = newID()
 	}
+	if a.CreatedAt.IsZero() {
+		a.CreatedAt = l.now()
+	}
 	exec := l.pool.Exec
 	if relaxed {
 		exec = l.execRelaxed
@@ -44,7 +47,7 @@ func (l *Ledger) recordActivity(ctx context.Context, account, integration uuid.U
 	_, err := exec(ctx, `INSERT INTO activity (activity_id, account_id, integration_id, operation, outcome, request_id,
 			http_status, error_code, resource_type, resource_id, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		a.ID, account, integration, a.Operation, a.Outcome, a.RequestID, a.HTTPStatus, a.ErrorCode, a.ResourceType, a.ResourceID, l.now())
+		a.ID, account, integration, a.Operation, a.Outcome, a.RequestID, a.HTTPStatus, a.ErrorCode, a.ResourceType, a.ResourceID, a.CreatedAt)
 	return translate(err)
 }
 
@@ -63,7 +66,13 @@ type ActivityFilter struct {
 
 // ListActivity returns an integration's activity, newest first, at most
 // f.Limit+1 records so the caller can tell whether more exist.
+//
+// It first waits for the read records this process has queued (see
+// QueueReadActivity), so the feed shows every read answered here before.
 func (l *Ledger) ListActivity(ctx context.Context, integration uuid.UUID, f ActivityFilter) ([]Activity, error) {
+	if err := l.FlushActivity(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := l.pool.Query(ctx, `SELECT activity_id, operation, outcome, request_id, http_status, error_code, resource_type, resource_id, created_at
 		FROM activity
 		WHERE integration_id = $1

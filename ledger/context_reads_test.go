@@ -10,9 +10,9 @@ import (
 	"siteenv/ledger"
 )
 
-// TestContextReads proves the pipelined read GET /context uses returns what
-// Account, Integration and QueryUsage return one by one, and ErrNotFound
-// when any row is missing.
+// TestContextReads proves the one-statement read GET /context uses returns
+// what Account, Integration, QueryUsage and Setting return one by one, and
+// ErrNotFound when any row is missing.
 func TestContextReads(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -24,9 +24,13 @@ func TestContextReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, in, u, err := b.led.ContextReads(b.ctx, acct.ID, k.IntegrationID)
+	cv, err := b.led.ContextReads(b.ctx, acct.ID, k.IntegrationID)
 	if err != nil {
 		t.Fatal(err)
+	}
+	a, in, u := cv.Account, cv.Integration, cv.Usage
+	if cv.ReportPrice != nil {
+		t.Errorf("report price %d before it is set", *cv.ReportPrice)
 	}
 	wa, _ := b.led.Account(b.ctx, acct.ID)
 	wi, _ := b.led.Integration(b.ctx, k.IntegrationID)
@@ -37,8 +41,17 @@ func TestContextReads(t *testing.T) {
 	if a.CreditBalance != 42 {
 		t.Errorf("balance %d", a.CreditBalance)
 	}
-	if _, _, _, err := b.led.ContextReads(b.ctx, acct.ID, uuid.New()); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := b.led.ContextReads(b.ctx, acct.ID, uuid.New()); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("missing integration: %v", err)
+	}
+	if _, err := b.led.ContextReads(b.ctx, uuid.New(), k.IntegrationID); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("missing account: %v", err)
+	}
+	if err := b.led.SetSetting(b.ctx, ledger.SettingReportPrice, 40); err != nil {
+		t.Fatal(err)
+	}
+	if cv, err := b.led.ContextReads(b.ctx, acct.ID, k.IntegrationID); err != nil || cv.ReportPrice == nil || *cv.ReportPrice != 40 {
+		t.Errorf("report price %v, %v; want 40", cv.ReportPrice, err)
 	}
 	// The pool still serves after the failed batch.
 	if _, err := b.led.Account(b.ctx, acct.ID); err != nil {

@@ -243,6 +243,43 @@ func (l *Ledger) CompleteIdempotency(ctx context.Context, integration uuid.UUID,
 	return nil
 }
 
+// completeAuditedSQL stores the response (as CompleteIdempotency) and
+// appends the request's audit record (as RecordActivity) in one statement:
+// one durable commit for both. The record is appended even when the claim
+// was lost, since the request did run; done counts the stored responses.
+const completeAuditedSQL = `WITH done AS (
+		UPDATE idempotency SET state = 'done', status = $4, content_type = $5, location = nullif($6, ''), body = $7, updated_at = $8,
+			claim_token = NULL, lease_until = NULL
+		WHERE integration_id = $1 AND idem_key = $2 AND claim_token = $3 AND state = 'running'
+		RETURNING 1
+	), audit AS (
+		INSERT INTO activity (activity_id, account_id, integration_id, operation, outcome, request_id,
+			http_status, error_code, resource_type, resource_id, created_at)
+		VALUES ($9, $10, $1, $11, $12, $13, $14, $15, $16, $17, $8)
+	)
+	SELECT count(*) FROM done`
+
+// CompleteIdempotencyAudited is CompleteIdempotency and RecordActivity of
+// the request's audit record a, committed together (durably) in one round
+// trip. The record is written even when the claim was lost (ErrClaimLost);
+// any other error writes neither.
+func (l *Ledger) CompleteIdempotencyAudited(ctx context.Context, integration uuid.UUID, key string, token uuid.UUID, r IdemResponse, account uuid.UUID, a Activity) error {
+	l.leases.remove(token)
+	if a.ID == uuid.Nil {
+		a.ID = newID()
+	}
+	var done int
+	err := l.pool.QueryRow(ctx, completeAuditedSQL, integration, key, token, r.Status, r.ContentType, r.Location, r.Body, l.now(),
+		a.ID, account, a.Operation, a.Outcome, a.RequestID, a.HTTPStatus, a.ErrorCode, a.ResourceType, a.ResourceID).Scan(&done)
+	if err != nil {
+		return translate(err)
+	}
+	if done == 0 {
+		return ErrClaimLost
+	}
+	return nil
+}
+
 // ReleaseIdempotency forgets the claim token's running claim so that a retry
 // executes again (used after retryable failures, which must not be replayed).
 // A claim taken over by another request is left alone.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -230,3 +231,56 @@ func (l *Ledger) Integration(ctx context.Context, id uuid.UUID) (Integration, er
 }
 
 const integrationSQL = `SELECT integration_id, spend_limit, credits_used FROM integrations WHERE integration_id = $1`
+
+// authenticateCountSQL authenticates a key and, when the key is live and
+// holds every scope in $4, counts one hit in its account's window ($2 bucket,
+// $3 window start): the key lookup and the rate window in one statement, so
+// one round trip. The key is read fresh (revocation and scope changes apply
+// at once, as with Authenticate); the window is counted in the shared
+// rate_windows table (exact across replicas, as with Count). hits is NULL
+// when nothing was counted.
+const authenticateCountSQL = `WITH k AS (
+		SELECT k.key_id, k.account_id, k.integration_id, a.name, k.principal_kind, k.scopes, k.dataset_ids AS key_datasets,
+			a.dataset_ids AS account_datasets, k.revoked_at IS NOT NULL AS revoked
+		FROM api_keys k JOIN accounts a USING (account_id) WHERE k.key_hash = $1
+	), w AS (
+		INSERT INTO rate_windows (account_id, bucket, window_start, hits)
+		SELECT account_id, $2, $3, 1 FROM k WHERE NOT revoked AND scopes @> $4::text[]
+		ON CONFLICT (account_id, bucket, window_start) DO UPDATE SET hits = rate_windows.hits + 1
+		RETURNING hits
+	)
+	SELECT k.key_id, k.account_id, k.integration_id, k.name, k.principal_kind, k.scopes, k.key_datasets, k.account_datasets, k.revoked,
+		(SELECT hits FROM w)
+	FROM k`
+
+// AuthenticateCount is Authenticate and, for a live key holding every scope
+// in scopes, Count in bucket's current window, in one round trip. counted
+// reports whether the window was counted (false: the key is revoked or
+// lacks a scope, and nothing was counted, as when Authenticate's caller
+// refuses before counting). Errors are Authenticate's.
+func (l *Ledger) AuthenticateCount(ctx context.Context, key string, scopes []string, bucket string, window time.Duration) (p Principal, w RateWindow, counted bool, err error) {
+	now := l.now()
+	start := now.Truncate(window)
+	if scopes == nil {
+		scopes = []string{}
+	}
+	var hits *int32
+	err = l.pool.QueryRow(ctx, authenticateCountSQL, HashKey(key), bucket, start, scopes).
+		Scan(&p.KeyID, &p.AccountID, &p.IntegrationID, &p.AccountName, &p.Kind, &p.Scopes, &p.KeyDatasets, &p.AccountDatasets, &p.Revoked, &hits)
+	if err != nil {
+		return Principal{}, RateWindow{}, false, translate(err)
+	}
+	if p.Revoked {
+		return p, RateWindow{}, false, ErrKeyRevoked
+	}
+	if hits == nil {
+		return p, RateWindow{}, false, nil
+	}
+	if *hits == 1 {
+		// First hit of a new window: drop this account's finished windows.
+		if err := l.dropFinishedWindows(ctx, p.AccountID, bucket, start); err != nil {
+			return Principal{}, RateWindow{}, false, err
+		}
+	}
+	return p, RateWindow{Hits: int(*hits), Reset: start.Add(window).Sub(now)}, true, nil
+}

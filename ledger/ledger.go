@@ -37,6 +37,8 @@ type Ledger struct {
 	// lease and leases: this process's running idempotency claims.
 	lease  time.Duration
 	leases leases
+	// activity queues the audit records of reads (activityqueue.go).
+	activity activityQueue
 	// faultHook, set only by tests, fails or stalls multi-step transactions
 	// at named points to prove they commit whole or not at all.
 	faultHook func(ctx context.Context, point string) error
@@ -70,6 +72,10 @@ func Open(ctx context.Context, dsn string, opt Options) (*Ledger, error) {
 		return nil, fmt.Errorf("ledger: database URL is not valid: %w", ErrInvalid)
 	}
 	cfg.MaxConns = opt.MaxConns
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		registerUUID(c.TypeMap())
+		return nil
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: connect: %w", unavailable(err))
@@ -80,11 +86,14 @@ func Open(ctx context.Context, dsn string, opt Options) (*Ledger, error) {
 		return nil, err
 	}
 	l.startLeases()
+	l.startActivityWriter()
 	return l, nil
 }
 
-// Close stops renewing idempotency leases and releases the connection pool.
+// Close writes the queued read audit records, stops renewing idempotency
+// leases and releases the connection pool.
 func (l *Ledger) Close() {
+	l.stopActivityWriter()
 	l.stopLeases()
 	l.pool.Close()
 }

@@ -103,30 +103,69 @@ func (l *Ledger) CreateQuery(ctx context.Context, q Query, lim QueryLimits) (Que
 	if err != nil {
 		return Query{}, err
 	}
-	// Relaxed commit: see relaxed.go for what a crash could lose.
-	err = l.relaxedTx(ctx, func(tx pgx.Tx) error {
-		if err := lockAccount(ctx, tx, q.AccountID); err != nil {
+	// One round trip: a pipelined transaction (relaxed commit: see
+	// relaxed.go for what a crash could lose). The account lock orders
+	// concurrent admissions of one account, on every replica; the insert
+	// runs after it, so its snapshot counts every query committed before
+	// the lock was granted: the limits stay exact.
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit = off")
+	b.Queue(`SELECT account_id FROM accounts WHERE account_id = $1 FOR UPDATE`, q.AccountID)
+	b.Queue(createQuerySQL, q.ID, q.AccountID, q.IntegrationID, q.SiteID, q.SiteGeometry, q.RadiusM, q.LayerIDs, q.IncludeGeometry,
+		frozen, q.CreatedAt, lim.MaxQueued, lim.MaxRetainedBytes)
+	b.Queue("COMMIT")
+	br := l.pool.SendBatch(ctx, b)
+	var locked, inserted bool
+	err = func() error {
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		var id uuid.UUID
+		switch err := br.QueryRow().Scan(&id); {
+		case err == nil:
+			locked = true
+		case !errors.Is(err, pgx.ErrNoRows):
 			return err
 		}
-		var queued, retained int64
-		if err := tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'queued'), coalesce(sum(result_bytes) FILTER (WHERE result_key IS NOT NULL), 0)
-			FROM queries WHERE account_id = $1`, q.AccountID).Scan(&queued, &retained); err != nil {
+		switch err := br.QueryRow().Scan(&id); {
+		case err == nil:
+			inserted = true
+		case !errors.Is(err, pgx.ErrNoRows):
 			return err
 		}
-		if queued >= lim.MaxQueued || retained >= lim.MaxRetainedBytes {
-			return ErrCapacity
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO queries (query_id, account_id, integration_id, site_id, site_geometry, radius_m, layer_ids,
-				include_geometry, frozen, status, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'queued', $10)`,
-			q.ID, q.AccountID, q.IntegrationID, q.SiteID, q.SiteGeometry, q.RadiusM, q.LayerIDs, q.IncludeGeometry, frozen, q.CreatedAt)
+		_, err := br.Exec()
 		return err
-	})
-	if errors.Is(err, ErrCapacity) {
-		return Query{}, err
+	}()
+	// On an error the transaction is left aborted and pgxpool discards the
+	// connection instead of reusing it (as with execRelaxed).
+	if cerr := br.Close(); err == nil {
+		err = cerr
 	}
-	return q, translate(err)
+	switch {
+	case err != nil:
+		return Query{}, translate(err)
+	case !locked:
+		return Query{}, ErrNotFound
+	case !inserted:
+		return Query{}, ErrCapacity
+	}
+	return q, nil
 }
+
+// createQuerySQL inserts a queued query when the account (locked by the
+// statement before it) has fewer than $11 queued and under $12 bytes of
+// retained results; no row otherwise.
+const createQuerySQL = `INSERT INTO queries (query_id, account_id, integration_id, site_id, site_geometry, radius_m, layer_ids,
+		include_geometry, frozen, status, created_at)
+	SELECT $1::uuid, $2::uuid, $3::uuid, $4::uuid, $5::jsonb, $6::double precision, $7::text[], $8::boolean, $9::jsonb, 'queued', $10::timestamptz
+	FROM (SELECT count(*) FILTER (WHERE status = 'queued') AS queued,
+			coalesce(sum(result_bytes) FILTER (WHERE result_key IS NOT NULL), 0) AS retained
+		FROM queries WHERE account_id = $2::uuid) u
+	WHERE u.queued < $11 AND u.retained < $12 AND EXISTS (SELECT 1 FROM accounts WHERE account_id = $2::uuid)
+	RETURNING query_id`
 
 // Query reads one of an account's queries.
 func (l *Ledger) Query(ctx context.Context, account, id uuid.UUID) (Query, error) {
@@ -306,26 +345,45 @@ const queryUsageSQL = `SELECT coalesce(sum(result_bytes) FILTER (WHERE result_ke
 		min(expires_at) FILTER (WHERE result_key IS NOT NULL)
 	FROM queries WHERE account_id = $1`
 
-// ContextReads reads what GET /context reports (Account, Integration and
-// QueryUsage) in one round trip: the three statements are pipelined.
-func (l *Ledger) ContextReads(ctx context.Context, account, integration uuid.UUID) (Account, Integration, QueryUsage, error) {
-	var (
-		a  Account
-		in Integration
-		u  QueryUsage
-	)
-	b := &pgx.Batch{}
-	b.Queue(accountSQL, account).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&a.ID, &a.Name, &a.CreditBalance, &a.DatasetIDs)
-	})
-	b.Queue(integrationSQL, integration).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&in.ID, &in.SpendLimit, &in.CreditsUsed)
-	})
-	b.Queue(queryUsageSQL, account).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&u.RetainedBytes, &u.Queued, &u.Running, &u.NextResultExpiry)
-	})
-	err := l.pool.SendBatch(ctx, b).Close()
-	return a, in, u, translate(err)
+// ContextView is what GET /context reports from the ledger.
+type ContextView struct {
+	Account     Account
+	Integration Integration
+	Usage       QueryUsage
+	// ReportPrice is the report-price setting; nil until an operator sets it.
+	ReportPrice *int64
+}
+
+// contextSQL reads the account, the integration, the account's query usage
+// (queryUsageSQL) and the report price in one statement; no row when the
+// account or the integration is missing.
+const contextSQL = `SELECT a.account_id, a.name, a.credit_balance, a.dataset_ids,
+		i.integration_id, i.spend_limit, i.credits_used,
+		u.retained, u.queued, u.running, u.next_expiry,
+		(SELECT value FROM settings WHERE name = $3)
+	FROM accounts a
+	JOIN integrations i ON i.integration_id = $2
+	CROSS JOIN LATERAL (SELECT coalesce(sum(result_bytes) FILTER (WHERE result_key IS NOT NULL), 0) AS retained,
+			count(*) FILTER (WHERE status = 'queued') AS queued, count(*) FILTER (WHERE status = 'running') AS running,
+			min(expires_at) FILTER (WHERE result_key IS NOT NULL) AS next_expiry
+		FROM queries WHERE account_id = a.account_id) u
+	WHERE a.account_id = $1`
+
+// ContextReads reads what GET /context reports (Account, Integration,
+// QueryUsage and the report price) in one statement, one round trip.
+// ErrNotFound when the account or the integration is missing.
+func (l *Ledger) ContextReads(ctx context.Context, account, integration uuid.UUID) (ContextView, error) {
+	var v ContextView
+	a, in, u := &v.Account, &v.Integration, &v.Usage
+	err := l.pool.QueryRow(ctx, contextSQL, account, integration, SettingReportPrice).Scan(
+		&a.ID, &a.Name, &a.CreditBalance, &a.DatasetIDs,
+		&in.ID, &in.SpendLimit, &in.CreditsUsed,
+		&u.RetainedBytes, &u.Queued, &u.Running, &u.NextResultExpiry,
+		&v.ReportPrice)
+	if err != nil {
+		return ContextView{}, translate(err)
+	}
+	return v, nil
 }
 
 // QueryFilter narrows ListQueries.

@@ -45,12 +45,18 @@ func (l *Ledger) Count(ctx context.Context, account uuid.UUID, bucket string, wi
 	}
 	if hits == 1 {
 		// First hit of a new window: drop this account's finished windows.
-		if _, err := l.pool.Exec(ctx, `DELETE FROM rate_windows WHERE account_id = $1 AND bucket = $2 AND window_start < $3`,
-			account, bucket, start); err != nil {
-			return RateWindow{}, translate(err)
+		if err := l.dropFinishedWindows(ctx, account, bucket, start); err != nil {
+			return RateWindow{}, err
 		}
 	}
 	return RateWindow{Hits: hits, Reset: start.Add(window).Sub(now)}, nil
+}
+
+// dropFinishedWindows deletes account's windows of bucket before start.
+func (l *Ledger) dropFinishedWindows(ctx context.Context, account uuid.UUID, bucket string, start time.Time) error {
+	_, err := l.pool.Exec(ctx, `DELETE FROM rate_windows WHERE account_id = $1 AND bucket = $2 AND window_start < $3`,
+		account, bucket, start)
+	return translate(err)
 }
 
 // Peek reads account's count in bucket's current window without counting.

@@ -38,8 +38,11 @@ import (
 //     requeued when its attempt lease lapses, then runs again on the same
 //     frozen releases, so it produces the same result. A POST that waited
 //     for the result answers only after its durable idempotency commit.
-//   - The audit records of reads (GET): the last moments of read activity.
-//     Records of writes stay durable.
+//   - The audit records of reads (GET), which are also queued in the
+//     process and written in batches (activityqueue.go: a crash of the
+//     process loses what is still queued): the last moments of read
+//     activity. Records of writes stay durable; an idempotent write's record
+//     commits with its stored response (CompleteIdempotencyAudited).
 
 // relaxedBegin opens a transaction and relaxes its commit in one round trip
 // (pgx sends an argument-less statement as a simple query, which may hold

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -34,4 +35,18 @@ func PersistenceForTest(ctx context.Context, l *Ledger, table string) (string, e
 	var p string
 	err := l.pool.QueryRow(ctx, `SELECT relpersistence::text FROM pg_class WHERE relname = $1 AND relkind = 'r'`, table).Scan(&p)
 	return p, err
+}
+
+// RateWindowsForTest counts an account's rate windows.
+func RateWindowsForTest(ctx context.Context, l *Ledger, account uuid.UUID) (int, error) {
+	var n int
+	err := l.pool.QueryRow(ctx, `SELECT count(*) FROM rate_windows WHERE account_id = $1`, account).Scan(&n)
+	return n, err
+}
+
+// UUIDRoundTripForTest sends id and ids through PostgreSQL and back, and
+// scans a NULL uuid into null (as given) and a *uuid.UUID.
+func UUIDRoundTripForTest(ctx context.Context, l *Ledger, id uuid.UUID, ids []uuid.UUID, null uuid.UUID) (back uuid.UUID, arr []uuid.UUID, _ uuid.UUID, nullPtr *uuid.UUID, text string, err error) {
+	err = l.pool.QueryRow(ctx, `SELECT $1::uuid, $2::uuid[], NULL::uuid, NULL::uuid, $1::uuid::text`, id, ids).Scan(&back, &arr, &null, &nullPtr, &text)
+	return back, arr, null, nullPtr, text, err
 }

@@ -86,6 +86,9 @@ type ExternalRef struct{ Namespace, Reference string }
 // The commit is relaxed (see relaxed.go): both callers (POST /sites and POST
 // /queries) run under an idempotency claim whose durable completion follows.
 func (l *Ledger) SaveSite(ctx context.Context, s Site, ref *ExternalRef, create bool) (saved Site, created bool, err error) {
+	if ref == nil {
+		return l.saveSitePipelined(ctx, s, create)
+	}
 	err = l.relaxedTx(ctx, func(tx pgx.Tx) error {
 		// One registration at a time per account keeps fingerprints unique among active sites.
 		if err := lockAccount(ctx, tx, s.AccountID); err != nil {
@@ -274,4 +277,87 @@ func (l *Ledger) ParcelGeometries(ctx context.Context, jurisdiction string, ids 
 		out[id] = g
 	}
 	return out, translate(rows.Err())
+}
+
+// saveSiteSQL inserts the site unless the account (locked by the statement
+// before it, so this snapshot sees every site committed before) already
+// has an active site with the fingerprint. The
+// parameters keep SaveSite's insert positions, for nameParams.
+const saveSiteSQL = `INSERT INTO sites (site_id, account_id, name, portfolio_id, geometry, fingerprint, area_m2,
+		min_lon, min_lat, max_lon, max_lat, created_at)
+	SELECT $1::uuid, $2::uuid, $3::text, $4::uuid, $5::jsonb, $6::text, $7::double precision,
+		$8::double precision, $9::double precision, $10::double precision, $11::double precision, $12::timestamptz
+	WHERE EXISTS (SELECT 1 FROM accounts WHERE account_id = $2::uuid)
+		AND NOT EXISTS (SELECT 1 FROM sites WHERE account_id = $2::uuid AND fingerprint = $6::text AND archived_at IS NULL)
+	RETURNING site_id`
+
+// saveSitePipelined is SaveSite without an external reference in one round
+// trip: a pipelined relaxed transaction that locks the account, inserts the
+// site if it may and must, and reads the account's active site with the
+// fingerprint (the new one, or the oldest existing).
+func (l *Ledger) saveSitePipelined(ctx context.Context, s Site, create bool) (saved Site, created bool, err error) {
+	id, now := newID(), l.now()
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit = off")
+	b.Queue(`SELECT account_id FROM accounts WHERE account_id = $1 FOR UPDATE`, s.AccountID)
+	if create {
+		// Only when it may insert: the site's values are not even sent
+		// otherwise (a value PostgreSQL refuses fails only a creation).
+		b.Queue(saveSiteSQL, id, s.AccountID, s.Name, s.PortfolioID, s.Geometry, s.Fingerprint, s.AreaM2,
+			s.Bounds[0], s.Bounds[1], s.Bounds[2], s.Bounds[3], now)
+	}
+	b.Queue(`SELECT `+siteColumns+` FROM sites
+		WHERE account_id = $1 AND fingerprint = $2 AND archived_at IS NULL ORDER BY created_at LIMIT 1`, s.AccountID, s.Fingerprint)
+	b.Queue("COMMIT")
+	br := l.pool.SendBatch(ctx, b)
+	var locked, found bool
+	err = func() error {
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		var got uuid.UUID
+		switch err := br.QueryRow().Scan(&got); {
+		case err == nil:
+			locked = true
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+		if create {
+			switch err := br.QueryRow().Scan(&got); {
+			case err == nil:
+				created = true
+			case !errors.Is(err, pgx.ErrNoRows):
+				return nameParams(err, siteParams...)
+			}
+		}
+		switch saved, err = scanSite(br.QueryRow()); {
+		case err == nil:
+			found = true
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+		_, err := br.Exec()
+		return err
+	}()
+	// On an error the transaction is left aborted and pgxpool discards the
+	// connection instead of reusing it (as with execRelaxed).
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err != nil:
+		return Site{}, false, translate(err)
+	case !locked:
+		return Site{}, false, ErrNotFound
+	case created:
+		// As given (not as jsonb re-renders its geometry), like SaveSite.
+		s.ID, s.CreatedAt = id, now
+		return s, true, nil
+	case !found:
+		return Site{}, false, ErrCreateNotPermitted
+	}
+	return saved, false, nil
 }
