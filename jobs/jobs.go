@@ -42,6 +42,10 @@ type Config struct {
 	ReportWorkers int
 	// ReportAttempt bounds one report build; default 10 min.
 	ReportAttempt time.Duration
+	// MaxReportBytes is the largest report PDF; default and ceiling
+	// MaxPDFBytes (the contract's artifact limit). A larger PDF fails its
+	// report output_too_large at once, with a refund.
+	MaxReportBytes int
 	// Poll is how often idle workers look for work queued by other replicas,
 	// and running ones for a cancellation; default 500 ms.
 	Poll time.Duration
@@ -101,6 +105,9 @@ func (c *Config) fill() {
 	if c.ReportAttempt == 0 {
 		c.ReportAttempt = 10 * time.Minute
 	}
+	if c.MaxReportBytes == 0 {
+		c.MaxReportBytes = MaxPDFBytes
+	}
 	if c.Poll == 0 {
 		c.Poll = 500 * time.Millisecond
 	}
@@ -132,6 +139,7 @@ func (c *Config) validate() error {
 	}{
 		{"Workers", c.Workers < 0, c.Workers}, {"MaxRunning", c.MaxRunning < 0, c.MaxRunning},
 		{"MaxAttempts", c.MaxAttempts < 0, c.MaxAttempts}, {"Attempt", c.Attempt < 0, c.Attempt},
+		{"MaxReportBytes", c.MaxReportBytes < 0, c.MaxReportBytes},
 		{"QueueLimit", c.QueueLimit < 0, c.QueueLimit}, {"Retain", c.Retain < 0, c.Retain},
 		{"Poll", c.Poll < 0, c.Poll}, {"Sweep", c.Sweep < 0, c.Sweep},
 		{"ReportWorkers", c.ReportWorkers < 0, c.ReportWorkers}, {"ReportAttempt", c.ReportAttempt < 0, c.ReportAttempt},
@@ -139,6 +147,9 @@ func (c *Config) validate() error {
 		if f.negative {
 			return fmt.Errorf("%w: %s must not be negative (0 takes the default), got %v", ErrInvalidConfig, f.name, f.value)
 		}
+	}
+	if c.MaxReportBytes > MaxPDFBytes {
+		return fmt.Errorf("%w: MaxReportBytes must be at most %d (the artifact limit), got %d", ErrInvalidConfig, MaxPDFBytes, c.MaxReportBytes)
 	}
 	return nil
 }

@@ -627,6 +627,8 @@ func TestConfigValidate(t *testing.T) {
 		{jobs.Config{Sweep: -time.Second}, "Sweep"},
 		{jobs.Config{ReportWorkers: -1}, "ReportWorkers"},
 		{jobs.Config{ReportAttempt: -time.Second}, "ReportAttempt"},
+		{jobs.Config{MaxReportBytes: -1}, "MaxReportBytes"},
+		{jobs.Config{MaxReportBytes: jobs.MaxPDFBytes + 1}, "MaxReportBytes"},
 	} {
 		err := tc.cfg.Validate()
 		if !errors.Is(err, jobs.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {

@@ -333,9 +333,9 @@ func (r *Runner) buildRevision(ctx context.Context, rep ledger.Report, previous 
 	if err != nil {
 		return ledger.Revision{}, fmt.Errorf("jobs: render report %s: %w", rep.ID, err)
 	}
-	if len(pdf) > MaxPDFBytes {
+	if len(pdf) > r.cfg.MaxReportBytes {
 		return ledger.Revision{}, &buildError{reason: ReasonOutputTooLarge,
-			err: fmt.Errorf("jobs: report %s PDF is %d bytes, over the %d byte limit", rep.ID, len(pdf), MaxPDFBytes)}
+			err: fmt.Errorf("jobs: report %s PDF is %d bytes, over the %d byte limit", rep.ID, len(pdf), r.cfg.MaxReportBytes)}
 	}
 	evJSON, err := json.Marshal(ev)
 	if err != nil {

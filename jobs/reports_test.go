@@ -566,6 +566,32 @@ func TestReportFailureRefundsOnce(t *testing.T) {
 	}
 }
 
+// TestReportTooLargeFailsAtOnce: a PDF over the limit fails its report
+// output_too_large on the first attempt (no retry can shrink it), with one
+// refund, and nothing is stored or recorded as a revision.
+func TestReportTooLargeFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	b := reportSetup(t, nil)
+	rep, pur := b.order()
+	r := b.runner(jobs.Config{MaxAttempts: 3, MaxReportBytes: 4096}, nil)
+	if ran, err := r.RunReportOnce(b.ctx); !ran || err != nil {
+		t.Fatalf("RunReportOnce = %v, %v", ran, err)
+	}
+	got := b.report(rep.ID)
+	if got.Status != ledger.ReportFailed || got.Attempts != 1 || got.ReasonCode == nil || *got.ReasonCode != "output_too_large" || got.RevisionCount != 0 {
+		t.Fatalf("report %+v (reason %v)", got, got.ReasonCode)
+	}
+	if infos, err := b.store.List(b.ctx, "artifacts/"); err != nil || len(infos) != 0 {
+		t.Fatalf("artifacts stored for a failed report: %v %v", infos, err)
+	}
+	acct, _ := b.led.Account(b.ctx, b.account)
+	p, _ := b.led.Purchase(b.ctx, b.account, pur.ID)
+	if acct.CreditBalance != credits || *p.CreditsRefunded != reportPrice || *p.RefundStatus != "full" {
+		t.Fatalf("balance %d, purchase %+v", acct.CreditBalance, p)
+	}
+	b.checkLedger()
+}
+
 // TestStaleReportBuildIsRetriedThenFailed: a builder that crashes leaves
 // its claim to expire; the janitor requeues the report until its attempts
 // are used, then fails it and refunds it once.
