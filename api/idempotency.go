@@ -156,6 +156,12 @@ func (s *Server) replay(r *request, rec ledger.IdemResponse) {
 	if rec.Location != "" {
 		r.ctx.Response.Header.Set("Location", rec.Location)
 	}
+	if rec.Status == 202 {
+		// An accepted order or query is polled at its Location; the stored
+		// response keeps no headers beyond Location, and by now the work
+		// may be done, so the shortest poll interval is the honest hint.
+		r.ctx.Response.Header.Set("Retry-After", "1")
+	}
 	r.ctx.Response.Header.Set("Idempotent-Replayed", "true")
 	r.ctx.SetBody(rec.Body)
 	if rec.Status >= 400 {

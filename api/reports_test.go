@@ -117,7 +117,8 @@ func TestReportOrder(t *testing.T) {
 	}
 	// Replay: the same answer, charged once; a changed body is a conflict.
 	again := h.order(k.Secret, "order-1", site, "")
-	if again.status != 202 || string(again.body) != string(r.body) || again.header.Get("Idempotent-Replayed") != "true" {
+	if again.status != 202 || string(again.body) != string(r.body) || again.header.Get("Idempotent-Replayed") != "true" ||
+		again.header.Get("Location") != r.header.Get("Location") || again.header.Get("Retry-After") == "" {
 		t.Fatalf("replay: %d %s", again.status, again.body)
 	}
 	h.order(k.Secret, "order-1", site, "NSW").problem(t, "idempotency_conflict", 409)
