@@ -1,16 +1,21 @@
 package bench
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -73,6 +78,9 @@ type APIOptions struct {
 	// MaxFeaturesPerLayer keeps only the first features of each layer
 	// (tests use a few hundred). Default 0: all.
 	MaxFeaturesPerLayer int64
+	// CPUProfile, when set, receives a CPU profile (runtime/pprof) of the
+	// first API pass: client and server, which share this process.
+	CPUProfile io.Writer
 	// Logger receives progress. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -341,6 +349,19 @@ type clientStats struct {
 	// limited counts the retried answers that were 429 (the rest of
 	// throttled are 503 or a retryable 409).
 	limited atomic.Int64
+	// waited is the time clients slept on Retry-After (nanoseconds);
+	// waitedQueries counts the queries that slept.
+	waited, waitedQueries atomic.Int64
+}
+
+// queryRun is what one end-to-end query cost the client: its latency
+// without the time slept on Retry-After, that time, and its pages.
+type queryRun struct {
+	outcomes []outcome
+	lat      time.Duration
+	waited   time.Duration
+	pages    int
+	features int
 }
 
 // do sends one request and returns the status, the Retry-After seconds and
@@ -373,8 +394,12 @@ func (a *apiSide) do(method, path, key, idemKey string, body []byte, wait bool) 
 // runQuery runs query i end to end as a client does: POST with an
 // Idempotency-Key and Prefer: wait=3, polling on 202 as Retry-After says,
 // then every result page until has_more is false. It returns the layer
-// outcomes in the query's layer order.
-func (a *apiSide) runQuery(ctx context.Context, key, idemKey string, q apiQuery, st *clientStats) ([]outcome, error) {
+// outcomes in the query's layer order, its latency less the time slept on
+// Retry-After (a rate limit's wait is the contract's policy, not the
+// service's speed: it is reported on its own), and its page count.
+func (a *apiSide) runQuery(ctx context.Context, key, idemKey string, q apiQuery, st *clientStats) (queryRun, error) {
+	start := time.Now()
+	var run queryRun
 	var (
 		status, ra int
 		body       []byte
@@ -390,7 +415,7 @@ func (a *apiSide) runQuery(ctx context.Context, key, idemKey string, q apiQuery,
 	}
 	for {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return run, ctx.Err()
 		}
 		if method == "POST" {
 			status, ra, body, err = a.do("POST", path, key, idemKey, q.body, true)
@@ -399,7 +424,7 @@ func (a *apiSide) runQuery(ctx context.Context, key, idemKey string, q apiQuery,
 		}
 		st.requests.Add(1)
 		if err != nil {
-			return nil, err
+			return run, err
 		}
 		switch {
 		case status == 429 || (status == 409 && ra > 0) || status == 503:
@@ -408,32 +433,41 @@ func (a *apiSide) runQuery(ctx context.Context, key, idemKey string, q apiQuery,
 			if status == 429 {
 				st.limited.Add(1)
 			}
+			ts := time.Now()
 			if err := sleepCtx(ctx, time.Duration(max(ra, 1))*time.Second); err != nil {
-				return nil, err
+				return run, err
 			}
+			if run.waited == 0 {
+				st.waitedQueries.Add(1)
+			}
+			run.waited += time.Since(ts)
+			st.waited.Add(int64(time.Since(ts)))
 			continue
 		case status != 200 && status != 202:
-			return nil, fmt.Errorf("%s %s: HTTP %d: %s", method, path, status, body)
+			return run, fmt.Errorf("%s %s: HTTP %d: %s", method, path, status, body)
 		}
 		var r queryResponse
 		if err := json.Unmarshal(body, &r); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", method, path, err)
+			return run, fmt.Errorf("%s %s: %w", method, path, err)
 		}
 		if status == 202 {
+			// A poll's wait is the service's: it counts in the latency.
 			st.polls.Add(1)
 			path, method = api.BasePath+"/queries/"+r.QueryID+"?include_geometry=false&limit="+strconv.Itoa(apiPageLimit), "GET"
 			if err := sleepCtx(ctx, time.Duration(max(ra, 1))*time.Second); err != nil {
-				return nil, err
+				return run, err
 			}
 			continue
 		}
 		st.pages.Add(1)
+		run.pages++
+		run.features += len(r.Features)
 		if !layersSeen {
 			layersSeen = true
 			for _, l := range r.Layers {
 				j, ok := index[l.LayerID]
 				if !ok {
-					return nil, fmt.Errorf("query %s: unexpected layer %s", r.QueryID, l.LayerID)
+					return run, fmt.Errorf("query %s: unexpected layer %s", r.QueryID, l.LayerID)
 				}
 				switch {
 				case l.DataStatus == engine.StatusUnavailable:
@@ -442,7 +476,7 @@ func (a *apiSide) runQuery(ctx context.Context, key, idemKey string, q apiQuery,
 						out[j].failed = *l.Reason
 					}
 					if out[j].failed == engine.ReasonSourceUnavailable {
-						return nil, fmt.Errorf("query %s: layer %s: source unavailable", r.QueryID, l.LayerID)
+						return run, fmt.Errorf("query %s: layer %s: source unavailable", r.QueryID, l.LayerID)
 					}
 				case l.Reason != nil && *l.Reason == engine.ReasonOutsideCoverage:
 					out[j].outside = true
@@ -452,15 +486,17 @@ func (a *apiSide) runQuery(ctx context.Context, key, idemKey string, q apiQuery,
 		for _, f := range r.Features {
 			j, ok := index[f.LayerID]
 			if !ok {
-				return nil, fmt.Errorf("query %s: feature of unexpected layer %s", r.QueryID, f.LayerID)
+				return run, fmt.Errorf("query %s: feature of unexpected layer %s", r.QueryID, f.LayerID)
 			}
 			out[j].add([]byte(f.FeatureID))
 		}
 		if !r.Page.HasMore {
-			return out, nil
+			run.outcomes = out
+			run.lat = time.Since(start) - run.waited
+			return run, nil
 		}
 		if r.Page.NextCursor == nil {
-			return nil, fmt.Errorf("query %s: has_more without next_cursor", r.QueryID)
+			return run, fmt.Errorf("query %s: has_more without next_cursor", r.QueryID)
 		}
 		path, method = api.BasePath+"/queries/"+r.QueryID+"/results?include_geometry=false&limit="+strconv.Itoa(apiPageLimit)+
 			"&cursor="+*r.Page.NextCursor, "GET"
@@ -480,19 +516,27 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // apiPass runs the mix through the API with `clients` clients; every
 // query carries a fresh Idempotency-Key (run and pass in it).
-func (a *apiSide) apiPass(ctx context.Context, reqs []apiQuery, keys []string, clients int, tag string, st *clientStats, out [][]outcome) (pass, error) {
-	return runPass(ctx, len(reqs), clients, func(ctx context.Context, _, i int) (time.Duration, error) {
-		start := time.Now()
-		o, err := a.runQuery(ctx, keys[i], tag+"-"+strconv.Itoa(i), reqs[i], st)
-		d := time.Since(start)
+// runs (when not nil) receives each query's run. The pass's wall time
+// leaves out the Retry-After waits divided among the clients (exact with
+// one client), so queries/s measures the service, like the latencies.
+func (a *apiSide) apiPass(ctx context.Context, reqs []apiQuery, keys []string, clients int, tag string, st *clientStats, out [][]outcome, runs []queryRun) (pass, error) {
+	var waited atomic.Int64
+	p, err := runPass(ctx, len(reqs), clients, func(ctx context.Context, _, i int) (time.Duration, error) {
+		run, err := a.runQuery(ctx, keys[i], tag+"-"+strconv.Itoa(i), reqs[i], st)
 		if err != nil {
 			return 0, err
 		}
+		waited.Add(int64(run.waited))
 		if out != nil {
-			out[i] = o
+			out[i] = run.outcomes
 		}
-		return d, nil
+		if runs != nil {
+			runs[i] = run
+		}
+		return run.lat, nil
 	})
+	p.wall -= time.Duration(waited.Load()) / time.Duration(clients)
+	return p, err
 }
 
 // readPass sends n authenticated GETs (alternately /context and /layers)
@@ -586,7 +630,7 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 	run := runID()
 	st := &clientStats{}
 	log.Info("bench: warm-up", "queries", nw)
-	if _, err := a.apiPass(ctx, reqs[:nw], a.keys, 1, run+"-warm", st, nil); err != nil {
+	if _, err := a.apiPass(ctx, reqs[:nw], a.keys, 1, run+"-warm", st, nil, nil); err != nil {
 		return nil, fmt.Errorf("bench: API warm-up: %w", err)
 	}
 	if _, err := postgisPass(ctx, pg, ds, qs[:nw], 1, nil); err != nil {
@@ -594,15 +638,25 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 	}
 	apiOut := make([][]outcome, len(qs))
 	pgOut := make([][]outcome, len(qs))
+	runs := make([]queryRun, len(qs))
 	for k, c := range opt.Clients {
 		log.Info("bench: API pass", "queries", len(qs), "clients", c)
 		a.timer.Reset()
 		var ao, po [][]outcome
+		var rs []queryRun
 		if k == 0 {
-			ao, po = apiOut, pgOut
+			ao, po, rs = apiOut, pgOut, runs
+			if opt.CPUProfile != nil {
+				if err := pprof.StartCPUProfile(opt.CPUProfile); err != nil {
+					return nil, fmt.Errorf("bench: cpu profile: %w", err)
+				}
+			}
 		}
 		keys := a.keys[nw+k*len(qs) : nw+(k+1)*len(qs)]
-		ap, err := a.apiPass(ctx, reqs, keys, c, run+"-"+strconv.Itoa(k), st, ao)
+		ap, err := a.apiPass(ctx, reqs, keys, c, run+"-"+strconv.Itoa(k), st, ao, rs)
+		if k == 0 && opt.CPUProfile != nil {
+			pprof.StopCPUProfile()
+		}
 		if err != nil {
 			return nil, fmt.Errorf("bench: API: %w", err)
 		}
@@ -619,6 +673,7 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 	}
 	r.Requests, r.Pages, r.Polls, r.Throttled = st.requests.Load(), st.pages.Load(), st.polls.Load(), st.throttled.Load()
 	r.RateLimited = st.limited.Load()
+	r.Waited, r.WaitedQueries = time.Duration(st.waited.Load()), st.waitedQueries.Load()
 	if r.Comparison, err = compare(ctx, e, pg, ds, qs, apiOut, pgOut); err != nil {
 		return nil, err
 	}
@@ -642,6 +697,10 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 	}
 	r.ReportPath = filepath.Join(opt.OutDir, "api-report.txt")
 	r.PlotPath = filepath.Join(opt.OutDir, "api-cdf.svg")
+	r.QueriesPath = filepath.Join(opt.OutDir, "api-queries.tsv")
+	if err := os.WriteFile(r.QueriesPath, queriesTSV(qs, runs, r.pgLat), 0o644); err != nil {
+		return nil, fmt.Errorf("bench: per-query table: %w", err)
+	}
 	if err := os.WriteFile(r.PlotPath, cdfSVG(r, r.apiLat, r.pgLat), 0o644); err != nil {
 		return nil, fmt.Errorf("bench: plot: %w", err)
 	}
@@ -654,6 +713,28 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 		return nil, fmt.Errorf("bench: report: %w", err)
 	}
 	return r, nil
+}
+
+// queriesTSV is the first pass query by query (the slowest first), to see
+// what the tail is made of: the query's shape, its features and pages, and
+// both sides' latencies.
+func queriesTSV(qs []query, runs []queryRun, pgLat []time.Duration) []byte {
+	order := make([]int, len(runs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(runs[b].lat, runs[a].lat) })
+	var b bytes.Buffer
+	b.WriteString("query\tkind\tlayers\tradius_m\tfeatures\tpages\tapi_ms\tpostgis_ms\tretry_after_wait_ms\n")
+	for _, i := range order {
+		pg := 0.0
+		if i < len(pgLat) {
+			pg = ms(pgLat[i])
+		}
+		fmt.Fprintf(&b, "%d\t%s\t%d\t%g\t%d\t%d\t%.3f\t%.3f\t%.0f\n", i, qs[i].kind, len(qs[i].layers), qs[i].radius,
+			runs[i].features, runs[i].pages, ms(runs[i].lat), pg, ms(runs[i].waited))
+	}
+	return b.Bytes()
 }
 
 // summarize is the latency summary of sorted durations (no wall time).

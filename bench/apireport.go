@@ -42,6 +42,11 @@ type APIReport struct {
 	Passes                            []apiPassReport
 	Requests, Pages, Polls, Throttled int64
 	RateLimited                       int64 // of Throttled, answered 429
+	// Waited is the time clients slept on Retry-After, left out of the
+	// latencies; WaitedQueries the queries that slept.
+	Waited        time.Duration
+	WaitedQueries int64
+	QueriesPath   string // the per-query table of the first pass
 	Comparison                        comparison
 	ReadCount                         int
 	Reads                             latency // client side, readClients clients
@@ -92,6 +97,8 @@ func (r *APIReport) Print(w io.Writer) {
 		r.Accounts, r.QueryAccounts, r.PassCount, r.Accounts-r.QueryAccounts, readsPerAccount, 119)
 	fmt.Fprintf(w, "requests: %d (%d result pages, %d polls after 202; %d answers retried after Retry-After, of which %d were 429 rate_limited)\n",
 		r.Requests, r.Pages, r.Polls, r.Throttled, r.RateLimited)
+	fmt.Fprintf(w, "rate-limit waits: %d queries slept %.1f s in all on Retry-After; left out of the latencies and, divided among a pass's clients, out of its wall time (the contract's limit is policy, not speed)\n",
+		r.WaitedQueries, r.Waited.Seconds())
 	fmt.Fprintf(w, "check (first pass): %d layer results compared, %s features matched, %d layers failed on a limit (not compared), %d outside coverage (not compared)\n",
 		c.Compared, group(c.Matched), c.Failed, c.OutsideCoverage)
 	fmt.Fprintf(w, "mismatches: %d layer results differ; %d within 1 cm of the radius (excluded), %d API wrong, %d PostGIS wrong, %d unexplained, %d wrong outside_coverage\n",
@@ -141,6 +148,7 @@ func (r *APIReport) Print(w io.Writer) {
 		printPhases(w, r.ReadPhases, r.ReadCount)
 	}
 	fmt.Fprintf(w, "latency CDF (1 client, API vs PostGIS): %s\n", r.PlotPath)
+	fmt.Fprintf(w, "query by query (first pass, slowest first): %s\n", r.QueriesPath)
 	fmt.Fprintf(w, "api/postgis p50 ratio: %.3f, p99 ratio: %.3f\n", r.P50Ratio(), r.P99Ratio())
 }
 

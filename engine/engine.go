@@ -787,3 +787,15 @@ func (c *collector) add(s *shard, i int, d float64) error {
 	c.feats = append(c.feats, f)
 	return nil
 }
+
+// VisitProperties passes the feature's properties to v as
+// tiles.Tile.VisitProperties does, without building a map. It reports
+// false, visiting nothing, for a feature not backed by a tile (tests):
+// use Properties then.
+func (f *Feature) VisitProperties(v tiles.PropertyVisitor) bool {
+	if f.tile == nil {
+		return false
+	}
+	f.tile.VisitProperties(int(f.row), v)
+	return true
+}

@@ -5,7 +5,6 @@ package jobs
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -602,17 +601,20 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded) err
 	for _, res := range results {
 		byLayer[res.LayerID] = res
 	}
-	f, err := os.CreateTemp(r.cfg.TempDir, "siteenv-result-*.ndjson")
-	if err != nil {
-		return err
+	key := ResultKey(q.AccountID, q.ID)
+	out, err := r.resultWriter(ctx, key)
+	if errors.Is(err, store.ErrExists) {
+		// An earlier attempt stored it (the same records: the releases are
+		// frozen); this one only counts its size.
+		out, err = discardWriter{}, nil
 	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	w := bufio.NewWriterSize(f, 1<<20)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
+	if err != nil {
+		return r.fail(ctx, q, rec, "source_unavailable", err)
+	}
+	defer out.Abort()
+	var enc recordEncoder
 	var outcome []ledger.LayerOutcome
-	var total int64
+	var total, size int64
 	failed := 0
 	for _, id := range q.LayerIDs {
 		if unavailable[id] {
@@ -630,27 +632,24 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded) err
 		if res.Status == "unavailable" {
 			failed++
 		}
-		for _, feat := range res.Features {
-			rec := FeatureRecord{LayerID: id, FeatureID: feat.ID, DistanceM: feat.DistanceM, Properties: feat.Properties()}
-			if q.IncludeGeometry && feat.Geometry != nil {
-				rec.Geometry = geojson.NewGeometry(feat.Geometry)
-			}
-			if err := enc.Encode(rec); err != nil {
+		for i := range res.Features {
+			if err := enc.appendRecord(id, &res.Features[i], q.IncludeGeometry); err != nil {
 				return err
+			}
+			if len(enc.buf) >= 1<<20 {
+				if _, err := out.Write(enc.buf); err != nil {
+					return r.fail(ctx, q, rec, "source_unavailable", err)
+				}
+				size += int64(len(enc.buf))
+				enc.buf = enc.buf[:0]
 			}
 		}
 		outcome = append(outcome, o)
 	}
-	if err := w.Flush(); err != nil {
-		return err
+	if _, err := out.Write(enc.buf); err != nil {
+		return r.fail(ctx, q, rec, "source_unavailable", err)
 	}
-	size, err := f.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
+	size += int64(len(enc.buf))
 	status := ledger.QuerySucceeded
 	switch {
 	case failed == len(q.LayerIDs):
@@ -658,8 +657,7 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded) err
 	case failed > 0:
 		status = ledger.QueryPartial
 	}
-	key := ResultKey(q.AccountID, q.ID)
-	if err := r.store.Put(ctx, key, f, size); err != nil && !errors.Is(err, store.ErrExists) {
+	if err := out.Commit(); err != nil && !errors.Is(err, store.ErrExists) {
 		return r.fail(ctx, q, rec, "source_unavailable", err)
 	}
 	r.cfg.Phases.Done(phase.ResultWrite, tw)
@@ -680,6 +678,69 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded) err
 		return r.store.Delete(context.WithoutCancel(ctx), key)
 	}
 	return nil
+}
+
+// resultWriter writes a result in place where the store can (the file
+// store: no staging copy), and otherwise stages it in a temporary file and
+// Puts it at Commit.
+func (r *Runner) resultWriter(ctx context.Context, key string) (store.Writer, error) {
+	if c, ok := r.store.(store.Creator); ok {
+		return c.Create(ctx, key)
+	}
+	f, err := os.CreateTemp(r.cfg.TempDir, "siteenv-result-*.ndjson")
+	if err != nil {
+		return nil, err
+	}
+	return &stagedWriter{ctx: ctx, st: r.store, key: key, f: f, w: bufio.NewWriterSize(f, 1<<20)}, nil
+}
+
+// discardWriter stores nothing.
+type discardWriter struct{}
+
+func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (discardWriter) Commit() error               { return nil }
+func (discardWriter) Abort()                      {}
+
+// stagedWriter is a store.Writer over a temporary file and Store.Put.
+type stagedWriter struct {
+	ctx  context.Context
+	st   store.Store
+	key  string
+	f    *os.File // nil once finished
+	w    *bufio.Writer
+	size int64
+}
+
+func (s *stagedWriter) Write(p []byte) (int, error) {
+	if s.f == nil {
+		return 0, os.ErrClosed
+	}
+	n, err := s.w.Write(p)
+	s.size += int64(n)
+	return n, err
+}
+
+func (s *stagedWriter) Commit() error {
+	if s.f == nil {
+		return os.ErrClosed
+	}
+	defer s.Abort()
+	if err := s.w.Flush(); err != nil {
+		return err
+	}
+	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	return s.st.Put(s.ctx, s.key, s.f, s.size)
+}
+
+func (s *stagedWriter) Abort() {
+	if s.f == nil {
+		return
+	}
+	s.f.Close()
+	os.Remove(s.f.Name())
+	s.f = nil
 }
 
 // fail records an execution failure: every layer unavailable with reason.

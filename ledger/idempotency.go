@@ -171,7 +171,12 @@ func (l *Ledger) ClaimIdempotency(ctx context.Context, integration uuid.UUID, ke
 			l.leases.remove(token)
 		}
 	}()
-	tag, err := l.pool.Exec(ctx, `INSERT INTO idempotency (integration_id, idem_key, operation, fingerprint, state, created_at, updated_at, claim_token, lease_until)
+	// Relaxed commit (relaxed.go): the claim needs no fsync of its own. A
+	// response is sent only after a durable commit that follows the claim
+	// (the stored response's, or a purchase's), and flushing that commit's
+	// WAL flushes the claim with it; a claim lost with a crash before then
+	// lost everything its request wrote too, and a retry runs it afresh.
+	tag, err := l.execRelaxed(ctx, `INSERT INTO idempotency (integration_id, idem_key, operation, fingerprint, state, created_at, updated_at, claim_token, lease_until)
 		VALUES ($1, $2, $3, $4, 'running', $5, $5, $6, $7) ON CONFLICT DO NOTHING`, integration, key, operation, fingerprint, now, token, now.Add(l.lease))
 	if err != nil {
 		return IdemClaim{}, nameParams(err, "", "Idempotency-Key")

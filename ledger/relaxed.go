@@ -38,6 +38,12 @@ import (
 //     requeued when its attempt lease lapses, then runs again on the same
 //     frozen releases, so it produces the same result. A POST that waited
 //     for the result answers only after its durable idempotency commit.
+//   - ClaimIdempotency (a request's running claim): every response is
+//     sent after a durable commit that follows the claim (the stored
+//     response, CompleteIdempotencyAudited; a purchase's), which flushes
+//     the claim with it. Lost otherwise: the claim of a request that had
+//     not answered and whose writes were all lost with it; the client's
+//     retry executes it afresh, as it would after a released claim.
 //   - The audit records of reads (GET), which are also queued in the
 //     process and written in batches (activityqueue.go: a crash of the
 //     process loses what is still queued): the last moments of read

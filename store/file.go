@@ -102,6 +102,82 @@ func (s *FileStore) Put(ctx context.Context, key string, r io.Reader, size int64
 	return nil
 }
 
+var _ Creator = (*FileStore)(nil)
+
+// Create implements Creator: the object is written to a temporary file in
+// its directory and committed as Put commits (fsync, hard link, directory
+// fsync).
+func (s *FileStore) Create(ctx context.Context, key string) (Writer, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	final := s.path(key)
+	if _, err := os.Lstat(final); err == nil {
+		return nil, fmt.Errorf("%w: %s", ErrExists, key)
+	}
+	tmp, err := s.createTemp(filepath.Dir(final))
+	if err != nil {
+		return nil, fmt.Errorf("store: create %s: %w", key, err)
+	}
+	return &fileWriter{ctx: ctx, key: key, final: final, tmp: tmp}, nil
+}
+
+// fileWriter is FileStore's Writer.
+type fileWriter struct {
+	ctx        context.Context
+	key, final string
+	tmp        *os.File // nil once finished
+}
+
+func (w *fileWriter) Write(p []byte) (int, error) {
+	if w.tmp == nil {
+		return 0, fmt.Errorf("store: write %s: %w", w.key, os.ErrClosed)
+	}
+	if err := w.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return w.tmp.Write(p)
+}
+
+func (w *fileWriter) Commit() error {
+	if w.tmp == nil {
+		return fmt.Errorf("store: commit %s: %w", w.key, os.ErrClosed)
+	}
+	tmp, name := w.tmp, w.tmp.Name()
+	w.tmp = nil
+	defer os.Remove(name)
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("store: put %s: sync: %w", w.key, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("store: put %s: close: %w", w.key, err)
+	}
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	if err := os.Link(name, w.final); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%w: %s", ErrExists, w.key)
+		}
+		return fmt.Errorf("store: put %s: link: %w", w.key, err)
+	}
+	syncDir(filepath.Dir(w.final))
+	return nil
+}
+
+func (w *fileWriter) Abort() {
+	if w.tmp == nil {
+		return
+	}
+	w.tmp.Close()
+	os.Remove(w.tmp.Name())
+	w.tmp = nil
+}
+
 // createTemp makes a temporary file in dir, creating dir first. It retries
 // when a concurrent Delete prunes the freshly made empty directory.
 func (s *FileStore) createTemp(dir string) (*os.File, error) {

@@ -45,6 +45,26 @@ type Store interface {
 	Delete(ctx context.Context, key string) error
 }
 
+// Creator is a Store that writes a new object in place: the bytes go
+// straight to where the object will live, with no staging copy (the file
+// store). Callers use it when available and Put otherwise.
+type Creator interface {
+	// Create starts writing key; nothing is visible under key until the
+	// Writer's Commit. A taken key yields ErrExists, here or at Commit.
+	Create(ctx context.Context, key string) (Writer, error)
+}
+
+// Writer is an object being written by Creator.Create.
+type Writer interface {
+	io.Writer
+	// Commit makes the object durable and visible under its key, whole, or
+	// fails and stores nothing (ErrExists when the key was taken
+	// meanwhile). The Writer is finished either way.
+	Commit() error
+	// Abort drops what was written; after Commit it does nothing.
+	Abort()
+}
+
 // Object is an open object: a context-aware random-access reader.
 // ReadAt follows io.ReaderAt: a read that reaches the end of the object
 // returns the bytes read and io.EOF. An Object is safe for concurrent ReadAt

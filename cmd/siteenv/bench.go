@@ -18,7 +18,7 @@ const benchUsage = `usage:
           [--strict] [--cpuprofile FILE] [--data-dir DIR]
   siteenv bench ingest [--scale small|medium|large] [--seed N] [--layers id,id] [--data-dir DIR]
   siteenv bench api [--scale small|medium|large] [--clients 1,2,8] [--queries 2000] [--reads 20000]
-          [--seed N] [--out DIR] [--data-dir DIR]`
+          [--seed N] [--out DIR] [--cpuprofile FILE] [--data-dir DIR]`
 
 // benchCmd runs the benchmarks of package bench. Their scratch data (file
 // store, PostgreSQL cluster, GeoJSON) goes in a temporary directory under
@@ -127,7 +127,8 @@ func benchAPI(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	queries := fs.Int("queries", bench.DefaultAPIQueries, "queries in the mix (a prefix of bench engine's)")
 	reads := fs.Int("reads", bench.DefaultReads, "authenticated reads of the read pass (0: none)")
 	seed := fs.Int64("seed", bench.DefaultSeed, "seed of the data and the query mix")
-	out := fs.String("out", "", "directory for api-report.txt and api-cdf.svg (default <data-dir>/bench)")
+	out := fs.String("out", "", "directory for api-report.txt, api-cdf.svg and api-queries.tsv (default <data-dir>/bench)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the first API pass (client and server) to this file")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
@@ -150,9 +151,18 @@ func benchAPI(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *out == "" {
 		*out = work
 	}
-	r, err := bench.RunAPI(ctx, bench.APIOptions{
+	opt := bench.APIOptions{
 		WorkDir: work, OutDir: *out, Scale: sc, Seed: *seed, Queries: *queries, Clients: cs, Reads: *reads, Logger: newLogger(stderr),
-	})
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer f.Close()
+		opt.CPUProfile = f
+	}
+	r, err := bench.RunAPI(ctx, opt)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -42,6 +43,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"UnknownSize", testUnknownSize},
 		{"ContextCancelled", testContextCancelled},
 		{"ConcurrentPutSameKey", testConcurrentPut},
+		{"CreateCommitAbort", testCreate},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -539,5 +541,88 @@ func testConcurrentPut(t *testing.T, s store.Store) {
 	}
 	if got, _ := s.List(context.Background(), ""); len(got) != 1 {
 		t.Fatalf("List after contention = %v, want one key", keys(got))
+	}
+}
+
+// testCreate: a Creator's object is invisible until Commit, then readable
+// whole; Abort and a taken key store nothing; a finished Writer refuses
+// more. Stores that are not Creators skip it.
+func testCreate(t *testing.T, s store.Store) {
+	c, ok := s.(store.Creator)
+	if !ok {
+		t.Skip("not a store.Creator")
+	}
+	ctx := context.Background()
+	data := payload(300_000, 7)
+	w, err := c.Create(ctx, "results/a/one.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data[:100_000]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data[100_000:]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Stat(ctx, "results/a/one.ndjson"); !errors.Is(err, store.ErrNotExist) {
+		t.Fatalf("before Commit: Stat err %v, want ErrNotExist", err)
+	}
+	if infos, err := s.List(ctx, ""); err != nil || len(infos) != 0 {
+		t.Fatalf("before Commit: List %v, %v; want nothing", infos, err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, s, "results/a/one.ndjson"); !bytes.Equal(got, data) {
+		t.Fatalf("committed object differs: %d bytes, want %d", len(got), len(data))
+	}
+	if _, err := w.Write([]byte("x")); err == nil {
+		t.Fatal("Write after Commit succeeded")
+	}
+	w.Abort() // after Commit: nothing
+	if got := readAll(t, s, "results/a/one.ndjson"); !bytes.Equal(got, data) {
+		t.Fatal("Abort after Commit changed the object")
+	}
+
+	// A taken key: refused at Create, or at Commit when taken meanwhile.
+	if _, err := c.Create(ctx, "results/a/one.ndjson"); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("Create of a taken key: %v, want ErrExists", err)
+	}
+	w2, err := c.Create(ctx, "results/a/two.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w2.Write([]byte("loser")); err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "results/a/two.ndjson", []byte("winner"))
+	if err := w2.Commit(); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("Commit of a key taken meanwhile: %v, want ErrExists", err)
+	}
+	if got := readAll(t, s, "results/a/two.ndjson"); string(got) != "winner" {
+		t.Fatalf("taken key now holds %q", got)
+	}
+
+	// Abort stores nothing and leaves no temporary file behind.
+	w3, err := c.Create(ctx, "results/b/three.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w3.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	w3.Abort()
+	if err := w3.Commit(); err == nil {
+		t.Fatal("Commit after Abort succeeded")
+	}
+	infos, err := s.List(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(infos); !slices.Equal(got, []string{"results/a/one.ndjson", "results/a/two.ndjson"}) {
+		t.Fatalf("after Abort the store lists %v", got)
+	}
+	if _, err := c.Create(ctx, "../escape"); !errors.Is(err, store.ErrInvalidKey) {
+		t.Fatalf("Create of an invalid key: %v, want ErrInvalidKey", err)
 	}
 }

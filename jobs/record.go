@@ -1,0 +1,202 @@
+package jobs
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/geojson"
+
+	"siteenv/engine"
+	"siteenv/tiles"
+)
+
+// recordEncoder writes result records, one JSON line per feature, byte for
+// byte as a json.Encoder (HTML escaping off) writes FeatureRecord, without
+// building a properties map or reflecting over it: that map and its
+// encoding were most of a large result's write. A feature without a tile
+// behind it (tests) goes through encoding/json itself.
+type recordEncoder struct {
+	buf     []byte
+	props   []propEntry
+	scratch []byte // the properties' encoded values, in schema order
+	err     error
+}
+
+// propEntry is one property: its name and where its encoded value lies in
+// scratch.
+type propEntry struct {
+	name       string
+	start, end int
+}
+
+// properties are a feature's properties: visited without a map when it
+// can (engine.Feature over a tile), or as a map.
+type properties interface {
+	VisitProperties(v tiles.PropertyVisitor) bool
+	Properties() map[string]any
+}
+
+// appendRecord appends feat's record and a newline to e.buf.
+func (e *recordEncoder) appendRecord(layerID string, feat *engine.Feature, includeGeometry bool) error {
+	var g orb.Geometry
+	if includeGeometry {
+		g = feat.Geometry
+	}
+	return e.append(layerID, feat.ID, feat.DistanceM, g, feat)
+}
+
+// append appends the record of a feature with geometry g (nil: null).
+func (e *recordEncoder) append(layerID, featureID string, distanceM float64, g orb.Geometry, props properties) error {
+	e.props, e.scratch, e.err = e.props[:0], e.scratch[:0], nil
+	if !props.VisitProperties(e) {
+		return e.appendSlow(layerID, featureID, distanceM, g, props.Properties())
+	}
+	if e.err != nil {
+		return e.err
+	}
+	b := append(e.buf, `{"layer_id":`...)
+	b = appendJSONString(b, layerID)
+	b = append(b, `,"feature_id":`...)
+	b = appendJSONString(b, featureID)
+	b = append(b, `,"distance_m":`...)
+	var err error
+	if b, err = appendJSONFloat(b, distanceM); err != nil {
+		return err
+	}
+	b = append(b, `,"properties":{`...)
+	// encoding/json writes a map's members sorted by key.
+	slices.SortFunc(e.props, func(x, y propEntry) int { return strings.Compare(x.name, y.name) })
+	for i, p := range e.props {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, p.name)
+		b = append(b, ':')
+		b = append(b, e.scratch[p.start:p.end]...)
+	}
+	b = append(b, `},"geometry":`...)
+	if g != nil {
+		gj, err := json.Marshal(geojson.NewGeometry(g))
+		if err != nil {
+			return err
+		}
+		b = append(b, gj...)
+	} else {
+		b = append(b, "null"...)
+	}
+	e.buf = append(b, "}\n"...)
+	return nil
+}
+
+// appendSlow is appendRecord through encoding/json.
+func (e *recordEncoder) appendSlow(layerID, featureID string, distanceM float64, g orb.Geometry, props map[string]any) error {
+	rec := FeatureRecord{LayerID: layerID, FeatureID: featureID, DistanceM: distanceM, Properties: props}
+	if g != nil {
+		rec.Geometry = geojson.NewGeometry(g)
+	}
+	w := bytes.NewBuffer(e.buf)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(rec); err != nil {
+		return err
+	}
+	e.buf = w.Bytes()
+	return nil
+}
+
+// mark notes where the next property's value starts; done records it.
+func (e *recordEncoder) mark() int { return len(e.scratch) }
+
+func (e *recordEncoder) done(name string, start int) {
+	e.props = append(e.props, propEntry{name: name, start: start, end: len(e.scratch)})
+}
+
+// Null, String, Int, Float and Bool implement tiles.PropertyVisitor.
+func (e *recordEncoder) Null(name string) {
+	m := e.mark()
+	e.scratch = append(e.scratch, "null"...)
+	e.done(name, m)
+}
+
+func (e *recordEncoder) String(name string, v []byte) {
+	m := e.mark()
+	e.scratch = appendJSONString(e.scratch, v)
+	e.done(name, m)
+}
+
+func (e *recordEncoder) Int(name string, v int64) {
+	m := e.mark()
+	e.scratch = strconv.AppendInt(e.scratch, v, 10)
+	e.done(name, m)
+}
+
+func (e *recordEncoder) Float(name string, v float64) {
+	m := e.mark()
+	var err error
+	if e.scratch, err = appendJSONFloat(e.scratch, v); err != nil && e.err == nil {
+		e.err = fmt.Errorf("jobs: property %s: %w", name, err)
+	}
+	e.done(name, m)
+}
+
+func (e *recordEncoder) Bool(name string, v bool) {
+	m := e.mark()
+	e.scratch = strconv.AppendBool(e.scratch, v)
+	e.done(name, m)
+}
+
+// appendJSONFloat is encoding/json's float64 encoding (ES6 number
+// formatting); NaN and infinities are refused, as encoding/json refuses them.
+func appendJSONFloat(b []byte, f float64) ([]byte, error) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return b, fmt.Errorf("json: unsupported value: %s", strconv.FormatFloat(f, 'g', -1, 64))
+	}
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 -> e-9, as encoding/json writes it.
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, nil
+}
+
+// appendJSONString is encoding/json's string encoding with HTML escaping
+// off. Printable ASCII without a quote or backslash (nearly every id and
+// property) is copied as it is; anything else goes through encoding/json,
+// so escapes, invalid UTF-8 and U+2028/U+2029 come out exactly as it writes
+// them.
+func appendJSONString[T string | []byte](b []byte, s T) []byte {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	w := bytes.NewBuffer(b)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(string(s)) // a string always encodes
+	out := w.Bytes()
+	return out[:len(out)-1] // the Encoder's newline
+}

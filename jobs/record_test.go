@@ -1,0 +1,145 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/geojson"
+
+	"siteenv/tiles"
+)
+
+// tileRow is one feature of a decoded tile, as the engine hands it over.
+type tileRow struct {
+	t *tiles.Tile
+	i int
+}
+
+func (r tileRow) VisitProperties(v tiles.PropertyVisitor) bool {
+	r.t.VisitProperties(r.i, v)
+	return true
+}
+func (r tileRow) Properties() map[string]any { return r.t.Properties(r.i) }
+
+// mapOnly has no tile behind it: the encoder takes encoding/json's path.
+type mapOnly map[string]any
+
+func (mapOnly) VisitProperties(tiles.PropertyVisitor) bool { return false }
+func (m mapOnly) Properties() map[string]any               { return m }
+
+// encodingJSON is the record as encoding/json writes it: what the results
+// pages have always held, byte for byte.
+func encodingJSON(t *testing.T, layerID, id string, dist float64, g orb.Geometry, props map[string]any) []byte {
+	t.Helper()
+	rec := FeatureRecord{LayerID: layerID, FeatureID: id, DistanceM: dist, Properties: props}
+	if g != nil {
+		rec.Geometry = geojson.NewGeometry(g)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(rec); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestRecordEncoderMatchesEncodingJSON: records written from a real tile
+// through the real codec equal encoding/json's, for every field type and
+// for strings and numbers that need escaping or exponent notation.
+func TestRecordEncoderMatchesEncodingJSON(t *testing.T) {
+	schema, err := tiles.ParseFieldSchema(map[string]json.RawMessage{
+		"name":       json.RawMessage(`{"type": ["string", "null"]}`),
+		"Zeta":       json.RawMessage(`{"type": "integer"}`),
+		"area_ha":    json.RawMessage(`{"type": ["number", "null"]}`),
+		"active":     json.RawMessage(`{"type": "boolean"}`),
+		"listed":     json.RawMessage(`{"type": ["string", "null"], "format": "date"}`),
+		"updated_at": json.RawMessage(`{"type": "string", "format": "date-time"}`),
+		"_code":      json.RawMessage(`{"type": "string"}`),
+		"a-b":        json.RawMessage(`{"type": "string"}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []any{"Plain name", `quote " and \ backslash`, "tab\tnewline\ncontrol\x01\x1f", "<html> & 'apos'",
+		"unicode: Ngunnawal Country, café, 東京", "separators \u2028 and \u2029", "", nil}
+	floats := []any{0.0, -0.0, 1.5, 0.1, 1e-7, 1.234e-7, 123456789012.25, 1e21, 1.5e300, -2.5e-9, 1e20, nil}
+	var feats []tiles.Feature
+	for i := range 48 {
+		props := map[string]any{
+			"name":       names[i%len(names)],
+			"Zeta":       int64(i*1_000_003) - 9_000_000_000,
+			"area_ha":    floats[i%len(floats)],
+			"active":     i%3 == 0,
+			"listed":     []any{"2024-02-29", nil, "1970-01-01"}[i%3],
+			"updated_at": []string{"2025-06-30T23:59:59.123456Z", "2001-01-01T00:00:00Z"}[i%2],
+			"_code":      "C-" + string(rune('A'+i%26)),
+			"a-b":        "x",
+		}
+		if props["name"] == nil {
+			delete(props, "name")
+		}
+		if props["listed"] == nil {
+			delete(props, "listed")
+		}
+		if props["area_ha"] == nil {
+			delete(props, "area_ha")
+		}
+		feats = append(feats, tiles.Feature{ID: "F-" + string(rune('a'+i%26)) + `"id` + string(rune('0'+i%10)),
+			Geometry: orb.Point{151.2 + float64(i)/1000, -33.8}, Properties: props})
+	}
+	var buf bytes.Buffer
+	if _, err := tiles.WriteTile(&buf, schema, feats, tiles.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tile, err := tiles.ReadTile(context.Background(), bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dists := []float64{0, 12.345678901, 1e-7, 9999.999999, 3.0000000000000004, 1e21}
+	var enc recordEncoder
+	for i := range tile.Len() {
+		for _, g := range []orb.Geometry{nil, orb.Point{151.2, -33.8}, orb.Polygon{{{151, -33}, {151.1, -33}, {151.1, -33.1}, {151, -33}}}} {
+			enc.buf = enc.buf[:0]
+			id, d := tile.IDs[i], dists[i%len(dists)]
+			if err := enc.append("layer.one", id, d, g, tileRow{tile, i}); err != nil {
+				t.Fatal(err)
+			}
+			want := encodingJSON(t, "layer.one", id, d, g, tile.Properties(i))
+			if !bytes.Equal(enc.buf, want) {
+				t.Fatalf("row %d:\n got %s\nwant %s", i, enc.buf, want)
+			}
+		}
+	}
+
+	// Without a tile: encoding/json's own path, same bytes.
+	m := mapOnly{"k": []any{1, "two"}, "a": map[string]any{"z": 1, "b": nil}}
+	enc.buf = enc.buf[:0]
+	if err := enc.append("l", "id", 1.25, nil, m); err != nil {
+		t.Fatal(err)
+	}
+	if want := encodingJSON(t, "l", "id", 1.25, nil, m); !bytes.Equal(enc.buf, want) {
+		t.Fatalf("map path:\n got %s\nwant %s", enc.buf, want)
+	}
+}
+
+// TestRecordEncoderRefusesNonFinite: a NaN distance or property fails the
+// record, as encoding/json fails it, instead of writing invalid JSON.
+func TestRecordEncoderRefusesNonFinite(t *testing.T) {
+	var enc recordEncoder
+	if err := enc.append("l", "id", math.NaN(), nil, mapOnly{}); err == nil {
+		t.Fatal("NaN distance encoded")
+	}
+	if _, err := appendJSONFloat(nil, math.Inf(1)); err == nil {
+		t.Fatal("+Inf encoded")
+	}
+	enc.buf = enc.buf[:0]
+	enc.Float("x", math.NaN())
+	if enc.err == nil {
+		t.Fatal("NaN property accepted")
+	}
+}
