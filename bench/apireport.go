@@ -44,16 +44,16 @@ type APIReport struct {
 	RateLimited                       int64 // of Throttled, answered 429
 	// Waited is the time clients slept on Retry-After, left out of the
 	// latencies; WaitedQueries the queries that slept.
-	Waited        time.Duration
-	WaitedQueries int64
-	QueriesPath   string // the per-query table of the first pass
-	Comparison                        comparison
-	ReadCount                         int
-	Reads                             latency // client side, readClients clients
-	ContextServer, LayersServer       latency // inside the server
-	ReadPhases                        []phase.Sum
-	ReportPath, PlotPath              string
-	apiLat, pgLat                     []time.Duration
+	Waited                      time.Duration
+	WaitedQueries               int64
+	QueriesPath                 string // the per-query table of the first pass
+	Comparison                  comparison
+	ReadCount                   int
+	Reads                       latency // client side, readClients clients
+	ContextServer, LayersServer latency // inside the server
+	ReadPhases                  []phase.Sum
+	ReportPath, PlotPath        string
+	apiLat, pgLat               []time.Duration
 }
 
 // Err is ErrMismatch when the API's answers differ from PostGIS's beyond
