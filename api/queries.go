@@ -271,7 +271,7 @@ func (s *Server) createQuery(r *request) error {
 		// The wait is honoured when this process ran it (another replica's
 		// runner cannot be waited on here), and wait=0 always is.
 		honoured := r.ctx.Request.Header.Peek("Prefer") != nil && (s.runner != nil || wait == 0)
-		if q, err = s.led.Query(r.c, r.principal.AccountID, q.ID); err != nil {
+		if q, err = s.query(r, q.ID); err != nil {
 			return err
 		}
 		r.phases.Done(phase.Ledger, tl)
@@ -508,7 +508,7 @@ func (s *Server) readQuery(r *request) (ledger.Query, error) {
 		return ledger.Query{}, err
 	}
 	r.resourceType, r.resourceID = "query", id.String()
-	q, err := s.led.Query(r.c, r.principal.AccountID, id)
+	q, err := s.query(r, id)
 	if err != nil {
 		return ledger.Query{}, err
 	}

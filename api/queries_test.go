@@ -561,3 +561,54 @@ func TestQueryCancelStopsTheWorker(t *testing.T) {
 		t.Fatalf("results stored: %v %v", infos, err)
 	}
 }
+
+// TestFinishedQueryCacheSeesOtherReplicas: a replica keeps finished
+// queries' rows (querycache.go) but reads what can change on every request,
+// so a result released through another replica, or expired, is answered so
+// at once by the replica that cached it.
+func TestFinishedQueryCacheSeesOtherReplicas(t *testing.T) {
+	t.Parallel()
+	qh := setupQueries(t, true)
+	qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"b1": east(10), "b2": east(20)})
+	b := setupOn(t, qh.clock, qh.led, nil)
+	api.SetQueryBackend(b.srv, qh.store, qh.runner)
+	k := qh.key(qh.account(0), nil, "queries:run", "sites:read", "sites:write")
+	body := map[string]any{"site": map[string]any{"kind": "point", "longitude": origin[0], "latitude": origin[1]}, "layer_ids": []string{"nsw.bores"},
+		"radius_m": 100, "page_size": 1}
+	run := func() (string, string) {
+		t.Helper()
+		m := qh.query(k.Secret, body, "Prefer", "wait=3").json(t)
+		if m["status"] != "succeeded" {
+			t.Fatalf("query %v", m)
+		}
+		return m["query_id"].(string), m["page"].(map[string]any)["next_cursor"].(string)
+	}
+
+	qid, next := run()
+	// Read twice on A (the second from its cache), then release on B.
+	for range 2 {
+		p := qh.do("GET", "/queries/"+qid+"/results?limit=1&cursor="+url.QueryEscape(next), k.Secret, nil).json(t)
+		if got := fmt.Sprint(featureIDs(p)); got != "[b2]" {
+			t.Fatalf("second page %s", got)
+		}
+	}
+	if r := b.do("DELETE", "/queries/"+qid, k.Secret, nil); r.status != 204 {
+		t.Fatalf("delete on B: %d %s", r.status, r.body)
+	}
+	qh.do("GET", "/queries/"+qid+"/results?limit=1&cursor="+url.QueryEscape(next), k.Secret, nil).problem(t, "result_released", 410)
+	qh.do("GET", "/queries/"+qid, k.Secret, nil).problem(t, "result_released", 410)
+
+	// Expired: A cached the query; B's janitor sweeps it.
+	qid2, _ := run()
+	if r := qh.do("GET", "/queries/"+qid2, k.Secret, nil); r.status != 200 {
+		t.Fatalf("read: %d %s", r.status, r.body)
+	}
+	qh.clock.Advance(24*time.Hour + time.Second)
+	if err := qh.runner.Sweep(qh.ctx); err != nil {
+		t.Fatal(err)
+	}
+	qh.do("GET", "/queries/"+qid2, k.Secret, nil).problem(t, "result_expired", 410)
+	// Another account never reaches the cached row.
+	other := qh.key(qh.account(0), nil, "queries:run", "sites:read")
+	sameApartFromRequestID(t, qh.do("GET", "/queries/"+qid2, other.Secret, nil), qh.do("GET", "/queries/"+uuid.NewString(), other.Secret, nil))
+}

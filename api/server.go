@@ -133,6 +133,8 @@ type Server struct {
 	handlers map[string]handlerFunc
 	metrics  *Metrics
 	ready    readiness
+	// finished caches finished queries' immutable rows (querycache.go).
+	finished finishedQueries
 }
 
 // New builds a Server over a ledger.

@@ -173,6 +173,25 @@ func (l *Ledger) Query(ctx context.Context, account, id uuid.UUID) (Query, error
 	return q, translate(err)
 }
 
+// QueryLive is what of a finished query can still change: its result is
+// released (DELETE) or dropped at expiry. Its status is read too, so a
+// caller holding an earlier copy sees when that copy is stale.
+type QueryLive struct {
+	Status      string
+	ResultKey   *string
+	ResultBytes int64
+	ReleasedAt  *time.Time
+}
+
+// QueryLive reads a query's live columns; a query of another account is
+// ErrNotFound, as with Query.
+func (l *Ledger) QueryLive(ctx context.Context, account, id uuid.UUID) (QueryLive, error) {
+	var v QueryLive
+	err := l.pool.QueryRow(ctx, `SELECT status, result_key, result_bytes, released_at FROM queries WHERE query_id = $1 AND account_id = $2`, id, account).
+		Scan(&v.Status, &v.ResultKey, &v.ResultBytes, &v.ReleasedAt)
+	return v, translate(err)
+}
+
 // QueryStatus reads a query's status alone: workers poll it to stop
 // executing a query cancelled meanwhile.
 func (l *Ledger) QueryStatus(ctx context.Context, id uuid.UUID) (string, error) {
