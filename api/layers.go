@@ -58,12 +58,6 @@ func layerView(y ledger.Layer, site *siteContext) layerBody {
 	if y.CurrentReleaseID != nil {
 		b.Availability = "available"
 	}
-	var cover orb.Geometry
-	if len(y.Coverage) > 0 {
-		if g, err := geojson.UnmarshalGeometry(y.Coverage); err == nil {
-			cover = g.Geometry()
-		}
-	}
 	switch {
 	case site == nil:
 		b.Access = "site_required"
@@ -71,7 +65,7 @@ func layerView(y ledger.Layer, site *siteContext) layerBody {
 			b.Access = "already_available"
 		}
 		b.Coverage = string(engine.CoverageUnknown)
-		if cover != nil {
+		if y.HasCoverage {
 			// Without a site, say only whether the layer claims national coverage.
 			b.Coverage = string(engine.CoveragePartial)
 			for _, j := range y.Jurisdictions {
@@ -84,6 +78,12 @@ func layerView(y ledger.Layer, site *siteContext) layerBody {
 		b.Access = "access_required"
 		if y.SectionPrice == 0 || site.access.Granted[y.SectionKey] {
 			b.Access = "already_available"
+		}
+		var cover orb.Geometry
+		if len(y.Coverage) > 0 {
+			if g, err := geojson.UnmarshalGeometry(y.Coverage); err == nil {
+				cover = g.Geometry()
+			}
 		}
 		b.Coverage = string(engine.CoverageOf(site.geometry, cover))
 	}
@@ -122,6 +122,7 @@ func (s *Server) listLayers(r *request) error {
 		Limit:        q.limit(100, 500),
 	}
 	siteID := q.uuid("site_id")
+	f.WithoutCoverage = siteID == nil // coverage is then only stated or not
 	cur := q.cursor()
 	if err := q.err(); err != nil {
 		return err

@@ -80,7 +80,8 @@ type APIOptions struct {
 	MaxFeaturesPerLayer int64
 	// CPUProfile, when set, receives a CPU profile (runtime/pprof) of the
 	// first API pass: client and server, which share this process.
-	CPUProfile io.Writer
+	// ReadCPUProfile likewise of the read pass.
+	CPUProfile, ReadCPUProfile io.Writer
 	// Logger receives progress. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -516,9 +517,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // apiPass runs the mix through the API with `clients` clients; every
 // query carries a fresh Idempotency-Key (run and pass in it).
-// runs (when not nil) receives each query's run. The pass's wall time
-// leaves out the Retry-After waits divided among the clients (exact with
-// one client), so queries/s measures the service, like the latencies.
+// runs (when not nil) receives each query's run. Latencies leave out the
+// Retry-After waits (see runQuery), and so does queries/s (pass.busy).
 func (a *apiSide) apiPass(ctx context.Context, reqs []apiQuery, keys []string, clients int, tag string, st *clientStats, out [][]outcome, runs []queryRun) (pass, error) {
 	var waited atomic.Int64
 	p, err := runPass(ctx, len(reqs), clients, func(ctx context.Context, _, i int) (time.Duration, error) {
@@ -535,7 +535,7 @@ func (a *apiSide) apiPass(ctx context.Context, reqs []apiQuery, keys []string, c
 		}
 		return run.lat, nil
 	})
-	p.wall -= time.Duration(waited.Load()) / time.Duration(clients)
+	p.busy = true
 	return p, err
 }
 
@@ -666,6 +666,8 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 		if err != nil {
 			return nil, fmt.Errorf("bench: postgis: %w", err)
 		}
+		pp.busy = true // queries/s as the API's
+
 		r.Passes = append(r.Passes, apiPassReport{Clients: c, API: ap.summary(), PostGIS: pp.summary(), Phases: phases})
 		if k == 0 {
 			r.apiLat, r.pgLat = ap.lat, pp.lat
@@ -681,7 +683,15 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 		log.Info("bench: read pass", "reads", opt.Reads, "clients", readClients)
 		a.timer.Reset()
 		rs := &clientStats{}
+		if opt.ReadCPUProfile != nil {
+			if err := pprof.StartCPUProfile(opt.ReadCPUProfile); err != nil {
+				return nil, fmt.Errorf("bench: cpu profile: %w", err)
+			}
+		}
 		p, err := a.readPass(ctx, opt.Reads, rs)
+		if opt.ReadCPUProfile != nil {
+			pprof.StopCPUProfile()
+		}
 		if err != nil {
 			return nil, fmt.Errorf("bench: reads: %w", err)
 		}

@@ -97,7 +97,7 @@ func (r *APIReport) Print(w io.Writer) {
 		r.Accounts, r.QueryAccounts, r.PassCount, r.Accounts-r.QueryAccounts, readsPerAccount, 119)
 	fmt.Fprintf(w, "requests: %d (%d result pages, %d polls after 202; %d answers retried after Retry-After, of which %d were 429 rate_limited)\n",
 		r.Requests, r.Pages, r.Polls, r.Throttled, r.RateLimited)
-	fmt.Fprintf(w, "rate-limit waits: %d queries slept %.1f s in all on Retry-After; left out of the latencies and, divided among a pass's clients, out of its wall time (the contract's limit is policy, not speed)\n",
+	fmt.Fprintf(w, "rate-limit waits: %d queries slept %.1f s in all on Retry-After, left out of the latencies (the contract's limit is policy, not speed); queries/s is clients / mean latency on both sides\n",
 		r.WaitedQueries, r.Waited.Seconds())
 	fmt.Fprintf(w, "check (first pass): %d layer results compared, %s features matched, %d layers failed on a limit (not compared), %d outside coverage (not compared)\n",
 		c.Compared, group(c.Matched), c.Failed, c.OutsideCoverage)

@@ -52,6 +52,11 @@ type pass struct {
 	workers int
 	lat     []time.Duration // per query
 	wall    time.Duration
+	// busy: queries/s is queries over the latencies' sum divided among the
+	// workers (the rate with every worker busy), not over the wall time:
+	// an API query that waits out a rate limit sleeps on its Retry-After,
+	// and that sleep, left out of its latency, must not stretch the pass.
+	busy bool
 }
 
 type latency struct {
@@ -66,12 +71,16 @@ func (p pass) summary() latency {
 	for _, d := range s {
 		sum += d
 	}
-	return latency{
+	l := latency{
 		P50:  percentile(s, 0.50),
 		P99:  percentile(s, 0.99),
 		Mean: sum / time.Duration(max(len(s), 1)),
 		QPS:  ratio(float64(len(s)), p.wall.Seconds()),
 	}
+	if p.busy {
+		l.QPS = ratio(float64(len(s))*float64(max(p.workers, 1)), sum.Seconds())
+	}
+	return l
 }
 
 // percentile of sorted s, nearest rank.

@@ -14,19 +14,21 @@ import (
 // Layer is a catalogue entry: the layer's current definition, its section and
 // its current release (nil before the first publication).
 type Layer struct {
-	ID               string
-	SectionKey       string
-	SectionName      string
-	SectionPrice     int64
-	Name             string
-	Description      *string
-	SchemaVersion    string
-	FieldSchema      json.RawMessage
-	Units            json.RawMessage
-	RadiusMaxM       float64
-	Sources          json.RawMessage
-	Jurisdictions    []string
-	Coverage         json.RawMessage // nil: unknown
+	ID            string
+	SectionKey    string
+	SectionName   string
+	SectionPrice  int64
+	Name          string
+	Description   *string
+	SchemaVersion string
+	FieldSchema   json.RawMessage
+	Units         json.RawMessage
+	RadiusMaxM    float64
+	Sources       json.RawMessage
+	Jurisdictions []string
+	Coverage      json.RawMessage // nil: unknown (or not read: LayerFilter.WithoutCoverage)
+	// HasCoverage: the layer states a coverage polygon.
+	HasCoverage      bool
 	GeometryTypes    []string
 	CurrentReleaseID *string
 	UpdatedAt        time.Time
@@ -105,11 +107,29 @@ const layerColumns = `l.layer_id, l.section_key, s.name, s.price, l.name, l.desc
 
 func scanLayer(row pgx.Row) (Layer, error) {
 	var y Layer
-	err := row.Scan(&y.ID, &y.SectionKey, &y.SectionName, &y.SectionPrice, &y.Name, &y.Description, &y.SchemaVersion,
-		&y.FieldSchema, &y.Units, &y.RadiusMaxM, &y.Sources, &y.Jurisdictions, &y.Coverage, &y.GeometryTypes,
-		&y.CurrentReleaseID, &y.UpdatedAt)
+	err := row.Scan(layerTargets(&y)...)
+	y.HasCoverage = isObject(y.Coverage)
 	return y, err
 }
+
+// layerTargets are the Scan targets of layerColumns. The JSON columns are
+// read as raw bytes (*[]byte: pgx copies them) rather than through
+// json.Unmarshal into json.RawMessage, which validates every byte of a
+// coverage polygon only to keep them as they are.
+func layerTargets(y *Layer) []any {
+	return []any{&y.ID, &y.SectionKey, &y.SectionName, &y.SectionPrice, &y.Name, &y.Description, &y.SchemaVersion,
+		(*[]byte)(&y.FieldSchema), (*[]byte)(&y.Units), &y.RadiusMaxM, (*[]byte)(&y.Sources), &y.Jurisdictions,
+		(*[]byte)(&y.Coverage), &y.GeometryTypes, &y.CurrentReleaseID, &y.UpdatedAt}
+}
+
+// isObject reports whether raw (jsonb's text) is a JSON object.
+func isObject(raw []byte) bool { return len(raw) > 0 && raw[0] == '{' }
+
+// layerListColumns are layerColumns without the coverage polygon, which
+// only a site-relative answer needs: whether there is one instead.
+const layerListColumns = `l.layer_id, l.section_key, s.name, s.price, l.name, l.description, l.schema_version, l.field_schema, l.units,
+	l.radius_max_m, l.sources, l.jurisdictions, NULL::jsonb, l.geometry_types, l.current_release_id, l.updated_at,
+	jsonb_typeof(l.coverage) = 'object'`
 
 // LayerFilter narrows ListLayers. Zero fields do not filter.
 type LayerFilter struct {
@@ -118,13 +138,21 @@ type LayerFilter struct {
 	Jurisdiction string // layers naming it, or national (AUS) layers
 	// DatasetIDs nil: every layer; otherwise only these.
 	DatasetIDs []string
-	AfterID    string
-	Limit      int
+	// WithoutCoverage leaves Layer.Coverage nil (HasCoverage still says
+	// whether there is one): a catalogue read without a site needs no
+	// polygon.
+	WithoutCoverage bool
+	AfterID         string
+	Limit           int
 }
 
 // ListLayers returns layers ordered by layer id, at most f.Limit+1.
 func (l *Ledger) ListLayers(ctx context.Context, f LayerFilter) ([]Layer, error) {
-	rows, err := l.pool.Query(ctx, `SELECT `+layerColumns+`
+	cols := layerColumns + `, NULL::boolean`
+	if f.WithoutCoverage {
+		cols = layerListColumns
+	}
+	rows, err := l.pool.Query(ctx, `SELECT `+cols+`
 		FROM layers l JOIN sections s USING (section_key)
 		WHERE ($1 = '' OR l.layer_id ILIKE '%' || $1 || '%' OR l.name ILIKE '%' || $1 || '%' OR coalesce(l.description, '') ILIKE '%' || $1 || '%')
 		  AND ($2 = '' OR l.section_key = $2)
@@ -139,10 +167,12 @@ func (l *Ledger) ListLayers(ctx context.Context, f LayerFilter) ([]Layer, error)
 	defer rows.Close()
 	var out []Layer
 	for rows.Next() {
-		y, err := scanLayer(rows)
-		if err != nil {
+		var y Layer
+		var has *bool
+		if err := rows.Scan(append(layerTargets(&y), &has)...); err != nil {
 			return nil, translate(err)
 		}
+		y.HasCoverage = isObject(y.Coverage) || (has != nil && *has)
 		out = append(out, y)
 	}
 	return out, translate(rows.Err())
@@ -225,12 +255,11 @@ func (l *Ledger) LayersForQuery(ctx context.Context, ids []string) (map[string]L
 			tileCount               *int
 			published               *time.Time
 		)
-		if err := rows.Scan(&y.ID, &y.SectionKey, &y.SectionName, &y.SectionPrice, &y.Name, &y.Description, &y.SchemaVersion,
-			&y.FieldSchema, &y.Units, &y.RadiusMaxM, &y.Sources, &y.Jurisdictions, &y.Coverage, &y.GeometryTypes,
-			&y.CurrentReleaseID, &y.UpdatedAt,
-			&relID, &schema, &fieldSchema, &units, &sources, &coverage, &manifest, &features, &tileCount, &bytes, &published); err != nil {
+		if err := rows.Scan(append(layerTargets(&y), &relID, &schema, (*[]byte)(&fieldSchema), (*[]byte)(&units), (*[]byte)(&sources),
+			(*[]byte)(&coverage), &manifest, &features, &tileCount, &bytes, &published)...); err != nil {
 			return nil, translate(err)
 		}
+		y.HasCoverage = isObject(y.Coverage)
 		lr := LayerRelease{Layer: y}
 		if relID != nil {
 			lr.Release = &Release{LayerID: y.ID, ReleaseID: *relID, SchemaVersion: *schema, FieldSchema: fieldSchema, Units: units,

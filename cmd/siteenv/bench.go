@@ -128,7 +128,7 @@ func benchAPI(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	reads := fs.Int("reads", bench.DefaultReads, "authenticated reads of the read pass (0: none)")
 	seed := fs.Int64("seed", bench.DefaultSeed, "seed of the data and the query mix")
 	out := fs.String("out", "", "directory for api-report.txt, api-cdf.svg and api-queries.tsv (default <data-dir>/bench)")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the first API pass (client and server) to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the first API pass (client and server) to this file, and of the read pass to FILE.reads")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
@@ -161,6 +161,12 @@ func benchAPI(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer f.Close()
 		opt.CPUProfile = f
+		fr, err := os.Create(*cpuProfile + ".reads")
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer fr.Close()
+		opt.ReadCPUProfile = fr
 	}
 	r, err := bench.RunAPI(ctx, opt)
 	if err != nil {
