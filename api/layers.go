@@ -1,15 +1,20 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
 	"regexp"
+	"sync"
 
 	"github.com/google/uuid"
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/geojson"
 
 	"siteenv/engine"
+	"siteenv/internal/phase"
 	"siteenv/ledger"
 	"siteenv/tiles"
 )
@@ -153,7 +158,82 @@ func (s *Server) listLayers(r *request) error {
 		}
 		body.Layers = append(body.Layers, layerView(y, site))
 	}
-	return r.writeJSON(200, body)
+	if site != nil {
+		return r.writeJSON(200, body)
+	}
+	// Without a site each layer's object depends on its row alone: spliced
+	// from the rendered-layer cache (the body writeJSON would write, less
+	// the validation and compaction of every layer's field schema and
+	// sources on every read).
+	defer r.phases.Done(phase.JSON, r.phases.Start())
+	out := append(make([]byte, 0, 4096), `{"api_version":"1","layers":[`...)
+	for i, b := range body.Layers {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		j, err := s.layerJSON.render(b)
+		if err != nil {
+			return err
+		}
+		out = append(out, j...)
+	}
+	pj, err := marshalNoEscape(body.Page)
+	if err != nil {
+		return err
+	}
+	out = append(append(append(out, `],"page":`...), pj...), '}')
+	r.ctx.SetStatusCode(200)
+	r.ctx.SetContentType("application/json")
+	r.ctx.SetBody(out)
+	return nil
+}
+
+// renderedLayers caches each layer's JSON object (as writeJSON encodes
+// it) with the layerBody it was rendered from. A body equal to the cached
+// one (every field, byte for byte) reuses the bytes; any change to the row
+// renders again. The catalogue is small; the cache is cleared if it ever
+// holds more than maxRenderedLayers.
+type renderedLayers struct {
+	mu sync.Mutex
+	m  map[string]renderedLayer
+}
+
+type renderedLayer struct {
+	body layerBody
+	json []byte
+}
+
+const maxRenderedLayers = 10_000
+
+func (c *renderedLayers) render(b layerBody) ([]byte, error) {
+	c.mu.Lock()
+	e, ok := c.m[b.LayerID]
+	c.mu.Unlock()
+	if ok && reflect.DeepEqual(e.body, b) {
+		return e.json, nil
+	}
+	j, err := marshalNoEscape(b)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxRenderedLayers {
+		c.m = make(map[string]renderedLayer)
+	}
+	c.m[b.LayerID] = renderedLayer{body: b, json: j}
+	c.mu.Unlock()
+	return j, nil
+}
+
+// marshalNoEscape is json.Marshal as writeJSON encodes (no HTML escaping).
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("api: encode response: %w", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // readLayer loads the path's layer if this key may see it; a layer outside

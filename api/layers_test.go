@@ -210,3 +210,74 @@ func sameApartFromRequestID(t *testing.T, a, b response) {
 		t.Fatalf("distinguishable:\n%s\n%s", ja, jb)
 	}
 }
+
+// TestLayerListRenderCache: GET /layers without a site splices each
+// layer's object from a cache of rendered layers; every object equals, byte
+// for byte, the one GET /layers/{id} encodes for the same row, and a change
+// to a layer's row or section (price, name, new release) shows on the very
+// next read.
+func TestLayerListRenderCache(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	h.publish("nsw.contaminated-sites", "contamination", 30, []string{"NSW"}, sydneyCover)
+	h.publish("qld.flood", "flood", 20, []string{"QLD"}, "")
+	k := h.key(h.account(0), nil, "layers:read")
+	list := func() []json.RawMessage {
+		t.Helper()
+		var b struct{ Layers []json.RawMessage }
+		if err := json.Unmarshal(h.do("GET", "/layers", k.Secret, nil).body, &b); err != nil {
+			t.Fatal(err)
+		}
+		return b.Layers
+	}
+	same := func(ls []json.RawMessage) {
+		t.Helper()
+		for _, l := range ls {
+			var id struct {
+				LayerID string `json:"layer_id"`
+			}
+			if err := json.Unmarshal(l, &id); err != nil {
+				t.Fatal(err)
+			}
+			var one struct{ Layer json.RawMessage }
+			if err := json.Unmarshal(h.do("GET", "/layers/"+id.LayerID, k.Secret, nil).body, &one); err != nil {
+				t.Fatal(err)
+			}
+			if string(one.Layer) != string(l) {
+				t.Fatalf("listed %s\n  single %s", l, one.Layer)
+			}
+		}
+	}
+	first := list()
+	same(first)
+	if again := list(); fmt.Sprint(again) != fmt.Sprint(first) {
+		t.Fatalf("a second read differs:\n%s\n%s", again, first)
+	}
+	// The section's price and name change; the layer gets coverage and a
+	// new release.
+	if err := h.led.SetSection(h.ctx, "flood", "Flooding", 45); err != nil {
+		t.Fatal(err)
+	}
+	h.publish("nsw.contaminated-sites", "contamination", 30, []string{"NSW", "ACT"}, sydneyCover)
+	changed := list()
+	same(changed)
+	var flood, contam map[string]any
+	for _, l := range changed {
+		var m map[string]any
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatal(err)
+		}
+		switch m["layer_id"] {
+		case "qld.flood":
+			flood = m
+		case "nsw.contaminated-sites":
+			contam = m
+		}
+	}
+	if flood["price_credits"] != float64(45) || flood["section_name"] != "Flooding" {
+		t.Fatalf("section change not seen: %v", flood)
+	}
+	if fmt.Sprint(contam["jurisdictions"]) != "[NSW ACT]" {
+		t.Fatalf("layer change not seen: %v", contam)
+	}
+}

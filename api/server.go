@@ -135,6 +135,8 @@ type Server struct {
 	ready    readiness
 	// finished caches finished queries' immutable rows (querycache.go).
 	finished finishedQueries
+	// layerJSON caches catalogue layers' rendered JSON (layers.go).
+	layerJSON renderedLayers
 }
 
 // New builds a Server over a ledger.
