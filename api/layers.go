@@ -142,7 +142,7 @@ func (s *Server) listLayers(r *request) error {
 	if err != nil {
 		return err
 	}
-	rows, err := s.led.ListLayers(r.c, f)
+	rows, err := s.listLayersCached(r, f)
 	if err != nil {
 		return err
 	}

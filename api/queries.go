@@ -213,7 +213,7 @@ func (s *Server) createQuery(r *request) error {
 			return err
 		}
 		// Every layer and its current release in one round trip.
-		catalogue, err := s.led.LayersForQuery(r.c, req.LayerIDs)
+		catalogue, err := s.layersForQuery(r, req.LayerIDs)
 		if err != nil {
 			return err
 		}

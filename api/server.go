@@ -137,6 +137,8 @@ type Server struct {
 	finished finishedQueries
 	// layerJSON caches catalogue layers' rendered JSON (layers.go).
 	layerJSON renderedLayers
+	// catalogue caches catalogue reads of one version (cataloguecache.go).
+	catalogue catalogueCache
 }
 
 // New builds a Server over a ledger.

@@ -168,6 +168,10 @@ type Principal struct {
 	// AccountDatasets nil = every catalogue dataset.
 	AccountDatasets []string
 	Revoked         bool
+	// Catalogue is the layer catalogue's version as the authenticating
+	// statement saw it (migration 0011): caches of catalogue reads key on
+	// it, so a change is seen by the next request on every replica.
+	Catalogue int64
 }
 
 // HasScope reports whether the key holds scope s.
@@ -204,9 +208,9 @@ func (p Principal) PermitsDataset(id string) bool {
 func (l *Ledger) Authenticate(ctx context.Context, key string) (Principal, error) {
 	var p Principal
 	err := l.pool.QueryRow(ctx, `SELECT k.key_id, k.account_id, k.integration_id, a.name, k.principal_kind, k.scopes, k.dataset_ids,
-			a.dataset_ids, k.revoked_at IS NOT NULL
+			a.dataset_ids, k.revoked_at IS NOT NULL, `+catalogueVersionSQL+`
 		FROM api_keys k JOIN accounts a USING (account_id) WHERE k.key_hash = $1`, HashKey(key)).
-		Scan(&p.KeyID, &p.AccountID, &p.IntegrationID, &p.AccountName, &p.Kind, &p.Scopes, &p.KeyDatasets, &p.AccountDatasets, &p.Revoked)
+		Scan(&p.KeyID, &p.AccountID, &p.IntegrationID, &p.AccountName, &p.Kind, &p.Scopes, &p.KeyDatasets, &p.AccountDatasets, &p.Revoked, &p.Catalogue)
 	if err != nil {
 		return Principal{}, translate(err)
 	}
@@ -250,8 +254,11 @@ const authenticateCountSQL = `WITH k AS (
 		RETURNING hits
 	)
 	SELECT k.key_id, k.account_id, k.integration_id, k.name, k.principal_kind, k.scopes, k.key_datasets, k.account_datasets, k.revoked,
-		(SELECT hits FROM w)
+		(SELECT hits FROM w), ` + catalogueVersionSQL + `
 	FROM k`
+
+// catalogueVersionSQL reads the catalogue's version beside a key lookup.
+const catalogueVersionSQL = `(SELECT version FROM catalogue_version)`
 
 // AuthenticateCount is Authenticate and, for a live key holding every scope
 // in scopes, Count in bucket's current window, in one round trip. counted
@@ -266,7 +273,7 @@ func (l *Ledger) AuthenticateCount(ctx context.Context, key string, scopes []str
 	}
 	var hits *int32
 	err = l.pool.QueryRow(ctx, authenticateCountSQL, HashKey(key), bucket, start, scopes).
-		Scan(&p.KeyID, &p.AccountID, &p.IntegrationID, &p.AccountName, &p.Kind, &p.Scopes, &p.KeyDatasets, &p.AccountDatasets, &p.Revoked, &hits)
+		Scan(&p.KeyID, &p.AccountID, &p.IntegrationID, &p.AccountName, &p.Kind, &p.Scopes, &p.KeyDatasets, &p.AccountDatasets, &p.Revoked, &hits, &p.Catalogue)
 	if err != nil {
 		return Principal{}, RateWindow{}, false, translate(err)
 	}

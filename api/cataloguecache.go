@@ -1,0 +1,110 @@
+package api
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+
+	"siteenv/ledger"
+)
+
+// catalogueCache keeps catalogue reads (GET /layers pages, the layers and
+// releases POST /queries freezes) of the newest catalogue version this
+// replica has seen. The version comes from the request's own
+// authentication statement (ledger.Principal.Catalogue), and every change
+// to a section, layer or release moves it (migration 0011), so a cached
+// answer is used only while nothing in the catalogue has changed: the
+// first request after a change, on any replica, reads afresh. An answer
+// read after the version was taken can only be newer than it, never older.
+type catalogueCache struct {
+	mu      sync.Mutex
+	version int64
+	m       map[string]any
+}
+
+// maxCatalogueEntries bounds one version's answers (filters and cursors
+// make keys); the map is cleared when full.
+const maxCatalogueEntries = 1024
+
+func (c *catalogueCache) get(version int64, key string) (any, bool) {
+	if version == 0 {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if version != c.version {
+		return nil, false
+	}
+	v, ok := c.m[key]
+	return v, ok
+}
+
+func (c *catalogueCache) put(version int64, key string, v any) {
+	if version == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case version < c.version:
+		return // a request that began before a newer one
+	case version > c.version || len(c.m) >= maxCatalogueEntries:
+		c.version, c.m = version, make(map[string]any)
+	}
+	c.m[key] = v
+}
+
+// layersKey identifies a ListLayers filter.
+func layersKey(f ledger.LayerFilter) string {
+	var b strings.Builder
+	b.WriteString("layers")
+	for _, s := range []string{f.Search, f.SectionKey, f.Jurisdiction, f.AfterID} {
+		b.WriteByte(0)
+		b.WriteString(strconv.Itoa(len(s)))
+		b.WriteByte(':')
+		b.WriteString(s)
+	}
+	b.WriteByte(0)
+	switch {
+	case f.DatasetIDs == nil:
+		b.WriteString("all")
+	default:
+		b.WriteString("only")
+		for _, id := range f.DatasetIDs {
+			b.WriteByte(0)
+			b.WriteString(id)
+		}
+	}
+	b.WriteByte(0)
+	b.WriteString(strconv.Itoa(f.Limit))
+	b.WriteString(strconv.FormatBool(f.WithoutCoverage))
+	return b.String()
+}
+
+// listLayersCached is ledger.ListLayers through the cache.
+func (s *Server) listLayersCached(r *request, f ledger.LayerFilter) ([]ledger.Layer, error) {
+	v, key := r.principal.Catalogue, layersKey(f)
+	if rows, ok := s.catalogue.get(v, key); ok {
+		return rows.([]ledger.Layer), nil
+	}
+	rows, err := s.led.ListLayers(r.c, f)
+	if err != nil {
+		return nil, err
+	}
+	s.catalogue.put(v, key, rows)
+	return rows, nil
+}
+
+// layersForQuery is ledger.LayersForQuery through the cache.
+func (s *Server) layersForQuery(r *request, ids []string) (map[string]ledger.LayerRelease, error) {
+	v, key := r.principal.Catalogue, "query\x00"+strings.Join(ids, "\x00")
+	if m, ok := s.catalogue.get(v, key); ok {
+		return m.(map[string]ledger.LayerRelease), nil
+	}
+	m, err := s.led.LayersForQuery(r.c, ids)
+	if err != nil {
+		return nil, err
+	}
+	s.catalogue.put(v, key, m)
+	return m, nil
+}
