@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"siteenv/internal/phase"
 	"siteenv/ledger"
 )
@@ -30,7 +32,15 @@ func (s *Server) admit(r *request) error {
 		return err
 	}
 	ta := s.phases.Start()
-	p, w, counted, err := s.led.AuthenticateCount(r.c, key, r.op.Scopes, "reads", time.Minute)
+	var p ledger.Principal
+	var w ledger.RateWindow
+	var counted bool
+	if pf := s.prefetchFor(r); pf != nil {
+		p, w, counted, err = s.led.AuthenticateCount(r.c, key, r.op.Scopes, "reads", time.Minute, pf)
+		r.prefetch = pf
+	} else {
+		p, w, counted, err = s.led.AuthenticateCount(r.c, key, r.op.Scopes, "reads", time.Minute)
+	}
 	s.phases.Done(phase.Auth, ta)
 	if err == nil || errors.Is(err, ledger.ErrKeyRevoked) {
 		r.principal = p // a revoked key's too, for the audit record of the attempt
@@ -46,6 +56,26 @@ func (s *Server) admit(r *request) error {
 		return s.limitReads(r)
 	}
 	return s.checkRate(r, "reads", readsPerMinute, w)
+}
+
+// prefetchFor is the read a GET's handler will begin with, when it is
+// known before the key is checked: it then travels with the key lookup in
+// one round trip (ledger.Prefetch). GET /context's ledger read; a cached
+// finished query's live columns for its pages.
+func (s *Server) prefetchFor(r *request) ledger.Prefetch {
+	switch r.op.ID {
+	case "get_context":
+		return &ledger.ContextPrefetch{}
+	case "get_query", "get_query_results":
+		id, err := uuid.Parse(r.params["query_id"])
+		if err != nil {
+			return nil
+		}
+		if _, ok := s.finished.get(id); ok {
+			return &ledger.QueryLivePrefetch{ID: id}
+		}
+	}
+	return nil
 }
 
 // bearer reads the key from the Authorization header.

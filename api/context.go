@@ -77,9 +77,14 @@ func (s *Server) getContext(r *request) error {
 		return err
 	}
 	p := r.principal
-	cv, err := s.led.ContextReads(r.c, p.AccountID, p.IntegrationID)
-	if err != nil {
-		return err
+	var cv ledger.ContextView
+	if pf, ok := r.prefetch.(*ledger.ContextPrefetch); ok && pf.Err == nil {
+		cv = pf.View
+	} else {
+		var err error
+		if cv, err = s.led.ContextReads(r.c, p.AccountID, p.IntegrationID); err != nil {
+			return err
+		}
 	}
 	acct, integ, qu, reportPrice := cv.Account, cv.Integration, cv.Usage, cv.ReportPrice
 	body := contextBody{

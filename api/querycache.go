@@ -58,9 +58,14 @@ func (c *finishedQueries) put(q ledger.Query) {
 func (s *Server) query(r *request, id uuid.UUID) (ledger.Query, error) {
 	account := r.principal.AccountID
 	if q, ok := s.finished.get(id); ok && q.AccountID == account {
-		v, err := s.led.QueryLive(r.c, account, id)
-		if err != nil {
-			return ledger.Query{}, err
+		var v ledger.QueryLive
+		if pf, ok := r.prefetch.(*ledger.QueryLivePrefetch); ok && pf.ID == id && pf.Err == nil {
+			v = pf.Live // read with the key (Server.prefetchFor)
+		} else {
+			var err error
+			if v, err = s.led.QueryLive(r.c, account, id); err != nil {
+				return ledger.Query{}, err
+			}
 		}
 		if v.Status == q.Status {
 			q.ResultKey, q.ResultBytes, q.ReleasedAt = v.ResultKey, v.ResultBytes, v.ReleasedAt

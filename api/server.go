@@ -293,6 +293,9 @@ type request struct {
 	probe string
 	// phases times the request's phases (nil: off).
 	phases *phase.Timer
+	// prefetch is the handler's first read, made with the key lookup
+	// (Server.prefetchFor); nil: none.
+	prefetch ledger.Prefetch
 }
 
 // Handle is the fasthttp handler.

@@ -264,16 +264,37 @@ const catalogueVersionSQL = `(SELECT version FROM catalogue_version)`
 // in scopes, Count in bucket's current window, in one round trip. counted
 // reports whether the window was counted (false: the key is revoked or
 // lacks a scope, and nothing was counted, as when Authenticate's caller
-// refuses before counting). Errors are Authenticate's.
-func (l *Ledger) AuthenticateCount(ctx context.Context, key string, scopes []string, bucket string, window time.Duration) (p Principal, w RateWindow, counted bool, err error) {
+// refuses before counting). Errors are Authenticate's. Each prefetch in
+// pf is read in the same round trip (prefetch.go) and holds its own
+// answer; its error never fails the authentication.
+func (l *Ledger) AuthenticateCount(ctx context.Context, key string, scopes []string, bucket string, window time.Duration, pf ...Prefetch) (p Principal, w RateWindow, counted bool, err error) {
 	now := l.now()
 	start := now.Truncate(window)
 	if scopes == nil {
 		scopes = []string{}
 	}
 	var hits *int32
-	err = l.pool.QueryRow(ctx, authenticateCountSQL, HashKey(key), bucket, start, scopes).
-		Scan(&p.KeyID, &p.AccountID, &p.IntegrationID, &p.AccountName, &p.Kind, &p.Scopes, &p.KeyDatasets, &p.AccountDatasets, &p.Revoked, &hits, &p.Catalogue)
+	hash := HashKey(key)
+	scan := func(row pgx.Row) error {
+		return row.Scan(&p.KeyID, &p.AccountID, &p.IntegrationID, &p.AccountName, &p.Kind, &p.Scopes, &p.KeyDatasets, &p.AccountDatasets, &p.Revoked, &hits, &p.Catalogue)
+	}
+	if len(pf) == 0 {
+		err = scan(l.pool.QueryRow(ctx, authenticateCountSQL, hash, bucket, start, scopes))
+	} else {
+		b := &pgx.Batch{}
+		b.Queue(authenticateCountSQL, hash, bucket, start, scopes)
+		for _, f := range pf {
+			f.queue(b, hash)
+		}
+		br := l.pool.SendBatch(ctx, b)
+		err = scan(br.QueryRow())
+		for _, f := range pf {
+			f.scan(br)
+		}
+		if cerr := br.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}
 	if err != nil {
 		return Principal{}, RateWindow{}, false, translate(err)
 	}

@@ -442,9 +442,13 @@ const contextSQL = `SELECT a.account_id, a.name, a.credit_balance, a.dataset_ids
 // QueryUsage and the report price) in one statement, one round trip.
 // ErrNotFound when the account or the integration is missing.
 func (l *Ledger) ContextReads(ctx context.Context, account, integration uuid.UUID) (ContextView, error) {
+	return scanContext(l.pool.QueryRow(ctx, contextSQL, account, integration, SettingReportPrice))
+}
+
+func scanContext(row pgx.Row) (ContextView, error) {
 	var v ContextView
 	a, in, u := &v.Account, &v.Integration, &v.Usage
-	err := l.pool.QueryRow(ctx, contextSQL, account, integration, SettingReportPrice).Scan(
+	err := row.Scan(
 		&a.ID, &a.Name, &a.CreditBalance, &a.DatasetIDs,
 		&in.ID, &in.SpendLimit, &in.CreditsUsed,
 		&u.RetainedBytes, &u.Queued, &u.Running, &u.NextResultExpiry,

@@ -1,0 +1,63 @@
+package ledger
+
+import (
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Prefetch is a read of the presented key's own account that
+// AuthenticateCount sends in the same round trip as its statement (one
+// pipelined batch), for a handler whose first read is known before the key
+// is checked. It reads nothing but that account's rows, and the caller
+// uses its answer only once the key has authenticated and holds the
+// operation's scopes; otherwise it is discarded. The batch is one implicit
+// transaction: were a prefetch to fail (a database error), the request's
+// count in its rate window would be undone with it; the handler then reads
+// for itself, as without a prefetch.
+type Prefetch interface {
+	queue(b *pgx.Batch, keyHash []byte)
+	scan(br pgx.BatchResults)
+}
+
+// ContextPrefetch reads what ContextReads reads, for the key's account and
+// integration. Err is ContextReads' error (ErrNotFound: no such key).
+type ContextPrefetch struct {
+	View ContextView
+	Err  error
+}
+
+// contextByKeySQL is contextSQL with the account and the integration those
+// of the key whose hash is $1.
+var contextByKeySQL = strings.NewReplacer(
+	"$3", "$2",
+	"i.integration_id = $2", "i.integration_id = (SELECT integration_id FROM api_keys WHERE key_hash = $1)",
+	"a.account_id = $1", "a.account_id = (SELECT account_id FROM api_keys WHERE key_hash = $1)",
+).Replace(contextSQL)
+
+func (p *ContextPrefetch) queue(b *pgx.Batch, keyHash []byte) {
+	b.Queue(contextByKeySQL, keyHash, SettingReportPrice)
+}
+
+func (p *ContextPrefetch) scan(br pgx.BatchResults) {
+	p.View, p.Err = scanContext(br.QueryRow())
+}
+
+// QueryLivePrefetch reads QueryLive of query ID in the key's account. Err
+// is QueryLive's error (ErrNotFound: no such query of that account).
+type QueryLivePrefetch struct {
+	ID   uuid.UUID
+	Live QueryLive
+	Err  error
+}
+
+func (p *QueryLivePrefetch) queue(b *pgx.Batch, keyHash []byte) {
+	b.Queue(`SELECT status, result_key, result_bytes, released_at FROM queries
+		WHERE query_id = $2 AND account_id = (SELECT account_id FROM api_keys WHERE key_hash = $1)`, keyHash, p.ID)
+}
+
+func (p *QueryLivePrefetch) scan(br pgx.BatchResults) {
+	v := &p.Live
+	p.Err = translate(br.QueryRow().Scan(&v.Status, &v.ResultKey, &v.ResultBytes, &v.ReleasedAt))
+}
