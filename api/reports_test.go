@@ -84,8 +84,8 @@ func (h *harness) purchaseCount(key string) int {
 type countingRunner struct{ notified atomic.Int64 }
 
 func (c *countingRunner) Notify() { c.notified.Add(1) }
-func (c *countingRunner) Wait(context.Context, uuid.UUID, time.Duration) bool {
-	return false
+func (c *countingRunner) Wait(context.Context, uuid.UUID, time.Duration) (ledger.Query, bool) {
+	return ledger.Query{}, false
 }
 
 func TestReportOrder(t *testing.T) {

@@ -69,8 +69,10 @@ type Config struct {
 type QueryRunner interface {
 	// Notify wakes a worker for a newly queued query.
 	Notify()
-	// Wait blocks until the query finishes here, ctx ends or d passes.
-	Wait(ctx context.Context, id uuid.UUID, d time.Duration) bool
+	// Wait blocks until the query finishes here, ctx ends or d passes. It
+	// returns the finished row when the runner kept one for this waiter
+	// (its ID is then id); otherwise the caller reads the ledger.
+	Wait(ctx context.Context, id uuid.UUID, d time.Duration) (ledger.Query, bool)
 }
 
 func (c *Config) fill() error {

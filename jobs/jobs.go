@@ -165,7 +165,9 @@ type Runner struct {
 	reportWake chan struct{}
 	mu         struct {
 		sync.Mutex
-		waiters map[uuid.UUID][]chan struct{}
+		// waiters receive the finished row (the zero Query when this
+		// process did not keep one: the waiter reads the ledger).
+		waiters map[uuid.UUID][]chan ledger.Query
 		// recent are queries that finished here with nobody waiting yet,
 		// the last recentFinishes of them (ring is their order): a POST
 		// whose Wait begins only after the worker was quicker finds its
@@ -203,7 +205,7 @@ func New(cfg Config, led *ledger.Ledger, eng *engine.Engine, st store.Store) *Ru
 		panic(err)
 	}
 	r := &Runner{cfg: cfg, led: led, eng: eng, store: st, wake: make(chan struct{}, 1), reportWake: make(chan struct{}, 1)}
-	r.mu.waiters = map[uuid.UUID][]chan struct{}{}
+	r.mu.waiters = map[uuid.UUID][]chan ledger.Query{}
 	r.mu.recent = map[uuid.UUID]struct{}{}
 	return r
 }
@@ -310,27 +312,29 @@ func (r *Runner) Notify() {
 }
 
 // Wait blocks until query id finishes in this process, ctx ends or d passes.
-// It reports whether the query finished here (callers re-read the ledger either way).
-func (r *Runner) Wait(ctx context.Context, id uuid.UUID, d time.Duration) bool {
+// It reports whether the query finished here, with its finished row as the
+// worker stored it when the worker kept one and this Wait was already
+// waiting (q.ID is then id); otherwise callers read the ledger.
+func (r *Runner) Wait(ctx context.Context, id uuid.UUID, d time.Duration) (ledger.Query, bool) {
 	if d <= 0 {
-		return false
+		return ledger.Query{}, false
 	}
-	ch := make(chan struct{})
+	ch := make(chan ledger.Query, 1)
 	r.mu.Lock()
 	if _, ok := r.mu.recent[id]; ok {
 		// Finished before this Wait began (Notify woke a worker that was
 		// quicker than the caller).
 		delete(r.mu.recent, id)
 		r.mu.Unlock()
-		return true
+		return ledger.Query{}, true
 	}
 	r.mu.waiters[id] = append(r.mu.waiters[id], ch)
 	r.mu.Unlock()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-ch:
-		return true
+	case q := <-ch:
+		return q, true
 	case <-t.C:
 	case <-ctx.Done():
 	}
@@ -346,10 +350,11 @@ func (r *Runner) Wait(ctx context.Context, id uuid.UUID, d time.Duration) bool {
 		delete(r.mu.waiters, id)
 	}
 	r.mu.Unlock()
-	return false
+	return ledger.Query{}, false
 }
 
-func (r *Runner) finished(id uuid.UUID) {
+// finished wakes id's waiters with row (the zero Query: none kept here).
+func (r *Runner) finished(id uuid.UUID, row *ledger.Query) {
 	r.mu.Lock()
 	ws := r.mu.waiters[id]
 	delete(r.mu.waiters, id)
@@ -365,7 +370,7 @@ func (r *Runner) finished(id uuid.UUID) {
 	}
 	r.mu.Unlock()
 	for _, w := range ws {
-		close(w)
+		w <- *row // buffered: never blocks
 	}
 }
 
@@ -458,7 +463,8 @@ func (r *Runner) runOnce(claimCtx, execCtx context.Context) (bool, error) {
 		return false, err
 	}
 	r.cfg.Phases.Done(phase.Claim, tc)
-	defer r.finished(q.ID)
+	var row ledger.Query // the finished row, when this attempt kept one
+	defer r.finished(q.ID, &row)
 	began := time.Now()
 	tctx, cancelTimeout := context.WithTimeoutCause(execCtx, r.cfg.Attempt, errAttemptTimeout)
 	defer cancelTimeout()
@@ -466,7 +472,7 @@ func (r *Runner) runOnce(claimCtx, execCtx context.Context) (bool, error) {
 	defer cancel(nil)
 	stop := r.watchCancel(actx, q.ID, cancel)
 	var rec recorded
-	err = r.execute(actx, q, &rec)
+	err = r.execute(actx, q, &rec, &row)
 	stop()
 	if obs := r.cfg.ObserveAttempt; obs != nil {
 		obs(attemptOutcome(actx, err, rec), time.Since(began))
@@ -570,7 +576,7 @@ type FeatureRecord struct {
 	Geometry   *geojson.Geometry `json:"geometry"`
 }
 
-func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded) error {
+func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded, row *ledger.Query) error {
 	site, err := geojson.UnmarshalGeometry(q.SiteGeometry)
 	if err != nil {
 		return fmt.Errorf("jobs: query %s site: %w", q.ID, err)
@@ -668,9 +674,12 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded) err
 	defer r.cfg.Phases.Done(phase.Finish, r.cfg.Phases.Start())
 	// Not abandoned halfway once the result is stored: a cancellation from
 	// here on is settled by FinishQuery (then the result is deleted).
-	kept, err := r.led.FinishQuery(context.WithoutCancel(ctx), q.ID, status, outcome, key, size, count, r.cfg.Retain)
+	done, kept, err := r.led.FinishQueryRow(context.WithoutCancel(ctx), q.ID, status, outcome, key, size, count, r.cfg.Retain)
 	if err != nil {
 		return err
+	}
+	if kept {
+		*row = done
 	}
 	*rec = recorded(kept)
 	if !kept {

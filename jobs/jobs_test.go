@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -251,7 +252,7 @@ func TestWaitAfterTheWorkerFinished(t *testing.T) {
 		t.Fatalf("RunOnce = %v, %v", ran, err)
 	}
 	done := make(chan bool)
-	go func() { done <- r.Wait(b.ctx, id, time.Hour) }()
+	go func() { _, ok := r.Wait(b.ctx, id, time.Hour); done <- ok }()
 	select {
 	case ok := <-done:
 		if !ok {
@@ -262,8 +263,53 @@ func TestWaitAfterTheWorkerFinished(t *testing.T) {
 	}
 	ended, cancel := context.WithCancel(b.ctx)
 	cancel()
-	if r.Wait(ended, uuid.New(), time.Hour) {
+	if _, ok := r.Wait(ended, uuid.New(), time.Hour); ok {
 		t.Fatal("Wait reported an unknown query finished")
+	}
+}
+
+// TestWaitHandsOverTheFinishedRow: a request waiting on its query gets the
+// row the worker stored (POST /queries answers from it without reading it
+// back), equal to what the ledger then holds.
+func TestWaitHandsOverTheFinishedRow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.runner(jobs.Config{}, nil)
+	id := b.query()
+	type waited struct {
+		q  ledger.Query
+		ok bool
+	}
+	done := make(chan waited, 1)
+	waiting := make(chan struct{})
+	go func() {
+		close(waiting)
+		q, ok := r.Wait(b.ctx, id, time.Hour)
+		done <- waited{q, ok}
+	}()
+	<-waiting
+	// Let Wait register before the worker finishes (a Wait that comes
+	// later is TestWaitAfterTheWorkerFinished's case).
+	deadline := time.Now().Add(10 * time.Second)
+	for !jobs.Waiting(r, id) {
+		if time.Now().After(deadline) {
+			t.Fatal("Wait never registered")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if ran, err := r.RunOnce(b.ctx); !ran || err != nil {
+		t.Fatalf("RunOnce = %v, %v", ran, err)
+	}
+	w := <-done
+	if !w.ok || w.q.ID != id || w.q.Status != ledger.QuerySucceeded {
+		t.Fatalf("Wait = %+v, %v", w.q, w.ok)
+	}
+	stored, err := b.led.Query(b.ctx, w.q.AccountID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(w.q, stored) {
+		t.Fatalf("handed over %+v\nledger holds %+v", w.q, stored)
 	}
 }
 

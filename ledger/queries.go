@@ -301,9 +301,17 @@ func (l *Ledger) claimOnce(ctx context.Context, maxRunning int, attempt time.Dur
 // FinishQuery records a query's outcome and retained result, unless it was
 // cancelled meanwhile (then the result is not kept: returns false).
 func (l *Ledger) FinishQuery(ctx context.Context, id uuid.UUID, status string, outcome []LayerOutcome, resultKey string, resultBytes int64, resultCount *int64, retain time.Duration) (bool, error) {
+	_, kept, err := l.FinishQueryRow(ctx, id, status, outcome, resultKey, resultBytes, resultCount, retain)
+	return kept, err
+}
+
+// FinishQueryRow is FinishQuery returning the finished row as stored (when
+// kept), so the worker can hand it to a request waiting for the query
+// without that request reading it back.
+func (l *Ledger) FinishQueryRow(ctx context.Context, id uuid.UUID, status string, outcome []LayerOutcome, resultKey string, resultBytes int64, resultCount *int64, retain time.Duration) (Query, bool, error) {
 	oj, err := json.Marshal(outcome)
 	if err != nil {
-		return false, err
+		return Query{}, false, err
 	}
 	now := l.now()
 	var key *string
@@ -313,14 +321,39 @@ func (l *Ledger) FinishQuery(ctx context.Context, id uuid.UUID, status string, o
 		e := now.Add(retain)
 		expires = &e
 	}
-	// Relaxed commit: see relaxed.go for what a crash could lose.
-	tag, err := l.execRelaxed(ctx, `UPDATE queries SET status = $2, outcome = $3, result_key = $4, result_bytes = $5, result_count = $6,
+	// Relaxed commit (see relaxed.go for what a crash could lose), in one
+	// round trip.
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit = off")
+	b.Queue(`UPDATE queries SET status = $2, outcome = $3, result_key = $4, result_bytes = $5, result_count = $6,
 			computed_at = $7, expires_at = $8, claimed_until = NULL
-		WHERE query_id = $1 AND status = 'running'`, id, status, oj, key, resultBytes, resultCount, now, expires)
-	if err != nil {
-		return false, translate(err)
+		WHERE query_id = $1 AND status = 'running' RETURNING `+queryColumns, id, status, oj, key, resultBytes, resultCount, now, expires)
+	b.Queue("COMMIT")
+	br := l.pool.SendBatch(ctx, b)
+	_, err = br.Exec()
+	if err == nil {
+		_, err = br.Exec()
 	}
-	return tag.RowsAffected() == 1, nil
+	var q Query
+	kept := false
+	if err == nil {
+		q, err = scanQuery(br.QueryRow())
+		kept = err == nil
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = nil // no longer running: cancelled or reclaimed
+		}
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return Query{}, false, translate(err)
+	}
+	return q, kept, nil
 }
 
 // CancelOrRelease cancels a queued or running query, or releases a finished

@@ -1,0 +1,11 @@
+package jobs
+
+import "github.com/google/uuid"
+
+// Waiting reports whether a Wait on id is registered (tests order a Wait
+// before the worker's finish with it).
+func Waiting(r *Runner, id uuid.UUID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.mu.waiters[id]) > 0
+}
