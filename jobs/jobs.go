@@ -674,7 +674,7 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded, row
 	defer r.cfg.Phases.Done(phase.Finish, r.cfg.Phases.Start())
 	// Not abandoned halfway once the result is stored: a cancellation from
 	// here on is settled by FinishQuery (then the result is deleted).
-	done, kept, err := r.led.FinishQueryRow(context.WithoutCancel(ctx), q.ID, status, outcome, key, size, count, r.cfg.Retain)
+	done, kept, err := r.led.FinishQueryRow(context.WithoutCancel(ctx), q, status, outcome, key, size, count, r.cfg.Retain)
 	if err != nil {
 		return err
 	}

@@ -301,14 +301,16 @@ func (l *Ledger) claimOnce(ctx context.Context, maxRunning int, attempt time.Dur
 // FinishQuery records a query's outcome and retained result, unless it was
 // cancelled meanwhile (then the result is not kept: returns false).
 func (l *Ledger) FinishQuery(ctx context.Context, id uuid.UUID, status string, outcome []LayerOutcome, resultKey string, resultBytes int64, resultCount *int64, retain time.Duration) (bool, error) {
-	_, kept, err := l.FinishQueryRow(ctx, id, status, outcome, resultKey, resultBytes, resultCount, retain)
+	_, kept, err := l.FinishQueryRow(ctx, Query{ID: id}, status, outcome, resultKey, resultBytes, resultCount, retain)
 	return kept, err
 }
 
-// FinishQueryRow is FinishQuery returning the finished row as stored (when
-// kept), so the worker can hand it to a request waiting for the query
-// without that request reading it back.
-func (l *Ledger) FinishQueryRow(ctx context.Context, id uuid.UUID, status string, outcome []LayerOutcome, resultKey string, resultBytes int64, resultCount *int64, retain time.Duration) (Query, bool, error) {
+// FinishQueryRow is FinishQuery of q (the row as claimed) returning q as
+// now stored when kept: the columns the finish wrote, read back from the
+// statement, over the claimed row's unchanged ones. The worker hands it to
+// a request waiting for the query, which then need not read it back.
+func (l *Ledger) FinishQueryRow(ctx context.Context, q Query, status string, outcome []LayerOutcome, resultKey string, resultBytes int64, resultCount *int64, retain time.Duration) (Query, bool, error) {
+	id := q.ID
 	oj, err := json.Marshal(outcome)
 	if err != nil {
 		return Query{}, false, err
@@ -328,18 +330,24 @@ func (l *Ledger) FinishQueryRow(ctx context.Context, id uuid.UUID, status string
 	b.Queue("SET LOCAL synchronous_commit = off")
 	b.Queue(`UPDATE queries SET status = $2, outcome = $3, result_key = $4, result_bytes = $5, result_count = $6,
 			computed_at = $7, expires_at = $8, claimed_until = NULL
-		WHERE query_id = $1 AND status = 'running' RETURNING `+queryColumns, id, status, oj, key, resultBytes, resultCount, now, expires)
+		WHERE query_id = $1 AND status = 'running'
+		RETURNING status, outcome, result_key, result_bytes, result_count, attempts, computed_at, expires_at, released_at`,
+		id, status, oj, key, resultBytes, resultCount, now, expires)
 	b.Queue("COMMIT")
 	br := l.pool.SendBatch(ctx, b)
 	_, err = br.Exec()
 	if err == nil {
 		_, err = br.Exec()
 	}
-	var q Query
 	kept := false
 	if err == nil {
-		q, err = scanQuery(br.QueryRow())
-		kept = err == nil
+		var oc []byte
+		err = br.QueryRow().Scan(&q.Status, &oc, &q.ResultKey, &q.ResultBytes, &q.ResultCount, &q.Attempts, &q.ComputedAt, &q.ExpiresAt, &q.ReleasedAt)
+		if err == nil {
+			q.Outcome = nil
+			err = json.Unmarshal(oc, &q.Outcome)
+			kept = err == nil
+		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = nil // no longer running: cancelled or reclaimed
 		}
