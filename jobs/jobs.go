@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -618,9 +619,9 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded, row
 		return r.fail(ctx, q, rec, "source_unavailable", err)
 	}
 	defer out.Abort()
-	var enc recordEncoder
 	var outcome []ledger.LayerOutcome
-	var total, size int64
+	var chunks []recordChunk
+	var total int64
 	failed := 0
 	for _, id := range q.LayerIDs {
 		if unavailable[id] {
@@ -638,24 +639,17 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded, row
 		if res.Status == "unavailable" {
 			failed++
 		}
-		for i := range res.Features {
-			if err := enc.appendRecord(id, &res.Features[i], q.IncludeGeometry); err != nil {
-				return err
-			}
-			if len(enc.buf) >= 1<<20 {
-				if _, err := out.Write(enc.buf); err != nil {
-					return r.fail(ctx, q, rec, "source_unavailable", err)
-				}
-				size += int64(len(enc.buf))
-				enc.buf = enc.buf[:0]
-			}
-		}
+		chunks = appendChunks(chunks, id, res.Features)
 		outcome = append(outcome, o)
 	}
-	if _, err := out.Write(enc.buf); err != nil {
-		return r.fail(ctx, q, rec, "source_unavailable", err)
+	size, err := writeRecords(out, chunks, q.IncludeGeometry, runtime.GOMAXPROCS(0))
+	var we *writeError
+	if errors.As(err, &we) {
+		return r.fail(ctx, q, rec, "source_unavailable", we.err)
 	}
-	size += int64(len(enc.buf))
+	if err != nil {
+		return err
+	}
 	status := ledger.QuerySucceeded
 	switch {
 	case failed == len(q.LayerIDs):

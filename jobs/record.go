@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/paulmach/orb"
@@ -199,4 +201,77 @@ func appendJSONString[T string | []byte](b []byte, s T) []byte {
 	_ = enc.Encode(string(s)) // a string always encodes
 	out := w.Bytes()
 	return out[:len(out)-1] // the Encoder's newline
+}
+
+// recordChunk is a run of one layer's features, encoded as one unit.
+type recordChunk struct {
+	layerID string
+	feats   []engine.Feature
+}
+
+// chunkRecords is how many records one encoding goroutine takes at a time.
+const chunkRecords = 2048
+
+// appendChunks splits a layer's features into chunks.
+func appendChunks(chunks []recordChunk, layerID string, feats []engine.Feature) []recordChunk {
+	for len(feats) > 0 {
+		n := min(len(feats), chunkRecords)
+		chunks = append(chunks, recordChunk{layerID: layerID, feats: feats[:n]})
+		feats = feats[n:]
+	}
+	return chunks
+}
+
+// writeError is a failure to write the result (not to encode it).
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return e.err.Error() }
+
+// writeRecords encodes the chunks' records in order to w, up to workers
+// chunks at a time in parallel (a large result's encoding would otherwise
+// leave the other cores idle while its client waits), and returns the
+// bytes written.
+func writeRecords(w io.Writer, chunks []recordChunk, includeGeometry bool, workers int) (int64, error) {
+	workers = max(1, min(workers, len(chunks)))
+	encs := make([]recordEncoder, workers)
+	errs := make([]error, workers)
+	var size int64
+	for start := 0; start < len(chunks); start += workers {
+		window := chunks[start:min(start+workers, len(chunks))]
+		encode := func(slot int) {
+			e := &encs[slot]
+			e.buf = e.buf[:0]
+			c := window[slot]
+			for i := range c.feats {
+				if err := e.appendRecord(c.layerID, &c.feats[i], includeGeometry); err != nil {
+					errs[slot] = err
+					return
+				}
+			}
+		}
+		if len(window) == 1 {
+			encode(0)
+		} else {
+			var wg sync.WaitGroup
+			for slot := range window {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					encode(slot)
+				}()
+			}
+			wg.Wait()
+		}
+		for slot := range window {
+			if errs[slot] != nil {
+				return size, errs[slot]
+			}
+			n, err := w.Write(encs[slot].buf)
+			size += int64(n)
+			if err != nil {
+				return size, &writeError{err}
+			}
+		}
+	}
+	return size, nil
 }

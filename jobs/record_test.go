@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"testing"
 
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/geojson"
 
+	"siteenv/engine"
 	"siteenv/tiles"
 )
 
@@ -143,3 +146,46 @@ func TestRecordEncoderRefusesNonFinite(t *testing.T) {
 		t.Fatal("NaN property accepted")
 	}
 }
+
+// TestWriteRecordsInOrder: records encoded on several goroutines are
+// written in the chunks' order, the same bytes as one encoder writes.
+func TestWriteRecordsInOrder(t *testing.T) {
+	var chunks []recordChunk
+	for l, n := range []int{5000, 1, 0, 4097, 2048} {
+		feats := make([]engine.Feature, n)
+		for i := range feats {
+			feats[i] = engine.Feature{ID: fmt.Sprintf("f%d-%d", l, i), DistanceM: float64(i) / 3}
+		}
+		chunks = appendChunks(chunks, fmt.Sprintf("layer.%d", l), feats)
+	}
+	var serial, parallel bytes.Buffer
+	n1, err := writeRecords(&serial, chunks, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2, err := writeRecords(&parallel, chunks, false, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n1 != int64(serial.Len()) || n2 != n1 || !bytes.Equal(serial.Bytes(), parallel.Bytes()) {
+		t.Fatalf("parallel output differs: %d and %d bytes", n1, n2)
+	}
+	lines := bytes.Split(bytes.TrimSuffix(serial.Bytes(), []byte("\n")), []byte("\n"))
+	if len(lines) != 5000+1+4097+2048 {
+		t.Fatalf("%d records", len(lines))
+	}
+	if want := `{"layer_id":"layer.0","feature_id":"f0-0",`; !bytes.HasPrefix(lines[0], []byte(want)) {
+		t.Fatalf("first record %s", lines[0])
+	}
+	if want := `{"layer_id":"layer.4","feature_id":"f4-2047",`; !bytes.HasPrefix(lines[len(lines)-1], []byte(want)) {
+		t.Fatalf("last record %s", lines[len(lines)-1])
+	}
+	// A failing writer stops at once.
+	if _, err := writeRecords(failWriter{}, chunks, false, 2); err == nil {
+		t.Fatal("write error not reported")
+	}
+}
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
