@@ -66,9 +66,9 @@ func benchEngine(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		WorkDir: work, Scale: sc, Seed: *seed, Queries: *queries, Workers: *workers, Logger: newLogger(stderr),
 	}
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+		f, err := createProfile(*cpuProfile)
 		if err != nil {
-			return fmt.Errorf("bench: %w", err)
+			return err
 		}
 		defer f.Close()
 		opt.CPUProfile = f
@@ -155,18 +155,17 @@ func benchAPI(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		WorkDir: work, OutDir: *out, Scale: sc, Seed: *seed, Queries: *queries, Clients: cs, Reads: *reads, Logger: newLogger(stderr),
 	}
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+		f, err := createProfile(*cpuProfile)
 		if err != nil {
-			return fmt.Errorf("bench: %w", err)
+			return err
 		}
 		defer f.Close()
-		opt.CPUProfile = f
-		fr, err := os.Create(*cpuProfile + ".reads")
+		fr, err := createProfile(*cpuProfile + ".reads")
 		if err != nil {
-			return fmt.Errorf("bench: %w", err)
+			return err
 		}
 		defer fr.Close()
-		opt.ReadCPUProfile = fr
+		opt.CPUProfile, opt.ReadCPUProfile = f, fr
 	}
 	r, err := bench.RunAPI(ctx, opt)
 	if err != nil {
@@ -174,6 +173,15 @@ func benchAPI(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	r.Print(stdout)
 	return r.Err()
+}
+
+// createProfile creates the file a CPU profile is written to.
+func createProfile(path string) (*os.File, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	return f, nil
 }
 
 // benchWorkDir is <data-dir>/bench, made traversable (0755 up from it) so
