@@ -14,43 +14,63 @@ import (
 // its status, compared to catch a copy made stale by a lost relaxed
 // commit) is read live on every request (ledger.QueryLive), a small row
 // instead of the frozen layers' JSON. So a page costs one light statement
-// and another replica's DELETE is seen at once. Bounded: the oldest entry
-// is dropped first.
+// and another replica's DELETE is seen at once. Only what the API renders
+// is kept (not the site's geometry nor the layers' coverage polygons), and
+// the cache is bounded in bytes: the oldest entries go first.
 type finishedQueries struct {
-	mu   sync.Mutex
-	m    map[uuid.UUID]ledger.Query
-	ring []uuid.UUID
-	next int
+	mu    sync.Mutex
+	m     map[uuid.UUID]cachedQuery
+	order []uuid.UUID // oldest first
+	bytes int
 }
 
-// maxCachedQueries bounds the cache (a finished query's row is a few KiB).
-const maxCachedQueries = 2048
+type cachedQuery struct {
+	q     ledger.Query
+	bytes int
+}
+
+// maxCachedQueryBytes bounds the cache's rows (a typical one is a few KiB).
+const maxCachedQueryBytes = 32 << 20
 
 func (c *finishedQueries) get(id uuid.UUID) (ledger.Query, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	q, ok := c.m[id]
-	return q, ok
+	e, ok := c.m[id]
+	return e.q, ok
 }
 
 func (c *finishedQueries) put(q ledger.Query) {
+	q.SiteGeometry = nil
+	frozen := make([]ledger.FrozenLayer, len(q.Frozen))
+	size := 512
+	for i, f := range q.Frozen {
+		f.Coverage = nil
+		frozen[i] = f
+		size += len(f.FieldSchema) + len(f.Sources) + 256
+	}
+	q.Frozen = frozen
+	size += 128 * len(q.Outcome)
+	if size > maxCachedQueryBytes/8 {
+		return // an outsized row is read from the ledger each time
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = make(map[uuid.UUID]ledger.Query)
+		c.m = make(map[uuid.UUID]cachedQuery)
 	}
-	if _, ok := c.m[q.ID]; ok {
-		c.m[q.ID] = q
-		return
-	}
-	if len(c.ring) < maxCachedQueries {
-		c.ring = append(c.ring, q.ID)
+	if old, ok := c.m[q.ID]; ok {
+		c.bytes -= old.bytes
 	} else {
-		delete(c.m, c.ring[c.next])
-		c.ring[c.next] = q.ID
-		c.next = (c.next + 1) % maxCachedQueries
+		c.order = append(c.order, q.ID)
 	}
-	c.m[q.ID] = q
+	c.m[q.ID] = cachedQuery{q: q, bytes: size}
+	c.bytes += size
+	for c.bytes > maxCachedQueryBytes && len(c.order) > 0 {
+		id := c.order[0]
+		c.order = c.order[1:]
+		c.bytes -= c.m[id].bytes
+		delete(c.m, id)
+	}
 }
 
 // query is ledger.Query for a page of account's query id, served from the
