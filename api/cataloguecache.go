@@ -20,11 +20,17 @@ type catalogueCache struct {
 	mu      sync.Mutex
 	version int64
 	m       map[string]any
+	bytes   int
 }
 
-// maxCatalogueEntries bounds one version's answers (filters and cursors
-// make keys); the map is cleared when full.
-const maxCatalogueEntries = 1024
+// maxCatalogueEntries and maxCatalogueBytes bound one version's answers
+// (filters and cursors make keys; coverage polygons make bytes): the map is
+// cleared when either is reached, and an answer larger than an eighth of
+// the bytes is not kept.
+const (
+	maxCatalogueEntries = 1024
+	maxCatalogueBytes   = 64 << 20
+)
 
 func (c *catalogueCache) get(version int64, key string) (any, bool) {
 	if version == 0 {
@@ -39,8 +45,8 @@ func (c *catalogueCache) get(version int64, key string) (any, bool) {
 	return v, ok
 }
 
-func (c *catalogueCache) put(version int64, key string, v any) {
-	if version == 0 {
+func (c *catalogueCache) put(version int64, key string, v any, size int) {
+	if version == 0 || size > maxCatalogueBytes/8 {
 		return
 	}
 	c.mu.Lock()
@@ -48,10 +54,18 @@ func (c *catalogueCache) put(version int64, key string, v any) {
 	switch {
 	case version < c.version:
 		return // a request that began before a newer one
-	case version > c.version || len(c.m) >= maxCatalogueEntries:
-		c.version, c.m = version, make(map[string]any)
+	case version > c.version || len(c.m) >= maxCatalogueEntries || c.bytes+size > maxCatalogueBytes:
+		c.version, c.m, c.bytes = version, make(map[string]any), 0
+	}
+	if _, ok := c.m[key]; !ok {
+		c.bytes += size
 	}
 	c.m[key] = v
+}
+
+// layerBytes approximates the memory a catalogue row holds.
+func layerBytes(y ledger.Layer) int {
+	return 256 + len(y.FieldSchema) + len(y.Units) + len(y.Sources) + len(y.Coverage)
 }
 
 // layersKey identifies a ListLayers filter.
@@ -91,7 +105,11 @@ func (s *Server) listLayersCached(r *request, f ledger.LayerFilter) ([]ledger.La
 	if err != nil {
 		return nil, err
 	}
-	s.catalogue.put(v, key, rows)
+	size := len(key)
+	for _, y := range rows {
+		size += layerBytes(y)
+	}
+	s.catalogue.put(v, key, rows, size)
 	return rows, nil
 }
 
@@ -105,6 +123,13 @@ func (s *Server) layersForQuery(r *request, ids []string) (map[string]ledger.Lay
 	if err != nil {
 		return nil, err
 	}
-	s.catalogue.put(v, key, m)
+	size := len(key)
+	for _, lr := range m {
+		size += layerBytes(lr.Layer)
+		if rel := lr.Release; rel != nil {
+			size += 256 + len(rel.FieldSchema) + len(rel.Units) + len(rel.Sources) + len(rel.Coverage)
+		}
+	}
+	s.catalogue.put(v, key, m, size)
 	return m, nil
 }

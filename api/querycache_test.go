@@ -52,3 +52,44 @@ func TestFinishedQueriesBounded(t *testing.T) {
 		t.Fatal("an outsized row was cached")
 	}
 }
+
+// TestCatalogueCacheBounded: answers are kept per catalogue version only
+// (a newer version drops the older's, an older request's answer is not
+// kept), and within the entry and byte budgets.
+func TestCatalogueCacheBounded(t *testing.T) {
+	var c catalogueCache
+	c.put(3, "a", 1, 10)
+	if v, ok := c.get(3, "a"); !ok || v != 1 {
+		t.Fatalf("get = %v %v", v, ok)
+	}
+	if _, ok := c.get(4, "a"); ok {
+		t.Fatal("an answer of version 3 served for version 4")
+	}
+	c.put(2, "b", 2, 10) // a request that began before version 3
+	if _, ok := c.get(2, "b"); ok {
+		t.Fatal("an older version's answer was kept")
+	}
+	c.put(4, "c", 3, 10)
+	if _, ok := c.get(3, "a"); ok {
+		t.Fatal("version 3's answers survived version 4")
+	}
+	if _, ok := c.get(0, "c"); ok {
+		t.Fatal("version 0 (unknown) served from the cache")
+	}
+	c.put(4, "big", 4, maxCatalogueBytes/8+1)
+	if _, ok := c.get(4, "big"); ok {
+		t.Fatal("an outsized answer was kept")
+	}
+	for i := range 20 {
+		c.put(4, string(rune('A'+i)), i, maxCatalogueBytes/16)
+		if c.bytes > maxCatalogueBytes {
+			t.Fatalf("cache holds %d bytes", c.bytes)
+		}
+	}
+	for i := range 2 * maxCatalogueEntries {
+		c.put(4, "k"+string(rune(i)), i, 1)
+		if len(c.m) > maxCatalogueEntries {
+			t.Fatalf("cache holds %d entries", len(c.m))
+		}
+	}
+}
