@@ -13,7 +13,8 @@ import (
 
 // admit authenticates the request's key, authorizes the operation's scopes
 // and counts a read against the account's read budget. For a GET the key
-// lookup and the rate window are one ledger statement (one round trip); the
+// lookup and the rate window are one ledger statement, sent with the
+// handler's first read when that is known (prefetchFor): one round trip. The
 // outcome is the same as authenticate, authorize and limitReads in turn: a
 // revoked or unknown key, or a missing scope, is refused before anything is
 // counted.
@@ -31,16 +32,12 @@ func (s *Server) admit(r *request) error {
 	if err != nil {
 		return err
 	}
-	ta := s.phases.Start()
-	var p ledger.Principal
-	var w ledger.RateWindow
-	var counted bool
+	var pfs []ledger.Prefetch
 	if pf := s.prefetchFor(r); pf != nil {
-		p, w, counted, err = s.led.AuthenticateCount(r.c, key, r.op.Scopes, "reads", time.Minute, pf)
-		r.prefetch = pf
-	} else {
-		p, w, counted, err = s.led.AuthenticateCount(r.c, key, r.op.Scopes, "reads", time.Minute)
+		pfs, r.prefetch = append(pfs, pf), pf
 	}
+	ta := s.phases.Start()
+	p, w, counted, err := s.led.AuthenticateCount(r.c, key, r.op.Scopes, "reads", time.Minute, pfs...)
 	s.phases.Done(phase.Auth, ta)
 	if err == nil || errors.Is(err, ledger.ErrKeyRevoked) {
 		r.principal = p // a revoked key's too, for the audit record of the attempt
