@@ -127,9 +127,7 @@ func isObject(raw []byte) bool { return len(raw) > 0 && raw[0] == '{' }
 
 // layerListColumns are layerColumns without the coverage polygon, which
 // only a site-relative answer needs: whether there is one instead.
-const layerListColumns = `l.layer_id, l.section_key, s.name, s.price, l.name, l.description, l.schema_version, l.field_schema, l.units,
-	l.radius_max_m, l.sources, l.jurisdictions, NULL::jsonb, l.geometry_types, l.current_release_id, l.updated_at,
-	jsonb_typeof(l.coverage) = 'object'`
+var layerListColumns = strings.Replace(layerColumns, "l.coverage,", "NULL::jsonb,", 1) + `, jsonb_typeof(l.coverage) = 'object'`
 
 // LayerFilter narrows ListLayers. Zero fields do not filter.
 type LayerFilter struct {
