@@ -65,7 +65,16 @@ func (c *catalogueCache) put(version int64, key string, v any, size int) {
 
 // layerBytes approximates the memory a catalogue row holds.
 func layerBytes(y ledger.Layer) int {
-	return 256 + len(y.FieldSchema) + len(y.Units) + len(y.Sources) + len(y.Coverage)
+	return jsonBytes(y.FieldSchema, y.Units, y.Sources, y.Coverage)
+}
+
+// jsonBytes approximates a row holding the JSON values js.
+func jsonBytes(js ...[]byte) int {
+	n := 256
+	for _, j := range js {
+		n += len(j)
+	}
+	return n
 }
 
 // layersKey identifies a ListLayers filter.
@@ -127,7 +136,7 @@ func (s *Server) layersForQuery(r *request, ids []string) (map[string]ledger.Lay
 	for _, lr := range m {
 		size += layerBytes(lr.Layer)
 		if rel := lr.Release; rel != nil {
-			size += 256 + len(rel.FieldSchema) + len(rel.Units) + len(rel.Sources) + len(rel.Coverage)
+			size += jsonBytes(rel.FieldSchema, rel.Units, rel.Sources, rel.Coverage)
 		}
 	}
 	s.catalogue.put(v, key, m, size)

@@ -1,10 +1,8 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"reflect"
 	"regexp"
 	"sync"
@@ -181,10 +179,7 @@ func (s *Server) listLayers(r *request) error {
 	if err != nil {
 		return err
 	}
-	out = append(append(append(out, `],"page":`...), pj...), '}')
-	r.ctx.SetStatusCode(200)
-	r.ctx.SetContentType("application/json")
-	r.ctx.SetBody(out)
+	r.writeBody(200, append(append(append(out, `],"page":`...), pj...), '}'))
 	return nil
 }
 
@@ -223,17 +218,6 @@ func (c *renderedLayers) render(b layerBody) ([]byte, error) {
 	c.m[b.LayerID] = renderedLayer{body: b, json: j}
 	c.mu.Unlock()
 	return j, nil
-}
-
-// marshalNoEscape is json.Marshal as writeJSON encodes (no HTML escaping).
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("api: encode response: %w", err)
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // readLayer loads the path's layer if this key may see it; a layer outside

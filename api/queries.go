@@ -476,13 +476,10 @@ func (r *request) writeQuery(status int, body *queryBody) error {
 	}
 	defer r.phases.Done(phase.JSON, r.phases.Start())
 	body.Features = []json.RawMessage{}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(body); err != nil {
-		return fmt.Errorf("api: encode response: %w", err)
+	head, err := marshalNoEscape(body)
+	if err != nil {
+		return err
 	}
-	head := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	i := bytes.LastIndex(head, featuresMember)
 	if i < 0 {
 		return errors.New("api: encode response: no features member")

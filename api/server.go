@@ -384,16 +384,31 @@ func (s *Server) serve(r *request) error {
 // writeJSON writes a successful JSON body.
 func (r *request) writeJSON(status int, v any) error {
 	defer r.phases.Done(phase.JSON, r.phases.Start())
+	b, err := marshalNoEscape(v)
+	if err != nil {
+		return err
+	}
+	r.writeBody(status, b)
+	return nil
+}
+
+// writeBody writes an encoded JSON body.
+func (r *request) writeBody(status int, b []byte) {
+	r.ctx.SetStatusCode(status)
+	r.ctx.SetContentType("application/json")
+	r.ctx.SetBody(b)
+}
+
+// marshalNoEscape is the JSON encoding of every body: compact, no HTML
+// escaping, no trailing newline.
+func marshalNoEscape(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("api: encode response: %w", err)
+		return nil, fmt.Errorf("api: encode response: %w", err)
 	}
-	r.ctx.SetStatusCode(status)
-	r.ctx.SetContentType("application/json")
-	r.ctx.SetBody(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
-	return nil
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 func (s *Server) writeProblem(ctx *fasthttp.RequestCtx, requestID string, p *Problem) {

@@ -148,8 +148,11 @@ func (l *Ledger) CreatePortfolio(ctx context.Context, account uuid.UUID, name st
 
 func lockAccount(ctx context.Context, tx pgx.Tx, account uuid.UUID) error {
 	var id uuid.UUID
-	return tx.QueryRow(ctx, `SELECT account_id FROM accounts WHERE account_id = $1 FOR UPDATE`, account).Scan(&id)
+	return tx.QueryRow(ctx, lockAccountSQL, account).Scan(&id)
 }
+
+// lockAccountSQL locks account $1's row until the transaction ends.
+const lockAccountSQL = `SELECT account_id FROM accounts WHERE account_id = $1 FOR UPDATE`
 
 // newID returns a time-ordered UUID (v7), so ids sort roughly by creation.
 func newID() uuid.UUID {

@@ -270,7 +270,7 @@ func (l *Ledger) claimOnce(ctx context.Context, maxRunning int, attempt time.Dur
 	now := l.now()
 	b = &pgx.Batch{}
 	// The account lock makes the running count exact across replicas.
-	b.Queue(`SELECT account_id FROM accounts WHERE account_id = $1 FOR UPDATE`, account)
+	b.Queue(lockAccountSQL, account)
 	b.Queue(`UPDATE queries SET status = 'running', attempts = attempts + 1, started_at = $2, claimed_until = $3
 		WHERE query_id = $1 AND (SELECT count(*) FROM queries WHERE account_id = $4 AND status = 'running') < $5
 		RETURNING `+queryColumns, id, now, now.Add(attempt), account, maxRunning)
@@ -325,43 +325,25 @@ func (l *Ledger) FinishQueryRow(ctx context.Context, q Query, status string, out
 	}
 	// Relaxed commit (see relaxed.go for what a crash could lose), in one
 	// round trip.
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue("SET LOCAL synchronous_commit = off")
-	b.Queue(`UPDATE queries SET status = $2, outcome = $3, result_key = $4, result_bytes = $5, result_count = $6,
+	var oc []byte
+	err = l.queryRowRelaxed(ctx, func(row pgx.Row) error {
+		return row.Scan(&q.Status, &oc, &q.ResultKey, &q.ResultBytes, &q.ResultCount, &q.Attempts, &q.ComputedAt, &q.ExpiresAt, &q.ReleasedAt)
+	}, `UPDATE queries SET status = $2, outcome = $3, result_key = $4, result_bytes = $5, result_count = $6,
 			computed_at = $7, expires_at = $8, claimed_until = NULL
 		WHERE query_id = $1 AND status = 'running'
 		RETURNING status, outcome, result_key, result_bytes, result_count, attempts, computed_at, expires_at, released_at`,
 		id, status, oj, key, resultBytes, resultCount, now, expires)
-	b.Queue("COMMIT")
-	br := l.pool.SendBatch(ctx, b)
-	_, err = br.Exec()
-	if err == nil {
-		_, err = br.Exec()
-	}
-	kept := false
-	if err == nil {
-		var oc []byte
-		err = br.QueryRow().Scan(&q.Status, &oc, &q.ResultKey, &q.ResultBytes, &q.ResultCount, &q.Attempts, &q.ComputedAt, &q.ExpiresAt, &q.ReleasedAt)
-		if err == nil {
-			q.Outcome = nil
-			err = json.Unmarshal(oc, &q.Outcome)
-			kept = err == nil
-		}
-		if errors.Is(err, pgx.ErrNoRows) {
-			err = nil // no longer running: cancelled or reclaimed
-		}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Query{}, false, nil // no longer running: cancelled or reclaimed
 	}
 	if err == nil {
-		_, err = br.Exec()
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
+		q.Outcome = nil
+		err = json.Unmarshal(oc, &q.Outcome)
 	}
 	if err != nil {
 		return Query{}, false, translate(err)
 	}
-	return q, kept, nil
+	return q, true, nil
 }
 
 // CancelOrRelease cancels a queued or running query, or releases a finished

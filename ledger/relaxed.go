@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -87,4 +88,37 @@ func (l *Ledger) execRelaxed(ctx context.Context, sql string, args ...any) (pgco
 		err = cerr
 	}
 	return tag, err
+}
+
+// queryRowRelaxed runs one statement that returns at most a row in its own
+// transaction with synchronous_commit off, in a single round trip, handing
+// the row to scan. A scan that finds no row (pgx.ErrNoRows) still commits
+// and is returned as such.
+func (l *Ledger) queryRowRelaxed(ctx context.Context, scan func(pgx.Row) error, sql string, args ...any) error {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit = off")
+	b.Queue(sql, args...)
+	b.Queue("COMMIT")
+	br := l.pool.SendBatch(ctx, b)
+	_, err := br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
+	var scanErr error
+	if err == nil {
+		if scanErr = scan(br.QueryRow()); scanErr != nil && !errors.Is(scanErr, pgx.ErrNoRows) {
+			err = scanErr
+		}
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return scanErr
 }

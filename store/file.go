@@ -49,57 +49,21 @@ func (s *FileStore) path(key string) string {
 	return filepath.Join(s.root, filepath.FromSlash(key))
 }
 
-// Put implements Store.
-func (s *FileStore) Put(ctx context.Context, key string, r io.Reader, size int64) (err error) {
-	if err := ValidateKey(key); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	final := s.path(key)
-	if _, err := os.Lstat(final); err == nil {
-		return fmt.Errorf("%w: %s", ErrExists, key)
-	}
-	dir := filepath.Dir(final)
-	tmp, err := s.createTemp(dir)
+// Put implements Store: Create, copy, Commit.
+func (s *FileStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	w, err := s.Create(ctx, key)
 	if err != nil {
-		return fmt.Errorf("store: put %s: %w", key, err)
+		return err
 	}
-	tmpName := tmp.Name()
-	defer func() {
-		if tmp != nil {
-			tmp.Close()
-		}
-		os.Remove(tmpName)
-	}()
-
-	n, err := io.Copy(tmp, ctxReader{ctx: ctx, r: r})
+	defer w.Abort()
+	n, err := io.Copy(w, ctxReader{ctx: ctx, r: r})
 	if err != nil {
 		return fmt.Errorf("store: put %s: %w", key, err)
 	}
 	if size >= 0 && n != size {
 		return fmt.Errorf("%w: put %s: read %d bytes, declared %d", ErrSizeMismatch, key, n, size)
 	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("store: put %s: sync: %w", key, err)
-	}
-	if err := tmp.Close(); err != nil {
-		tmp = nil
-		return fmt.Errorf("store: put %s: close: %w", key, err)
-	}
-	tmp = nil
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := os.Link(tmpName, final); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("%w: %s", ErrExists, key)
-		}
-		return fmt.Errorf("store: put %s: link: %w", key, err)
-	}
-	syncDir(dir)
-	return nil
+	return w.Commit()
 }
 
 var _ Creator = (*FileStore)(nil)
@@ -120,7 +84,7 @@ func (s *FileStore) Create(ctx context.Context, key string) (Writer, error) {
 	}
 	tmp, err := s.createTemp(filepath.Dir(final))
 	if err != nil {
-		return nil, fmt.Errorf("store: create %s: %w", key, err)
+		return nil, fmt.Errorf("store: put %s: %w", key, err)
 	}
 	return &fileWriter{ctx: ctx, key: key, final: final, tmp: tmp}, nil
 }
