@@ -65,36 +65,34 @@ func (l *Ledger) relaxedTx(ctx context.Context, fn func(pgx.Tx) error) error {
 // synchronous_commit off, in a single round trip (a pipelined batch). On an
 // error the transaction is left aborted and pgxpool discards the connection
 // instead of reusing it.
-func (l *Ledger) execRelaxed(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue("SET LOCAL synchronous_commit = off")
-	b.Queue(sql, args...)
-	b.Queue("COMMIT")
-	br := l.pool.SendBatch(ctx, b)
-	var tag pgconn.CommandTag
-	var err error
-	for i := range 4 {
-		t, e := br.Exec()
-		if e != nil {
-			err = e
-			break
-		}
-		if i == 2 {
-			tag = t
-		}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+func (l *Ledger) execRelaxed(ctx context.Context, sql string, args ...any) (tag pgconn.CommandTag, err error) {
+	err = l.relaxedBatch(ctx, func(br pgx.BatchResults) (err error) {
+		tag, err = br.Exec()
+		return err
+	}, sql, args...)
 	return tag, err
 }
 
-// queryRowRelaxed runs one statement that returns at most a row in its own
-// transaction with synchronous_commit off, in a single round trip, handing
-// the row to scan. A scan that finds no row (pgx.ErrNoRows) still commits
-// and is returned as such.
+// queryRowRelaxed is execRelaxed for a statement that returns at most a
+// row, handed to scan. A scan that finds no row (pgx.ErrNoRows) still
+// commits and is returned as such.
 func (l *Ledger) queryRowRelaxed(ctx context.Context, scan func(pgx.Row) error, sql string, args ...any) error {
+	var scanErr error
+	err := l.relaxedBatch(ctx, func(br pgx.BatchResults) error {
+		if scanErr = scan(br.QueryRow()); errors.Is(scanErr, pgx.ErrNoRows) {
+			return nil
+		}
+		return scanErr
+	}, sql, args...)
+	if err != nil {
+		return err
+	}
+	return scanErr
+}
+
+// relaxedBatch sends BEGIN, SET LOCAL synchronous_commit = off, the
+// statement and COMMIT as one batch; read takes the statement's result.
+func (l *Ledger) relaxedBatch(ctx context.Context, read func(pgx.BatchResults) error, sql string, args ...any) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue("SET LOCAL synchronous_commit = off")
@@ -105,11 +103,8 @@ func (l *Ledger) queryRowRelaxed(ctx context.Context, scan func(pgx.Row) error, 
 	if err == nil {
 		_, err = br.Exec()
 	}
-	var scanErr error
 	if err == nil {
-		if scanErr = scan(br.QueryRow()); scanErr != nil && !errors.Is(scanErr, pgx.ErrNoRows) {
-			err = scanErr
-		}
+		err = read(br)
 	}
 	if err == nil {
 		_, err = br.Exec()
@@ -117,8 +112,5 @@ func (l *Ledger) queryRowRelaxed(ctx context.Context, scan func(pgx.Row) error, 
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return err
-	}
-	return scanErr
+	return err
 }
