@@ -366,6 +366,9 @@ type queryRun struct {
 	// first is the time to the first page (the POST's answer, with its
 	// polls), the rest of lat is paging.
 	first time.Duration
+	// server is the query's own server time per phase, known when queries
+	// run one at a time (a 1-client pass): the phase timer's change.
+	server []phase.Sum
 }
 
 // do sends one request and returns the status, the Retry-After seconds and
@@ -528,9 +531,16 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 func (a *apiSide) apiPass(ctx context.Context, reqs []apiQuery, keys []string, clients int, tag string, st *clientStats, out [][]outcome, runs []queryRun) (pass, error) {
 	var waited atomic.Int64
 	p, err := runPass(ctx, len(reqs), clients, func(ctx context.Context, _, i int) (time.Duration, error) {
+		var before []phase.Sum
+		if clients == 1 {
+			before = a.timer.Snapshot()
+		}
 		run, err := a.runQuery(ctx, keys[i], tag+"-"+strconv.Itoa(i), reqs[i], st)
 		if err != nil {
 			return 0, err
+		}
+		if clients == 1 {
+			run.server = phase.Since(a.timer.Snapshot(), before)
 		}
 		waited.Add(int64(run.waited))
 		if out != nil {
@@ -741,14 +751,30 @@ func queriesTSV(qs []query, runs []queryRun, pgLat []time.Duration) []byte {
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(runs[b].lat, runs[a].lat) })
 	var b bytes.Buffer
-	b.WriteString("query\tkind\tlayers\tradius_m\tfeatures\tpages\tapi_ms\tfirst_page_ms\tpostgis_ms\tretry_after_wait_ms\n")
+	// The server columns are the query's own phases (1-client pass):
+	// client_ms is what the server did not spend, the client's HTTP and
+	// JSON decoding.
+	b.WriteString("query\tkind\tlayers\tradius_m\tfeatures\tpages\tapi_ms\tfirst_page_ms\tpostgis_ms\tretry_after_wait_ms" +
+		"\tserver_ms\tengine_ms\tresult_write_ms\tclient_ms\n")
 	for _, i := range order {
 		pg := 0.0
 		if i < len(pgLat) {
 			pg = ms(pgLat[i])
 		}
-		fmt.Fprintf(&b, "%d\t%s\t%d\t%g\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.0f\n", i, qs[i].kind, len(qs[i].layers), qs[i].radius,
-			runs[i].features, runs[i].pages, ms(runs[i].lat), ms(runs[i].first), pg, ms(runs[i].waited))
+		var ph [3]time.Duration
+		for _, s := range runs[i].server {
+			switch s.Phase {
+			case phase.Total:
+				ph[0] = s.Total
+			case phase.Engine:
+				ph[1] = s.Total
+			case phase.ResultWrite:
+				ph[2] = s.Total
+			}
+		}
+		fmt.Fprintf(&b, "%d\t%s\t%d\t%g\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\n", i, qs[i].kind, len(qs[i].layers), qs[i].radius,
+			runs[i].features, runs[i].pages, ms(runs[i].lat), ms(runs[i].first), pg, ms(runs[i].waited),
+			ms(ph[0]), ms(ph[1]), ms(ph[2]), ms(runs[i].lat-ph[0]))
 	}
 	return b.Bytes()
 }

@@ -103,6 +103,16 @@ func (t *Timer) Snapshot() []Sum {
 	return out
 }
 
+// Since returns the change from before to now, both from Snapshot.
+func Since(now, before []Sum) []Sum {
+	out := slices.Clone(now)
+	for i := range out {
+		out[i].Total -= before[i].Total
+		out[i].Count -= before[i].Count
+	}
+	return out
+}
+
 // Requests returns the sorted in-server durations of op's requests so far.
 func (t *Timer) Requests(op string) []time.Duration {
 	t.mu.Lock()

@@ -31,6 +31,11 @@ func TestTimer(t *testing.T) {
 	if r := tm.Requests("get_context"); len(r) != 1 || r[0] < time.Millisecond {
 		t.Errorf("requests: %v", r)
 	}
+	before := tm.Snapshot()
+	tm.Done(Engine, start)
+	if d := Since(tm.Snapshot(), before); d[Engine].Count != 1 || d[Engine].Total < time.Millisecond || d[Auth].Count != 0 || d[Auth].Total != 0 {
+		t.Errorf("since: engine %+v, auth %+v", d[Engine], d[Auth])
+	}
 	tm.Reset()
 	if s := tm.Snapshot(); s[Auth].Count != 0 || len(tm.Requests("get_context")) != 0 {
 		t.Errorf("not reset: %+v", s[Auth])
