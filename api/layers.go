@@ -3,9 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
-	"reflect"
 	"regexp"
-	"sync"
 
 	"github.com/google/uuid"
 	"github.com/paulmach/orb"
@@ -136,6 +134,9 @@ func (s *Server) listLayers(r *request) error {
 			return err
 		}
 	}
+	if siteID == nil {
+		return s.listLayersWithoutSite(r, f, bind)
+	}
 	site, err := s.loadSite(r, siteID)
 	if err != nil {
 		return err
@@ -156,68 +157,87 @@ func (s *Server) listLayers(r *request) error {
 		}
 		body.Layers = append(body.Layers, layerView(y, site))
 	}
-	if site != nil {
-		return r.writeJSON(200, body)
-	}
-	// Without a site each layer's object depends on its row alone: spliced
-	// from the rendered-layer cache (the body writeJSON would write, less
-	// the validation and compaction of every layer's field schema and
-	// sources on every read).
-	defer r.phases.Done(phase.JSON, r.phases.Start())
-	out := append(make([]byte, 0, 4096), `{"api_version":"1","layers":[`...)
-	for i, b := range body.Layers {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		j, err := s.layerJSON.render(b)
+	return r.writeJSON(200, body)
+}
+
+// layerPage is a GET /layers page without a site, rendered once per
+// catalogue version and filter (the key's dataset restriction is part of
+// the filter): without a site each layer's object depends on its row
+// alone, so the page is the same for every key with that filter until the
+// catalogue changes. Only a next cursor (bound to the account) is added per
+// request.
+type layerPage struct {
+	// body is the whole body when !more, else its beginning up to the
+	// layers array's closing bracket.
+	body   []byte
+	more   bool
+	lastID string // the page's last layer: the next cursor's position
+	etag   string // of the whole body when !more
+}
+
+func (s *Server) listLayersWithoutSite(r *request, f ledger.LayerFilter, bind string) error {
+	version, key := r.principal.Catalogue, "rendered\x00"+layersKey(f)
+	var lp layerPage
+	if v, ok := s.catalogue.get(version, key); ok {
+		lp = v.(layerPage)
+	} else {
+		rows, err := s.listLayersCached(r, f)
 		if err != nil {
 			return err
 		}
-		out = append(out, j...)
+		if lp, err = s.renderLayerPage(rows, f.Limit); err != nil {
+			return err
+		}
+		s.catalogue.put(version, key, lp, len(key)+len(lp.body))
 	}
-	pj, err := marshalNoEscape(body.Page)
+	defer r.phases.Done(phase.JSON, r.phases.Start())
+	if !lp.more {
+		r.etag = lp.etag
+		r.writeBody(200, lp.body)
+		return nil
+	}
+	next, err := s.cursors.encode(r.principal.AccountID, "layers", bind, lp.lastID)
 	if err != nil {
 		return err
 	}
-	r.writeBody(200, append(append(append(out, `],"page":`...), pj...), '}'))
+	pj, err := marshalNoEscape(page{HasMore: true, NextCursor: &next})
+	if err != nil {
+		return err
+	}
+	out := make([]byte, 0, len(lp.body)+len(pj)+16)
+	r.writeBody(200, append(append(append(out, lp.body...), `,"page":`...), append(pj, '}')...))
 	return nil
 }
 
-// renderedLayers caches each layer's JSON object (as writeJSON encodes
-// it) with the layerBody it was rendered from. A body equal to the cached
-// one (every field, byte for byte) reuses the bytes; any change to the row
-// renders again. The catalogue is small; the cache is cleared if it ever
-// holds more than maxRenderedLayers.
-type renderedLayers struct {
-	mu sync.Mutex
-	m  map[string]renderedLayer
-}
-
-type renderedLayer struct {
-	body layerBody
-	json []byte
-}
-
-const maxRenderedLayers = 10_000
-
-func (c *renderedLayers) render(b layerBody) ([]byte, error) {
-	c.mu.Lock()
-	e, ok := c.m[b.LayerID]
-	c.mu.Unlock()
-	if ok && reflect.DeepEqual(e.body, b) {
-		return e.json, nil
+// renderLayerPage renders rows (up to limit, and one more when there is a
+// next page) as writeJSON would write the body.
+func (s *Server) renderLayerPage(rows []ledger.Layer, limit int) (layerPage, error) {
+	lp := layerPage{body: append(make([]byte, 0, 4096), `{"api_version":"1","layers":[`...)}
+	for i, y := range rows {
+		if i == limit {
+			lp.more, lp.lastID = true, rows[i-1].ID
+			break
+		}
+		if i > 0 {
+			lp.body = append(lp.body, ',')
+		}
+		j, err := marshalNoEscape(layerView(y, nil))
+		if err != nil {
+			return layerPage{}, err
+		}
+		lp.body = append(lp.body, j...)
 	}
-	j, err := marshalNoEscape(b)
+	lp.body = append(lp.body, ']')
+	if lp.more {
+		return lp, nil
+	}
+	pj, err := marshalNoEscape(page{})
 	if err != nil {
-		return nil, err
+		return layerPage{}, err
 	}
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxRenderedLayers {
-		c.m = make(map[string]renderedLayer)
-	}
-	c.m[b.LayerID] = renderedLayer{body: b, json: j}
-	c.mu.Unlock()
-	return j, nil
+	lp.body = append(append(append(lp.body, `,"page":`...), pj...), '}')
+	lp.etag = etagOf(lp.body)
+	return lp, nil
 }
 
 // readLayer loads the path's layer if this key may see it; a layer outside

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -279,5 +280,92 @@ func TestLayerListRenderCache(t *testing.T) {
 	}
 	if fmt.Sprint(contam["jurisdictions"]) != "[NSW ACT]" {
 		t.Fatalf("layer change not seen: %v", contam)
+	}
+}
+
+// TestLayerPageCache proves the site-less GET /layers page rendered once
+// per catalogue version and filter serves every key exactly what it would
+// render afresh: the same bytes and ETag (If-None-Match answers 304) while
+// nothing changes, a new body and ETag as soon as the catalogue changes,
+// a dataset-restricted key only its datasets even after an unrestricted key
+// filled the cache (and the reverse), and a next cursor bound to each
+// account that continues the listing.
+func TestLayerPageCache(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	h.publish("nsw.contaminated-sites", "contamination", 30, []string{"NSW"}, sydneyCover)
+	h.publish("qld.flood", "flood", 20, []string{"QLD"}, "")
+	all := h.key(h.account(0), nil, "layers:read")
+	only := h.key(h.account(1), []string{"qld.flood"}, "layers:read")
+	other := h.key(h.account(2), nil, "layers:read")
+	ids := func(r response) []string {
+		t.Helper()
+		var b struct {
+			Layers []struct {
+				LayerID string `json:"layer_id"`
+			}
+		}
+		if err := json.Unmarshal(r.body, &b); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, l := range b.Layers {
+			out = append(out, l.LayerID)
+		}
+		return out
+	}
+
+	first := h.do("GET", "/layers", all.Secret, nil)
+	again := h.do("GET", "/layers", other.Secret, nil)
+	tag := first.header.Get("ETag")
+	if first.status != 200 || string(again.body) != string(first.body) || again.header.Get("ETag") != tag || tag == "" {
+		t.Fatalf("a second key's read differs: %s %q\n%s %q", first.body, tag, again.body, again.header.Get("ETag"))
+	}
+	if r := h.do("GET", "/layers", all.Secret, nil, "If-None-Match", tag); r.status != 304 {
+		t.Fatalf("If-None-Match with the page's ETag: %d", r.status)
+	}
+	if got := ids(h.do("GET", "/layers", only.Secret, nil)); fmt.Sprint(got) != "[qld.flood]" {
+		t.Fatalf("restricted key after an unrestricted one: %v", got)
+	}
+
+	// A page with a next cursor: the layers are shared, the cursor is each
+	// account's own and continues the listing.
+	p1 := h.do("GET", "/layers?limit=1", all.Secret, nil)
+	p1b := h.do("GET", "/layers?limit=1", other.Secret, nil)
+	cursor := func(r response) string {
+		t.Helper()
+		var b struct {
+			Page struct {
+				HasMore    bool    `json:"has_more"`
+				NextCursor *string `json:"next_cursor"`
+			}
+		}
+		if err := json.Unmarshal(r.body, &b); err != nil || !b.Page.HasMore || b.Page.NextCursor == nil {
+			t.Fatalf("no next cursor (%v): %s", err, r.body)
+		}
+		return *b.Page.NextCursor
+	}
+	c1, c1b := cursor(p1), cursor(p1b)
+	if fmt.Sprint(ids(p1)) != "[nsw.contaminated-sites]" || fmt.Sprint(ids(p1b)) != fmt.Sprint(ids(p1)) || c1 == "" || c1 == c1b {
+		t.Fatalf("first pages %v %v, cursors %q %q", ids(p1), ids(p1b), c1, c1b)
+	}
+	if got := ids(h.do("GET", "/layers?limit=1&cursor="+c1b, other.Secret, nil)); fmt.Sprint(got) != "[qld.flood]" {
+		t.Fatalf("second page: %v", got)
+	}
+	if r := h.do("GET", "/layers?limit=1&cursor="+c1, other.Secret, nil); r.status != 400 {
+		t.Fatalf("another account's cursor: %d %s", r.status, r.body)
+	}
+
+	// A change of the catalogue is seen by the next read, with a new ETag.
+	h.publish("nsw.contaminated-sites", "contamination", 30, []string{"NSW", "ACT"}, sydneyCover)
+	changed := h.do("GET", "/layers", other.Secret, nil)
+	if string(changed.body) == string(first.body) || changed.header.Get("ETag") == tag || !bytes.Contains(changed.body, []byte(`"ACT"`)) {
+		t.Fatalf("change not seen: %s", changed.body)
+	}
+	if r := h.do("GET", "/layers", all.Secret, nil, "If-None-Match", tag); r.status != 200 {
+		t.Fatalf("the old ETag after a change: %d", r.status)
+	}
+	if got := ids(h.do("GET", "/layers", only.Secret, nil)); fmt.Sprint(got) != "[qld.flood]" {
+		t.Fatalf("restricted key after the change: %v", got)
 	}
 }

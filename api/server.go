@@ -137,8 +137,6 @@ type Server struct {
 	ready    readiness
 	// finished caches finished queries' immutable rows (querycache.go).
 	finished finishedQueries
-	// layerJSON caches catalogue layers' rendered JSON (layers.go).
-	layerJSON renderedLayers
 	// catalogue caches catalogue reads of one version (cataloguecache.go).
 	catalogue catalogueCache
 }

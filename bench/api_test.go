@@ -50,6 +50,9 @@ func TestAPIAgreesWithPostGIS(t *testing.T) {
 	if r.Pages < int64(r.Queries) {
 		t.Errorf("%d pages for %d queries", r.Pages, r.Queries)
 	}
+	if d := r.Decode; d.Features == 0 || d.Fast <= 0 || d.Std <= 0 || !strings.Contains(out.String(), "client JSON decoding of the largest page") {
+		t.Errorf("decoders not compared: %+v", d)
+	}
 	for _, s := range r.Passes[0].Phases {
 		if s.Count == 0 && s.Phase.String() != "runner claim" {
 			// Every phase of POST /queries runs at least once per query.

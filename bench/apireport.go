@@ -47,6 +47,7 @@ type APIReport struct {
 	Waited                      time.Duration
 	WaitedQueries               int64
 	QueriesPath                 string // the per-query table of the first pass
+	Decode                      decodeFigures
 	Comparison                  comparison
 	ReadCount                   int
 	Reads                       latency // client side, readClients clients
@@ -97,6 +98,10 @@ func (r *APIReport) Print(w io.Writer) {
 		r.Accounts, r.QueryAccounts, r.PassCount, r.Accounts-r.QueryAccounts, readsPerAccount, 119)
 	fmt.Fprintf(w, "requests: %d (%d result pages, %d polls after 202; %d answers retried after Retry-After, of which %d were 429 rate_limited)\n",
 		r.Requests, r.Pages, r.Polls, r.Throttled, r.RateLimited)
+	if r.Decode.Bytes > 0 {
+		fmt.Fprintf(w, "client JSON decoding of the largest page (%d features, %s bytes): goccy/go-json (the clients' decoder) %.3f ms, encoding/json %.3f ms\n",
+			r.Decode.Features, group(int64(r.Decode.Bytes)), ms(r.Decode.Fast), ms(r.Decode.Std))
+	}
 	fmt.Fprintf(w, "rate-limit waits: %d queries slept %.1f s in all on Retry-After, left out of the latencies (the contract's limit is policy, not speed); queries/s is clients / mean latency on both sides\n",
 		r.WaitedQueries, r.Waited.Seconds())
 	fmt.Fprintf(w, "check (first pass): %d layer results compared, %s features matched, %d layers failed on a limit (not compared), %d outside coverage (not compared)\n",
