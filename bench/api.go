@@ -48,6 +48,11 @@ const (
 	DefaultReads = 20_000
 	// readClients run the read pass.
 	readClients = 8
+	// sequentialReads (at most the read pass's count) follow the read pass
+	// with one client: the in-server time of a read when it waits for
+	// nothing but itself, where the 8-client figure includes queueing for
+	// the two cores.
+	sequentialReads = 2000
 	// apiPageLimit is the page size a client asks for (the contract's max).
 	apiPageLimit = 500
 	// admissionsPerAccount and readsPerAccount keep every account well
@@ -148,7 +153,7 @@ type apiSide struct {
 	workers  int
 }
 
-func startAPI(ctx context.Context, dir string, g *synth.Generator, ds *dataset, e *engine.Engine, nQueries, nReads int, log *slog.Logger) (_ *apiSide, err error) {
+func startAPI(ctx context.Context, dir string, g *synth.Generator, ds *dataset, e *engine.Engine, nQueries, nRead int, log *slog.Logger) (_ *apiSide, err error) {
 	a := &apiSide{eng: e, timer: &phase.Timer{}}
 	defer func() {
 		if err != nil {
@@ -186,7 +191,6 @@ func startAPI(ctx context.Context, dir string, g *synth.Generator, ds *dataset, 
 			return nil, fmt.Errorf("bench: publish %s: %w", l.id, err)
 		}
 	}
-	nRead := (nReads + readsPerAccount - 1) / readsPerAccount
 	keys, err := createAccounts(ctx, a.led, nQueries+nRead)
 	if err != nil {
 		return nil, err
@@ -583,13 +587,16 @@ func (a *apiSide) apiPass(ctx context.Context, reqs []apiQuery, keys []string, c
 	return p, err
 }
 
+// readAccounts is how many accounts n reads need.
+func readAccounts(n int) int { return (n + readsPerAccount - 1) / readsPerAccount }
+
 // readPass sends n authenticated GETs (alternately /context and /layers)
-// with readClients clients, each account sending at most readsPerAccount.
-func (a *apiSide) readPass(ctx context.Context, n int, st *clientStats) (pass, error) {
+// with clients clients, on keys, each sending at most readsPerAccount.
+func (a *apiSide) readPass(ctx context.Context, n, clients int, keys []string, st *clientStats) (pass, error) {
 	paths := []string{api.BasePath + "/context", api.BasePath + "/layers"}
-	return runPass(ctx, n, readClients, func(ctx context.Context, _, i int) (time.Duration, error) {
+	return runPass(ctx, n, clients, func(ctx context.Context, _, i int) (time.Duration, error) {
 		start := time.Now()
-		status, _, body, err := a.do("GET", paths[i%2], a.readKeys[i/readsPerAccount], "", nil, false)
+		status, _, body, err := a.do("GET", paths[i%2], keys[i/readsPerAccount], "", nil, false)
 		d := time.Since(start)
 		st.requests.Add(1)
 		if err != nil {
@@ -646,7 +653,8 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 	}
 	log.Info("bench: starting the API (durable ledger, accounts, server)")
 	nw := min(warmupQueries, len(qs))
-	a, err := startAPI(ctx, dir, g, ds, e, nw+len(opt.Clients)*len(qs), opt.Reads, log)
+	nSeq := min(opt.Reads, sequentialReads)
+	a, err := startAPI(ctx, dir, g, ds, e, nw+len(opt.Clients)*len(qs), readAccounts(opt.Reads)+readAccounts(nSeq), log)
 	if err != nil {
 		return nil, err
 	}
@@ -735,7 +743,7 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 				return nil, fmt.Errorf("bench: cpu profile: %w", err)
 			}
 		}
-		p, err := a.readPass(ctx, opt.Reads, rs)
+		p, err := a.readPass(ctx, opt.Reads, readClients, a.readKeys, rs)
 		if opt.ReadCPUProfile != nil {
 			pprof.StopCPUProfile()
 		}
@@ -747,6 +755,14 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 		r.ContextServer = summarize(a.timer.Requests("get_context"))
 		r.LayersServer = summarize(a.timer.Requests("list_layers"))
 		r.ReadPhases = a.timer.Snapshot()
+		log.Info("bench: sequential reads", "reads", nSeq)
+		a.timer.Reset()
+		if _, err := a.readPass(ctx, nSeq, 1, a.readKeys[readAccounts(opt.Reads):], rs); err != nil {
+			return nil, fmt.Errorf("bench: reads: %w", err)
+		}
+		r.SequentialReads = nSeq
+		r.ContextServer1 = summarize(a.timer.Requests("get_context"))
+		r.LayersServer1 = summarize(a.timer.Requests("list_layers"))
 	}
 	r.LoadAfter = loadAvg()
 	if err := os.MkdirAll(opt.OutDir, 0o755); err != nil {

@@ -59,6 +59,9 @@ func TestAPIAgreesWithPostGIS(t *testing.T) {
 			t.Errorf("phase %s never timed", s.Phase)
 		}
 	}
+	if r.ContextServer1.P50 <= 0 || r.LayersServer1.P50 <= 0 || r.SequentialReads != 200 {
+		t.Errorf("sequential reads not measured: %d, %+v %+v", r.SequentialReads, r.ContextServer1, r.LayersServer1)
+	}
 	if r.ContextServer.P50 <= 0 || r.Reads.QPS <= 0 {
 		t.Errorf("read pass not measured: %+v %+v", r.ContextServer, r.Reads)
 	}

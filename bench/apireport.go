@@ -52,9 +52,13 @@ type APIReport struct {
 	ReadCount                   int
 	Reads                       latency // client side, readClients clients
 	ContextServer, LayersServer latency // inside the server
-	ReadPhases                  []phase.Sum
-	ReportPath, PlotPath        string
-	apiLat, pgLat               []time.Duration
+	// SequentialReads follow with one client: in-server time without
+	// queueing.
+	SequentialReads               int
+	ContextServer1, LayersServer1 latency
+	ReadPhases                    []phase.Sum
+	ReportPath, PlotPath          string
+	apiLat, pgLat                 []time.Duration
 }
 
 // Err is ErrMismatch when the API's answers differ from PostGIS's beyond
@@ -142,6 +146,8 @@ func (r *APIReport) Print(w io.Writer) {
 			readClients, r.ReadCount, r.Reads.QPS, ms(r.Reads.P50), ms(r.Reads.P99))
 		fmt.Fprintf(w, "inside the server: GET /context p50 %.3f ms, p99 %.3f ms; GET /layers p50 %.3f ms, p99 %.3f ms\n",
 			ms(r.ContextServer.P50), ms(r.ContextServer.P99), ms(r.LayersServer.P50), ms(r.LayersServer.P99))
+		fmt.Fprintf(w, "inside the server, %d reads with 1 client: GET /context p50 %.3f ms, p99 %.3f ms; GET /layers p50 %.3f ms, p99 %.3f ms\n",
+			r.SequentialReads, ms(r.ContextServer1.P50), ms(r.ContextServer1.P99), ms(r.LayersServer1.P50), ms(r.LayersServer1.P99))
 		fmt.Fprintln(w)
 	}
 	for _, p := range r.Passes {
