@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -111,5 +112,53 @@ func TestQueuedReadActivity(t *testing.T) {
 	got, err := first.ListActivity(b.ctx, k2.IntegrationID, ledger.ActivityFilter{RequestID: &want.RequestID, Limit: 1})
 	if err != nil || len(got) != 1 || !got[0].CreatedAt.Equal(b.clock.Now().UTC()) {
 		t.Fatalf("record %+v, %v: want one stamped %s", got, err, b.clock.Now().UTC())
+	}
+}
+
+// TestReadActivityLingers proves small batches of read records wait for
+// more (Options.ActivityLinger) and are inserted together, and that
+// FlushActivity does not wait out the linger: with a linger of an hour, 20
+// records queued a round trip apart are not written while they linger, and
+// are all written, in one transaction, as soon as the feed is read.
+func TestReadActivityLingers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l, err := ledger.Open(ctx, ledgertest.DSN(t), ledger.Options{ActivityLinger: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	acct, err := l.CreateAccount(ctx, "linger", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := l.CreateKey(ctx, ledger.KeyParams{Account: acct.ID, Scopes: ledger.Scopes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		a := ledger.Activity{Operation: "get_context", Outcome: "completed", RequestID: uuid.New(), HTTPStatus: 200}
+		if err := l.QueueReadActivity(ctx, acct.ID, k.IntegrationID, a); err != nil {
+			t.Fatal(err)
+		}
+		// A round trip between records: time a writer that did not
+		// linger would use to insert what is queued.
+		if err := ledger.ExecForTest(ctx, l, "SELECT 1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := ledger.ActivityTransactionsForTest(ctx, l, k.IntegrationID); err != nil || n != 0 {
+		t.Fatalf("records inserted by %d transactions (%v) while lingering", n, err)
+	}
+	fctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := l.FlushActivity(fctx); err != nil {
+		t.Fatalf("flush waited out the linger: %v", err)
+	}
+	if n := countActivity(t, l, k.IntegrationID); n != 20 {
+		t.Fatalf("%d records in the feed, want 20", n)
+	}
+	if n, err := ledger.ActivityTransactionsForTest(ctx, l, k.IntegrationID); err != nil || n != 1 {
+		t.Fatalf("records inserted by %d transactions (%v), want 1", n, err)
 	}
 }

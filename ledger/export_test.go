@@ -38,3 +38,11 @@ func LeaseReachesForTest(ctx context.Context, l *Ledger, integration [16]byte, k
 		integration, key, t).Scan(&ok)
 	return err == nil && ok
 }
+
+// ActivityTransactionsForTest counts the transactions that inserted an
+// integration's audit records.
+func ActivityTransactionsForTest(ctx context.Context, l *Ledger, integration [16]byte) (int, error) {
+	var n int
+	err := l.pool.QueryRow(ctx, `SELECT count(DISTINCT xmin::text) FROM activity WHERE integration_id = $1`, integration).Scan(&n)
+	return n, err
+}

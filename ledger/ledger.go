@@ -27,6 +27,9 @@ type Options struct {
 	// last renewal (see idempotency.go): how soon a retry takes over the key
 	// of a request whose process died; default DefaultIdempotencyLease (5 s).
 	IdempotencyLease time.Duration
+	// ActivityLinger is how long a small batch of read audit records waits
+	// for more before it is inserted (activityqueue.go); default 5 ms.
+	ActivityLinger time.Duration
 }
 
 // Ledger is the PostgreSQL-backed store. Safe for concurrent use.
@@ -66,6 +69,9 @@ func Open(ctx context.Context, dsn string, opt Options) (*Ledger, error) {
 	if opt.IdempotencyLease <= 0 {
 		opt.IdempotencyLease = DefaultIdempotencyLease
 	}
+	if opt.ActivityLinger <= 0 {
+		opt.ActivityLinger = activityLinger
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// The DSN may carry a password: never echo it.
@@ -81,6 +87,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Ledger, error) {
 		return nil, fmt.Errorf("ledger: connect: %w", unavailable(err))
 	}
 	l := &Ledger{pool: pool, clock: opt.Clock, log: opt.Logger, lease: opt.IdempotencyLease}
+	l.activity.linger = opt.ActivityLinger
 	if err := l.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
