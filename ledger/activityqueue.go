@@ -65,7 +65,7 @@ type activityQueue struct {
 	done chan struct{}
 	// linger is Options.ActivityLinger.
 	linger time.Duration
-	mu   struct {
+	mu     struct {
 		sync.Mutex
 		pending []queuedActivity
 		// queued counts records ever queued; written counts those the
