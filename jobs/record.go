@@ -29,6 +29,14 @@ type recordEncoder struct {
 	props   []propEntry
 	scratch []byte // the properties' encoded values, in schema order
 	err     error
+	// names are the property names of the last record, in visit order;
+	// order lists them as encoding/json writes a map's members (sorted),
+	// and keys holds each one's `"name":` (with its comma after the
+	// first). A tile visits the same names in the same order for every
+	// row, so a run of records sorts and quotes them once.
+	names []string
+	order []int
+	keys  [][]byte
 }
 
 // propEntry is one property: its name and where its encoded value lies in
@@ -73,14 +81,10 @@ func (e *recordEncoder) append(layerID, featureID string, distanceM float64, g o
 		return err
 	}
 	b = append(b, `,"properties":{`...)
-	// encoding/json writes a map's members sorted by key.
-	slices.SortFunc(e.props, func(x, y propEntry) int { return strings.Compare(x.name, y.name) })
-	for i, p := range e.props {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, p.name)
-		b = append(b, ':')
+	e.sortKeys()
+	for k, j := range e.order {
+		p := e.props[j]
+		b = append(b, e.keys[k]...)
 		b = append(b, e.scratch[p.start:p.end]...)
 	}
 	b = append(b, `},"geometry":`...)
@@ -95,6 +99,38 @@ func (e *recordEncoder) append(layerID, featureID string, distanceM float64, g o
 	}
 	e.buf = append(b, "}\n"...)
 	return nil
+}
+
+// sortKeys makes order and keys those of e.props' names, unless they are
+// the last record's.
+func (e *recordEncoder) sortKeys() {
+	if len(e.names) == len(e.props) {
+		same := true
+		for i, p := range e.props {
+			if p.name != e.names[i] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return
+		}
+	}
+	e.names, e.order, e.keys = e.names[:0], e.order[:0], e.keys[:0]
+	for i, p := range e.props {
+		e.names = append(e.names, p.name)
+		e.order = append(e.order, i)
+	}
+	// encoding/json writes a map's members sorted by key.
+	slices.SortFunc(e.order, func(x, y int) int { return strings.Compare(e.names[x], e.names[y]) })
+	for k, j := range e.order {
+		var key []byte
+		if k > 0 {
+			key = append(key, ',')
+		}
+		key = appendJSONString(key, e.names[j])
+		e.keys = append(e.keys, append(key, ':'))
+	}
 }
 
 // appendSlow is appendRecord through encoding/json.

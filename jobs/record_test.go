@@ -241,3 +241,43 @@ func BenchmarkRecordEncoder(b *testing.B) {
 		}
 	}
 }
+
+// TestRecordEncoderAcrossSchemas: one encoder alternating between tiles of
+// different schemas (the sorted keys it keeps from the last record must
+// not leak into the next) writes encoding/json's bytes every time.
+func TestRecordEncoderAcrossSchemas(t *testing.T) {
+	tile := func(fields map[string]json.RawMessage, props map[string]any) *tiles.Tile {
+		t.Helper()
+		schema, err := tiles.ParseFieldSchema(fields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		feats := []tiles.Feature{{ID: "a", Geometry: orb.Point{151, -33}, Properties: props}, {ID: "b", Geometry: orb.Point{151, -33}, Properties: props}}
+		if _, err := tiles.WriteTile(&buf, schema, feats, tiles.WriterOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tl, err := tiles.ReadTile(context.Background(), bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tl
+	}
+	str := json.RawMessage(`{"type": "string"}`)
+	one := tile(map[string]json.RawMessage{"b": str, "a": str, "c": str}, map[string]any{"a": "1", "b": "2", "c": "3"})
+	two := tile(map[string]json.RawMessage{"a": str, "z": str}, map[string]any{"a": "x", "z": "y"})
+	three := tile(map[string]json.RawMessage{"c": str, "b": str, "a": str}, map[string]any{"a": "p", "b": "q", "c": "r"})
+	four := tile(map[string]json.RawMessage{"x": str, "a": str, "m": str}, map[string]any{"a": "s", "m": "t", "x": "u"})
+	var enc recordEncoder
+	for k, tl := range []*tiles.Tile{one, two, one, three, four, three, two, four} {
+		for i := range tl.Len() {
+			enc.buf = enc.buf[:0]
+			if err := enc.append("l", tl.IDs[i], float64(k), nil, tileRow{tl, i}); err != nil {
+				t.Fatal(err)
+			}
+			if want := encodingJSON(t, "l", tl.IDs[i], float64(k), nil, tl.Properties(i)); !bytes.Equal(enc.buf, want) {
+				t.Fatalf("tile %d row %d:\n got %s\nwant %s", k, i, enc.buf, want)
+			}
+		}
+	}
+}

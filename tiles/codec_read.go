@@ -122,6 +122,7 @@ type PropertyVisitor interface {
 // without building a map or copying strings: for callers that measure or
 // encode a feature rather than keep its properties.
 func (t *Tile) VisitProperties(i int, v PropertyVisitor) {
+	var buf [40]byte // a date or date-time's text, formatted without a string
 	for c := range t.cols {
 		col := &t.cols[c]
 		name := col.field.Name
@@ -135,7 +136,7 @@ func (t *Tile) VisitProperties(i int, v PropertyVisitor) {
 			}
 			v.String(name, col.sdata[start:col.send[i]:col.send[i]])
 		case col.i64 != nil && col.field.Format == FormatDateTime:
-			v.String(name, []byte(formatDateTime(col.i64[i])))
+			v.String(name, appendDateTime(buf[:0], col.i64[i]))
 		case col.i64 != nil:
 			v.Int(name, col.i64[i])
 		case col.f64 != nil:
@@ -143,7 +144,7 @@ func (t *Tile) VisitProperties(i int, v PropertyVisitor) {
 		case col.boo != nil:
 			v.Bool(name, col.boo[i])
 		case col.d32 != nil:
-			v.String(name, []byte(col.field.present(col.d32[i]).(string)))
+			v.String(name, appendDate(buf[:0], col.d32[i]))
 		default:
 			v.Null(name)
 		}

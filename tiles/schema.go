@@ -393,7 +393,7 @@ func (f Field) coerce(v any) (any, error) {
 func (f Field) present(v any) any {
 	switch x := v.(type) {
 	case int32: // date
-		return time.Unix(int64(x)*86400, 0).UTC().Format(time.DateOnly)
+		return string(appendDate(nil, x))
 	case int64:
 		if f.Format == FormatDateTime {
 			return formatDateTime(x)
@@ -403,8 +403,17 @@ func (f Field) present(v any) any {
 	return v
 }
 
-func formatDateTime(micros int64) string {
-	return time.UnixMicro(micros).UTC().Format("2006-01-02T15:04:05.999999Z07:00")
+func formatDateTime(micros int64) string { return string(appendDateTime(nil, micros)) }
+
+// appendDate appends the date days after 1970-01-01, as YYYY-MM-DD.
+func appendDate(b []byte, days int32) []byte {
+	return time.Unix(int64(days)*86400, 0).UTC().AppendFormat(b, time.DateOnly)
+}
+
+// appendDateTime appends the UTC time micros after the epoch, RFC 3339
+// with as many fractional digits as it needs.
+func appendDateTime(b []byte, micros int64) []byte {
+	return time.UnixMicro(micros).UTC().AppendFormat(b, "2006-01-02T15:04:05.999999Z07:00")
 }
 
 const (
