@@ -26,6 +26,7 @@ import (
 // profiles: SITEENV_BENCH_PROFILE (the timed pass),
 // SITEENV_BENCH_LOADPROFILE (the loads), SITEENV_BENCH_SMALLPROFILE (five
 // passes over the queries faster than 1.5 x p50, the fixed costs).
+// SITEENV_BENCH_SLOWPROFILE (three passes over the 20 slowest: the tail).
 // SITEENV_BENCH_COLDPROFILE (the same queries on fresh engines: first-touch
 // costs; written to the name with .0, .1, .2 appended).
 // SITEENV_BENCH_LOADONLY stops after loading.
@@ -107,6 +108,21 @@ func TestProfileEngine(t *testing.T) {
 			n += o.n
 		}
 		fmt.Printf("%5d %-8v r=%7.0f layers=%2d matches=%6d %v\n", i, q.kind, q.radius, len(q.layers), n, p.lat[i].Round(time.Microsecond))
+	}
+	if os.Getenv("SITEENV_BENCH_SLOWPROFILE") != "" {
+		var slow []engine.Request
+		for _, i := range idx[:20] {
+			slow = append(slow, reqs[i])
+		}
+		stop := startProfile(t, "SITEENV_BENCH_SLOWPROFILE")
+		start := time.Now()
+		for range 3 {
+			if _, err := enginePass(ctx, e, slow, 1, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stop()
+		fmt.Printf("the 20 slowest queries: mean %v\n", time.Since(start)/time.Duration(3*len(slow)))
 	}
 	for _, i := range idx[:5] {
 		for _, li := range qs[i].layers {

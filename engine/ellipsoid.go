@@ -135,3 +135,11 @@ func sagitta(a, b orb.Point) float64 {
 	h := math.Abs(cross(a, b)) / d
 	return 2 * h * d * d / (12 * earthR2Min)
 }
+
+// chordFits reports sagitta(a, b) <= chordTolerance without its square
+// root: with h = |cross|/d the sagitta is |cross| d / (6 R^2), and both
+// sides of the comparison are squared. Nearly every edge fits.
+func chordFits(a, b orb.Point) bool {
+	c := cross(a, b) / (6 * earthR2Min)
+	return c*c*dist2(a, b) <= chordTolerance*chordTolerance
+}

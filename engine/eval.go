@@ -358,6 +358,10 @@ func edgeMeets(A, B orb.Point, m float64, b *orb.Bound) bool {
 // edge offers the distance from the part to the geodesic edge A-B,
 // projected as a-b.
 func (ev *evaluator) edge(pt *part, A, B, a, b orb.Point, best *near) {
+	if chordFits(a, b) {
+		pt.nearSeg(a, b, best)
+		return
+	}
 	sag := sagitta(a, b)
 	if sag <= chordTolerance {
 		pt.nearSeg(a, b, best)

@@ -23,6 +23,12 @@ func hypot(a, b orb.Point) float64 {
 	return math.Sqrt(dx*dx + dy*dy)
 }
 
+// dist2 is hypot squared.
+func dist2(a, b orb.Point) float64 {
+	dx, dy := a[0]-b[0], a[1]-b[1]
+	return dx*dx + dy*dy
+}
+
 // orient is the sign of the turn a -> b -> c: +1 counter-clockwise, -1
 // clockwise, 0 collinear.
 func orient(a, b, c orb.Point) int {
@@ -81,18 +87,19 @@ func segSeg(a, b, c, d orb.Point) (p, q orb.Point, dist float64) {
 	case o4 == 0 && onSeg(c, d, b):
 		return b, b, 0
 	}
+	// Compared squared: one square root, for the answer.
 	p, q = closestOnSeg(c, a, b), c
-	dist = hypot(p, q)
-	if p2 := closestOnSeg(d, a, b); hypot(p2, d) < dist {
-		p, q, dist = p2, d, hypot(p2, d)
+	d2 := dist2(p, q)
+	if p2 := closestOnSeg(d, a, b); dist2(p2, d) < d2 {
+		p, q, d2 = p2, d, dist2(p2, d)
 	}
-	if q2 := closestOnSeg(a, c, d); hypot(a, q2) < dist {
-		p, q, dist = a, q2, hypot(a, q2)
+	if q2 := closestOnSeg(a, c, d); dist2(a, q2) < d2 {
+		p, q, d2 = a, q2, dist2(a, q2)
 	}
-	if q2 := closestOnSeg(b, c, d); hypot(b, q2) < dist {
-		p, q, dist = b, q2, hypot(b, q2)
+	if q2 := closestOnSeg(b, c, d); dist2(b, q2) < d2 {
+		p, q, d2 = b, q2, dist2(b, q2)
 	}
-	return p, q, dist
+	return p, q, math.Sqrt(d2)
 }
 
 // pbox is a planar box.

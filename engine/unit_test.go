@@ -714,3 +714,34 @@ func TestCoverageCutEdges(t *testing.T) {
 		t.Errorf("outcomes not mixed: %v", seen)
 	}
 }
+
+// TestChordFits: the square-root-free test agrees with sagitta(a, b) <=
+// chordTolerance for edges of every length and direction at every distance
+// from the projection's centre, those whose sagitta lies within a part in
+// 10^9 of the tolerance aside (rounding may put them either side; both
+// answers measure the edge within the tolerance).
+func TestChordFits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	decided := 0
+	for range 200_000 {
+		// Centres out to 15 km, edges from a millimetre to 20 km.
+		r, th := 15_000*rng.Float64(), 2*math.Pi*rng.Float64()
+		a := orb.Point{r * math.Cos(th), r * math.Sin(th)}
+		l, ph := math.Pow(10, -3+7.3*rng.Float64()), 2*math.Pi*rng.Float64()
+		b := orb.Point{a[0] + l*math.Cos(ph), a[1] + l*math.Sin(ph)}
+		sag := sagitta(a, b)
+		if math.Abs(sag-chordTolerance) <= 1e-9*chordTolerance {
+			continue
+		}
+		decided++
+		if got, want := chordFits(a, b), sag <= chordTolerance; got != want {
+			t.Fatalf("a %v b %v: chordFits %v, sagitta %g", a, b, got, sag)
+		}
+	}
+	if decided < 190_000 {
+		t.Fatalf("only %d edges decided", decided)
+	}
+	if !chordFits(orb.Point{5, 5}, orb.Point{5, 5}) || chordFits(orb.Point{10_000, 0}, orb.Point{10_000, 20_000}) {
+		t.Fatal("a point must fit, a 20 km edge 10 km out must not")
+	}
+}
