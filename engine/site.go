@@ -48,7 +48,10 @@ type part struct {
 	box  orb.Bound      // longitude, latitude box of the piece, bulges included
 	pts  []orb.Point    // isolated points, projected
 	segs [][2]orb.Point // segments, projected
-	pb   pbox           // planar box of pts and segs
+	// segBoxes are the segments' boxes (without a tree, nearSeg skips a
+	// segment whose box lies beyond the best distance so far).
+	segBoxes []pbox
+	pb       pbox // planar box of pts and segs
 	// extent is the largest planar (= geodesic) distance from the
 	// projection's centre to pts and segs.
 	extent float64
@@ -181,6 +184,11 @@ func (pt *part) finish() {
 	}
 	if len(pt.pts)+len(pt.segs) >= treeMin {
 		pt.tree = newItemTree(pt)
+		return
+	}
+	pt.segBoxes = make([]pbox, len(pt.segs))
+	for i, s := range pt.segs {
+		pt.segBoxes[i] = segPBox(s[0], s[1])
 	}
 }
 
@@ -250,7 +258,16 @@ func (pt *part) nearSeg(a, b orb.Point, best *near) {
 			q := closestOnSeg(p, a, b)
 			best.offer(p, q, hypot(p, q))
 		}
+		qb := segPBox(a, b)
 		for i := range pt.segs {
+			// Boxes farther apart than best.d hold nothing closer: most
+			// of a site's segments face away from the feature.
+			sb := &pt.segBoxes[i]
+			dx := max(sb.minX-qb.maxX, qb.minX-sb.maxX)
+			dy := max(sb.minY-qb.maxY, qb.minY-sb.maxY)
+			if dx > best.d || dy > best.d || (dx > 0 && dy > 0 && dx*dx+dy*dy > best.d*best.d) {
+				continue
+			}
 			s := &pt.segs[i]
 			p, q, d := segSeg(s[0], s[1], a, b)
 			best.offer(p, q, d)

@@ -745,3 +745,44 @@ func TestChordFits(t *testing.T) {
 		t.Fatal("a point must fit, a 20 km edge 10 km out must not")
 	}
 }
+
+// TestNearSegSkipsOnlyFartherSegments: a part of fewer than treeMin
+// segments skips a segment by its box only when nothing on it can beat the
+// best distance so far, so nearSeg finds exactly the minimum over every
+// segment, the pair with it, for random rings and query segments near and
+// far, crossing and not.
+func TestNearSegSkipsOnlyFartherSegments(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	pt := func() orb.Point { return orb.Point{2000 * (rng.Float64() - 0.5), 2000 * (rng.Float64() - 0.5)} }
+	for range 20_000 {
+		p := &part{}
+		n := 3 + rng.IntN(treeMin-4)
+		ring := make([]orb.Point, n)
+		for i := range ring {
+			ring[i] = pt()
+		}
+		for i := range ring {
+			p.segs = append(p.segs, [2]orb.Point{ring[i], ring[(i+1)%n]})
+		}
+		p.finish()
+		if p.tree != nil {
+			t.Fatal("a small part has a tree")
+		}
+		a := orb.Point{pt()[0] * rng.Float64() * 5, pt()[1] * rng.Float64() * 5}
+		b := orb.Point{a[0] + 300*(rng.Float64()-0.5), a[1] + 300*(rng.Float64()-0.5)}
+		limit := 10_000 * rng.Float64()
+		got := near{d: limit}
+		p.nearSeg(a, b, &got)
+		want := near{d: limit}
+		for _, s := range p.segs {
+			pp, qq, d := segSeg(s[0], s[1], a, b)
+			want.offer(pp, qq, d)
+			if d == 0 {
+				break
+			}
+		}
+		if got != want {
+			t.Fatalf("ring %v, segment %v %v: got %+v, want %+v", ring, a, b, got, want)
+		}
+	}
+}
