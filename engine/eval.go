@@ -254,7 +254,10 @@ func (ev *evaluator) partDistance(k int, f *flat, m float64, best *near) {
 			}
 		}
 	}
-	if seed >= 0 && pt.loc.Fitted(f.pts[seed]) {
+	// Features near the site lie wholly in the projection's fitted square:
+	// one test for all their positions.
+	fitted := pt.loc.FittedBound(f.box)
+	if seed >= 0 && (fitted || pt.loc.Fitted(f.pts[seed])) {
 		pt.nearPoint(pt.loc.ForwardPoint(f.pts[seed]), best)
 		if best.found && best.d == 0 {
 			return
@@ -299,7 +302,7 @@ func (ev *evaluator) partDistance(k int, f *flat, m float64, best *near) {
 			} else if !edgeMeets(A, B, bulgeWith(A, B, scale), &prune) {
 				continue
 			}
-			if !pt.loc.Fitted(A) || !pt.loc.Fitted(B) {
+			if !fitted && (!pt.loc.Fitted(A) || !pt.loc.Fitted(B)) {
 				ev.farEdge(pt, A, B, best)
 				prevIdx = -1
 			} else {

@@ -152,6 +152,12 @@ func (l Local) Fitted(p orb.Point) bool {
 	return math.Abs(p[1]-l.center[1]) <= t.dLat && math.Abs(dlon) <= t.dLon
 }
 
+// FittedBound reports whether every point of b is Fitted: the fitted
+// region is a box in latitude and longitude, so b's corners decide.
+func (l Local) FittedBound(b orb.Bound) bool {
+	return l.Fitted(b.Min) && l.Fitted(b.Max)
+}
+
 // ForwardPoint is Forward returning an orb.Point{x, y}.
 func (l Local) ForwardPoint(p orb.Point) orb.Point {
 	x, y := l.Forward(p)

@@ -225,3 +225,32 @@ func TestLocalAt(t *testing.T) {
 		}
 	}
 }
+
+// TestFittedBound: a bound is fitted exactly when every point in it is:
+// boxes around a centre, from wholly inside the fitted square to straddling
+// its edges, agree with Fitted on their corners and on points within.
+func TestFittedBound(t *testing.T) {
+	l := NewLocal(orb.Point{151.0, -33.8})
+	rng := rand.New(rand.NewPCG(1, 2))
+	inside, outside := 0, 0
+	for range 5000 {
+		c := orb.Point{151.0 + 0.4*(rng.Float64()-0.5), -33.8 + 0.4*(rng.Float64()-0.5)}
+		w, h := 0.1*rng.Float64(), 0.1*rng.Float64()
+		b := orb.Bound{Min: orb.Point{c[0] - w, c[1] - h}, Max: orb.Point{c[0] + w, c[1] + h}}
+		all := true
+		for _, p := range []orb.Point{b.Min, b.Max, {b.Min[0], b.Max[1]}, {b.Max[0], b.Min[1]}, c} {
+			all = all && l.Fitted(p)
+		}
+		if got := l.FittedBound(b); got != all {
+			t.Fatalf("bound %v: FittedBound %v, its points %v", b, got, all)
+		}
+		if all {
+			inside++
+		} else {
+			outside++
+		}
+	}
+	if inside < 500 || outside < 500 {
+		t.Fatalf("only %d fitted and %d unfitted bounds tried", inside, outside)
+	}
+}
