@@ -366,7 +366,7 @@ func (ev *evaluator) edge(pt *part, A, B, a, b orb.Point, best *near) {
 		return
 	}
 	sag := sagitta(a, b)
-	if sag <= chordTolerance {
+	if sag <= chordTolerance { // rounding may put the two tests either side
 		pt.nearSeg(a, b, best)
 		return
 	}
