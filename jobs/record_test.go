@@ -34,6 +34,21 @@ type mapOnly map[string]any
 func (mapOnly) VisitProperties(tiles.PropertyVisitor) bool { return false }
 func (m mapOnly) Properties() map[string]any               { return m }
 
+// decodedTile writes feats as a tile through the real codec and reads it
+// back, as the engine holds it.
+func decodedTile(tb testing.TB, schema tiles.FieldSchema, feats []tiles.Feature) *tiles.Tile {
+	tb.Helper()
+	var buf bytes.Buffer
+	if _, err := tiles.WriteTile(&buf, schema, feats, tiles.WriterOptions{}); err != nil {
+		tb.Fatal(err)
+	}
+	tile, err := tiles.ReadTile(context.Background(), bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tile
+}
+
 // encodingJSON is the record as encoding/json writes it: what the results
 // pages have always held, byte for byte.
 func encodingJSON(t *testing.T, layerID, id string, dist float64, g orb.Geometry, props map[string]any) []byte {
@@ -95,14 +110,7 @@ func TestRecordEncoderMatchesEncodingJSON(t *testing.T) {
 		feats = append(feats, tiles.Feature{ID: "F-" + string(rune('a'+i%26)) + `"id` + string(rune('0'+i%10)),
 			Geometry: orb.Point{151.2 + float64(i)/1000, -33.8}, Properties: props})
 	}
-	var buf bytes.Buffer
-	if _, err := tiles.WriteTile(&buf, schema, feats, tiles.WriterOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	tile, err := tiles.ReadTile(context.Background(), bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tile := decodedTile(t, schema, feats)
 	dists := []float64{0, 12.345678901, 1e-7, 9999.999999, 3.0000000000000004, 1e21}
 	var enc recordEncoder
 	for i := range tile.Len() {
@@ -220,14 +228,7 @@ func BenchmarkRecordEncoder(b *testing.B) {
 		}
 		feats[i] = tiles.Feature{ID: fmt.Sprintf("SYDFPA-%08d", i), Geometry: orb.Point{151.2 + float64(i)/1e4, -33.8}, Properties: props}
 	}
-	var buf bytes.Buffer
-	if _, err := tiles.WriteTile(&buf, schema, feats, tiles.WriterOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	tile, err := tiles.ReadTile(context.Background(), bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-	if err != nil {
-		b.Fatal(err)
-	}
+	tile := decodedTile(b, schema, feats)
 	var enc recordEncoder
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -252,16 +253,8 @@ func TestRecordEncoderAcrossSchemas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var buf bytes.Buffer
 		feats := []tiles.Feature{{ID: "a", Geometry: orb.Point{151, -33}, Properties: props}, {ID: "b", Geometry: orb.Point{151, -33}, Properties: props}}
-		if _, err := tiles.WriteTile(&buf, schema, feats, tiles.WriterOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		tl, err := tiles.ReadTile(context.Background(), bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tl
+		return decodedTile(t, schema, feats)
 	}
 	str := json.RawMessage(`{"type": "string"}`)
 	one := tile(map[string]json.RawMessage{"b": str, "a": str, "c": str}, map[string]any{"a": "1", "b": "2", "c": "3"})
