@@ -181,7 +181,9 @@ func (s *Server) listLayersWithoutSite(r *request, f ledger.LayerFilter, bind st
 	if v, ok := s.catalogue.get(version, key); ok {
 		lp = v.(layerPage)
 	} else {
-		rows, err := s.listLayersCached(r, f)
+		// The rows themselves are not cached: only this rendering of
+		// them is read again.
+		rows, err := s.led.ListLayers(r.c, f)
 		if err != nil {
 			return err
 		}
