@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/paulmach/orb"
@@ -245,8 +246,10 @@ type recordChunk struct {
 	feats   []engine.Feature
 }
 
-// chunkRecords is how many records one encoding goroutine takes at a time.
-const chunkRecords = 2048
+// chunkRecords is how many records one encoding goroutine takes at a time
+// (about half a megabyte of records without geometry): small enough that
+// the writer starts early and the encoders share a result's layers evenly.
+const chunkRecords = 1024
 
 // appendChunks splits a layer's features into chunks.
 func appendChunks(chunks []recordChunk, layerID string, feats []engine.Feature) []recordChunk {
@@ -263,50 +266,137 @@ type writeError struct{ err error }
 
 func (e *writeError) Error() string { return e.err.Error() }
 
-// writeRecords encodes the chunks' records in order to w, up to workers
-// chunks at a time in parallel (a large result's encoding would otherwise
-// leave the other cores idle while its client waits), and returns the
-// bytes written.
+// chunkBufs recycles encoded chunks' buffers between results: a fresh
+// buffer's pages cost a fault each (on a VM, one the host serves too).
+var chunkBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledBuf keeps an outsized chunk's buffer (geometries) out of the pool.
+const maxPooledBuf = 4 << 20
+
+func putChunkBuf(b *[]byte) {
+	if cap(*b) <= maxPooledBuf {
+		*b = (*b)[:0]
+		chunkBufs.Put(b)
+	}
+}
+
+// encodeChunk appends c's records to e.buf.
+func (e *recordEncoder) encodeChunk(c recordChunk, includeGeometry bool) error {
+	for i := range c.feats {
+		if err := e.appendRecord(c.layerID, &c.feats[i], includeGeometry); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// encodedChunk is one chunk's records, handed from an encoder to the
+// writer; done is closed when buf and err are set.
+type encodedChunk struct {
+	buf  *[]byte
+	err  error
+	done chan struct{}
+}
+
+// writeRecords encodes the chunks' records to w in order and returns the
+// bytes written. Up to workers goroutines encode chunks ahead (at most
+// 2*workers chunks waiting) while this one writes the finished ones in
+// order: a large result's write (copying it into the page cache) overlaps
+// its encoding instead of following it, and the encoders share its chunks
+// however unevenly its layers are sized.
 func writeRecords(w io.Writer, chunks []recordChunk, includeGeometry bool, workers int) (int64, error) {
 	workers = max(1, min(workers, len(chunks)))
-	encs := make([]recordEncoder, workers)
-	errs := make([]error, workers)
-	var size int64
-	for start := 0; start < len(chunks); start += workers {
-		window := chunks[start:min(start+workers, len(chunks))]
-		encode := func(slot int) {
-			e := &encs[slot]
-			e.buf = e.buf[:0]
-			c := window[slot]
-			for i := range c.feats {
-				if err := e.appendRecord(c.layerID, &c.feats[i], includeGeometry); err != nil {
-					errs[slot] = err
+	if workers == 1 {
+		return writeRecordsSerial(w, chunks, includeGeometry)
+	}
+	out := make([]encodedChunk, len(chunks))
+	for i := range out {
+		out[i].done = make(chan struct{})
+	}
+	var (
+		next  atomic.Int64
+		wg    sync.WaitGroup
+		ahead = make(chan struct{}, 2*workers) // a token per chunk taken and not yet written
+		stop  = make(chan struct{})
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var e recordEncoder
+			for {
+				select {
+				case ahead <- struct{}{}:
+				case <-stop:
 					return
 				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				i := int(next.Add(1)) - 1
+				if i >= len(chunks) {
+					return
+				}
+				b := chunkBufs.Get().(*[]byte)
+				e.buf = (*b)[:0]
+				out[i].err = e.encodeChunk(chunks[i], includeGeometry)
+				*b, e.buf = e.buf, nil
+				out[i].buf = b
+				close(out[i].done)
+			}
+		}()
+	}
+	defer func() {
+		close(stop)
+		wg.Wait()
+		// Chunks encoded past a failure go back to the pool too.
+		for i := range out {
+			select {
+			case <-out[i].done:
+				if out[i].buf != nil {
+					putChunkBuf(out[i].buf)
+				}
+			default:
 			}
 		}
-		if len(window) == 1 {
-			encode(0)
-		} else {
-			var wg sync.WaitGroup
-			for slot := range window {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					encode(slot)
-				}()
-			}
-			wg.Wait()
+	}()
+	var size int64
+	for i := range out {
+		<-out[i].done
+		if out[i].err != nil {
+			return size, out[i].err
 		}
-		for slot := range window {
-			if errs[slot] != nil {
-				return size, errs[slot]
-			}
-			n, err := w.Write(encs[slot].buf)
-			size += int64(n)
-			if err != nil {
-				return size, &writeError{err}
-			}
+		n, err := w.Write(*out[i].buf)
+		size += int64(n)
+		putChunkBuf(out[i].buf)
+		out[i].buf = nil
+		if err != nil {
+			return size, &writeError{err}
+		}
+		<-ahead
+	}
+	return size, nil
+}
+
+// writeRecordsSerial is writeRecords on one goroutine.
+func writeRecordsSerial(w io.Writer, chunks []recordChunk, includeGeometry bool) (int64, error) {
+	b := chunkBufs.Get().(*[]byte)
+	defer putChunkBuf(b)
+	e := recordEncoder{}
+	var size int64
+	for _, c := range chunks {
+		e.buf = (*b)[:0]
+		err := e.encodeChunk(c, includeGeometry)
+		*b = e.buf
+		if err != nil {
+			return size, err
+		}
+		n, err := w.Write(*b)
+		size += int64(n)
+		if err != nil {
+			return size, &writeError{err}
 		}
 	}
 	return size, nil

@@ -194,6 +194,52 @@ func TestWriteRecordsInOrder(t *testing.T) {
 	}
 }
 
+// TestWriteRecordsStopsAtEncodingFailure: a record that cannot be encoded
+// (a NaN distance) ends the result with the encoding error, not a write
+// error, after exactly the chunks before it; the encoders stop, and the
+// next result written (with the pooled buffers) is whole.
+func TestWriteRecordsStopsAtEncodingFailure(t *testing.T) {
+	layer := func(n int, bad int) []engine.Feature {
+		feats := make([]engine.Feature, n)
+		for i := range feats {
+			feats[i] = engine.Feature{ID: fmt.Sprintf("f%d", i), DistanceM: float64(i)}
+		}
+		if bad >= 0 {
+			feats[bad].DistanceM = math.NaN()
+		}
+		return feats
+	}
+	var good []recordChunk
+	good = appendChunks(good, "a", layer(3*chunkRecords, -1))
+	var before bytes.Buffer
+	if _, err := writeRecords(&before, good, false, 1); err != nil {
+		t.Fatal(err)
+	}
+	chunks := appendChunks(nil, "a", layer(3*chunkRecords, -1))
+	chunks = appendChunks(chunks, "b", layer(2*chunkRecords, chunkRecords+5))
+	chunks = appendChunks(chunks, "c", layer(6*chunkRecords, -1))
+	for _, workers := range []int{1, 2, 4} {
+		var out bytes.Buffer
+		n, err := writeRecords(&out, chunks, false, workers)
+		var we *writeError
+		if err == nil || errors.As(err, &we) {
+			t.Fatalf("%d workers: err %v, want the encoding error", workers, err)
+		}
+		// a's three chunks and b's first were written; nothing after.
+		var want bytes.Buffer
+		if _, err := writeRecords(&want, chunks[:4], false, 1); err != nil {
+			t.Fatal(err)
+		}
+		if n != int64(out.Len()) || !bytes.Equal(out.Bytes(), want.Bytes()) {
+			t.Fatalf("%d workers: wrote %d bytes, want the %d before the failing chunk", workers, out.Len(), want.Len())
+		}
+		var again bytes.Buffer
+		if _, err := writeRecords(&again, good, false, workers); err != nil || !bytes.Equal(again.Bytes(), before.Bytes()) {
+			t.Fatalf("%d workers: the next result differs (err %v)", workers, err)
+		}
+	}
+}
+
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
