@@ -331,8 +331,8 @@ type resultPosition struct {
 // fillPage reads up to limit feature records from the retained result,
 // starting at byte offset, bounded by the 1 MiB response limit.
 func (s *Server) fillPage(r *request, q ledger.Query, body *queryBody, offset, ordinal int64, limit int, includeGeometry bool, bind string) error {
-	if q.ResultKey == nil {
-		return nil
+	if q.ResultKey == nil || q.ResultBytes == 0 {
+		return nil // nothing retained, or nothing to read (the runner stores no empty file)
 	}
 	defer r.phases.Done(phase.PageRead, r.phases.Start())
 	obj, err := s.store.Open(r.c, *q.ResultKey)

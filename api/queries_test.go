@@ -185,6 +185,16 @@ func TestQueryLifecycle(t *testing.T) {
 	if l := m["layers"].([]any)[0].(map[string]any); l["data_status"] != "no_data" || l["reason"] != "no_matches" || l["matched_feature_count"] != float64(0) {
 		t.Fatalf("radius 0: %v", l)
 	}
+	// Its result (stored as nothing: TestEmptyResultStoresNothing) reads
+	// as an empty last page, and is released like any other.
+	empty := m["query_id"].(string)
+	if p := qh.do("GET", "/queries/"+empty+"/results", k.Secret, nil).json(t); len(p["features"].([]any)) != 0 || p["page"].(map[string]any)["has_more"] != false {
+		t.Fatalf("empty result's page %v", p)
+	}
+	if r := qh.do("DELETE", "/queries/"+empty, k.Secret, nil); r.status != 204 {
+		t.Fatalf("delete of an empty result %d %s", r.status, r.body)
+	}
+	qh.do("GET", "/queries/"+empty+"/results", k.Secret, nil).problem(t, "result_released", 410)
 
 	// Release: 204, then 410 result_released, never restored.
 	if r := qh.do("DELETE", "/queries/"+qid, k.Secret, nil); r.status != 204 {

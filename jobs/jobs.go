@@ -608,17 +608,6 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded, row
 	for _, res := range results {
 		byLayer[res.LayerID] = res
 	}
-	key := ResultKey(q.AccountID, q.ID)
-	out, err := r.resultWriter(ctx, key)
-	if errors.Is(err, store.ErrExists) {
-		// An earlier attempt stored it (the same records: the releases are
-		// frozen); this one only counts its size.
-		out, err = discardWriter{}, nil
-	}
-	if err != nil {
-		return r.fail(ctx, q, rec, "source_unavailable", err)
-	}
-	defer out.Abort()
 	var outcome []ledger.LayerOutcome
 	var chunks []recordChunk
 	var total int64
@@ -642,6 +631,24 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded, row
 		chunks = appendChunks(chunks, id, res.Features)
 		outcome = append(outcome, o)
 	}
+	key := ResultKey(q.AccountID, q.ID)
+	// A result without records stores nothing: its key is still recorded
+	// (the result is retained, of 0 bytes) and its pages are read as empty
+	// without opening it. That spares the most common answer a file's
+	// creation and two fsyncs.
+	var out store.Writer = discardWriter{}
+	if len(chunks) > 0 {
+		out, err = r.resultWriter(ctx, key)
+		if errors.Is(err, store.ErrExists) {
+			// An earlier attempt stored it (the same records: the releases are
+			// frozen); this one only counts its size.
+			out, err = discardWriter{}, nil
+		}
+		if err != nil {
+			return r.fail(ctx, q, rec, "source_unavailable", err)
+		}
+	}
+	defer out.Abort()
 	size, err := writeRecords(out, chunks, q.IncludeGeometry, runtime.GOMAXPROCS(0))
 	var we *writeError
 	if errors.As(err, &we) {
@@ -678,7 +685,9 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded, row
 	*rec = recorded(kept)
 	if !kept {
 		// Cancelled while running: its result is not retained.
-		return r.store.Delete(context.WithoutCancel(ctx), key)
+		if err := r.store.Delete(context.WithoutCancel(ctx), key); err != nil && !errors.Is(err, store.ErrNotExist) {
+			return err
+		}
 	}
 	return nil
 }

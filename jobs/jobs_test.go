@@ -133,10 +133,13 @@ func (b *bundle) publish(pts map[string]orb.Point) string {
 }
 
 // query queues a 100 m query of the release.
-func (b *bundle) query() uuid.UUID {
+func (b *bundle) query() uuid.UUID { return b.queryWithin(100) }
+
+// queryWithin queues a query of the release within radiusM of the site.
+func (b *bundle) queryWithin(radiusM float64) uuid.UUID {
 	b.t.Helper()
 	q, err := b.led.CreateQuery(b.ctx, ledger.Query{AccountID: b.account, IntegrationID: b.integ, SiteID: b.site,
-		SiteGeometry: b.siteGeometry(), RadiusM: 100, LayerIDs: []string{layerID}, Frozen: b.frozen},
+		SiteGeometry: b.siteGeometry(), RadiusM: radiusM, LayerIDs: []string{layerID}, Frozen: b.frozen},
 		ledger.QueryLimits{MaxQueued: 1000, MaxRetainedBytes: 1 << 30})
 	if err != nil {
 		b.t.Fatal(err)
@@ -236,6 +239,36 @@ func TestRunOnceRunsAQueryAndKeepsItsResult(t *testing.T) {
 	}
 	if ran, err := r.RunOnce(b.ctx); ran || err != nil {
 		t.Fatalf("second RunOnce = %v, %v; the queue is empty", ran, err)
+	}
+}
+
+// TestEmptyResultStoresNothing: a query that matches nothing succeeds with
+// a count of 0 and its key recorded (retained, 0 bytes), and no object is
+// stored under that key; releasing it deletes nothing and fails nothing.
+func TestEmptyResultStoresNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.runner(jobs.Config{}, nil)
+	id := b.queryWithin(5) // the nearest feature is 10 m away
+	if ran, err := r.RunOnce(b.ctx); !ran || err != nil {
+		t.Fatalf("RunOnce = %v, %v", ran, err)
+	}
+	q := b.get(id)
+	if q.Status != ledger.QuerySucceeded || featureCount(t, q) != 0 || q.ResultKey == nil || q.ResultBytes != 0 {
+		t.Fatalf("query %+v", q)
+	}
+	if _, err := b.store.Stat(b.ctx, *q.ResultKey); !errors.Is(err, store.ErrNotExist) {
+		t.Fatalf("an empty result was stored: %v", err)
+	}
+	if infos, err := b.store.List(b.ctx, "results/"); err != nil || len(infos) != 0 {
+		t.Fatalf("results stored: %v %v", infos, err)
+	}
+	b.clk.Advance(25 * time.Hour)
+	if err := r.Sweep(b.ctx); err != nil {
+		t.Fatalf("sweeping an empty result: %v", err)
+	}
+	if q := b.get(id); q.ResultKey != nil {
+		t.Fatalf("not released at its expiry: %+v", q)
 	}
 }
 
