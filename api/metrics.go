@@ -162,8 +162,25 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 
 // WrapStore counts the bytes read through st (siteenv_store_read_bytes_total).
 // The wrapper forwards store.Check, so readiness probes see the real store.
+// A store that writes in place (store.Creator: the file store) stays one,
+// so the runner writes results without a staging copy under serve as in
+// bench api.
 func (m *Metrics) WrapStore(st store.Store) store.Store {
-	return countingStore{Store: st, m: m}
+	c := countingStore{Store: st, m: m}
+	if cr, ok := st.(store.Creator); ok {
+		return countingCreator{countingStore: c, cr: cr}
+	}
+	return c
+}
+
+// countingCreator is a countingStore over a store.Creator.
+type countingCreator struct {
+	countingStore
+	cr store.Creator
+}
+
+func (c countingCreator) Create(ctx context.Context, key string) (store.Writer, error) {
+	return c.cr.Create(ctx, key)
 }
 
 type countingStore struct {

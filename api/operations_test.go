@@ -355,7 +355,23 @@ func TestCountingStoreIsAStore(t *testing.T) {
 		}
 		return m.WrapStore(s)
 	})
+	// A store that writes in place still does once wrapped (serve's runner
+	// then writes results without staging them), and one that does not
+	// is not made to look as if it did.
+	fs, err := store.NewFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.WrapStore(fs).(store.Creator); !ok {
+		t.Fatal("the wrapped file store is no longer a store.Creator")
+	}
+	if _, ok := m.WrapStore(plainStore{fs}).(store.Creator); ok {
+		t.Fatal("a wrapped store without Create claims to have it")
+	}
 }
+
+// plainStore hides its store's Create.
+type plainStore struct{ store.Store }
 
 // logBuffer collects log output from concurrent requests.
 type logBuffer struct {

@@ -37,6 +37,7 @@ import (
 	"siteenv/jobs"
 	"siteenv/ledger"
 	"siteenv/ledger/pgembed"
+	"siteenv/store"
 )
 
 // API bench defaults.
@@ -202,13 +203,20 @@ func startAPI(ctx context.Context, dir string, g *synth.Generator, ds *dataset, 
 	if err := jcfg.Validate(); err != nil {
 		return nil, err
 	}
-	a.runner = jobs.New(jcfg, a.led, e, ds.store)
+	// The server's own store over the same files, keeping recent objects
+	// as `siteenv serve` does (SITEENV_STORE_RECENT's default).
+	served, err := store.NewFileStore(ds.store.(*store.FileStore).Root())
+	if err != nil {
+		return nil, err
+	}
+	served.KeepRecent(store.DefaultRecentBytes)
+	a.runner = jobs.New(jcfg, a.led, e, served)
 	a.workers = a.runner.Config().Workers
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
 		return nil, err
 	}
-	srv, err := api.New(api.Config{Secret: secret, Logger: log, Store: ds.store, Runner: a.runner, Engine: e, Phases: a.timer}, a.led)
+	srv, err := api.New(api.Config{Secret: secret, Logger: log, Store: served, Runner: a.runner, Engine: e, Phases: a.timer}, a.led)
 	if err != nil {
 		return nil, err
 	}

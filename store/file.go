@@ -24,7 +24,8 @@ var errNotDir error = syscall.ENOTDIR
 //
 // A FileStore is safe for concurrent use.
 type FileStore struct {
-	root string
+	root   string
+	recent *recentObjects // nil unless KeepRecent
 }
 
 var _ Store = (*FileStore)(nil)
@@ -85,6 +86,9 @@ func (s *FileStore) Create(ctx context.Context, key string) (Writer, error) {
 	tmp, err := s.createTemp(filepath.Dir(final))
 	if err != nil {
 		return nil, fmt.Errorf("store: put %s: %w", key, err)
+	}
+	if s.recent != nil {
+		return s.createDirect(ctx, key, final, tmp), nil
 	}
 	return &fileWriter{ctx: ctx, key: key, final: final, tmp: tmp}, nil
 }
@@ -178,6 +182,17 @@ func (s *FileStore) Open(ctx context.Context, key string) (Object, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if s.recent != nil {
+		if o := s.recent.acquire(key); o != nil {
+			// Still there? Another process may have deleted it.
+			if _, err := os.Lstat(s.path(key)); err != nil {
+				s.recent.release(o)
+				s.recent.remove(key)
+				return nil, s.mapErr(key, err)
+			}
+			return &memObject{ctx: ctx, c: s.recent, o: o}, nil
+		}
 	}
 	f, err := os.Open(s.path(key))
 	if err != nil {
@@ -281,6 +296,9 @@ func (s *FileStore) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	p := s.path(key)
+	if s.recent != nil {
+		s.recent.remove(key)
+	}
 	fi, err := os.Lstat(p)
 	if err != nil {
 		return s.mapErr(key, err)
@@ -335,6 +353,5 @@ func (s *FileStore) GetRange(ctx context.Context, key string, off, length int64)
 		obj.Close()
 		return nil, err
 	}
-	fo := obj.(*fileObject)
-	return &rangeReader{ctx: ctx, r: io.NewSectionReader(fo.f, off, length), c: fo.f}, nil
+	return &rangeReader{ctx: ctx, r: io.NewSectionReader(obj, off, length), c: obj}, nil
 }

@@ -61,6 +61,9 @@ func checkEnv() error {
 	if _, err := logLevel(); err != nil {
 		return err
 	}
+	if _, err := storeRecent(); err != nil {
+		return err
+	}
 	if _, err := engineMemory(); err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ func TestServeRefusesABadEnvironment(t *testing.T) {
 	for _, tc := range []struct{ name, value string }{
 		{"SITEENV_LOG_LEVEL", "bogus"},
 		{"SITEENV_ENGINE_MEMORY", "lots"},
+		{"SITEENV_STORE_RECENT", "-1MiB"},
 		{"SITEENV_SECRET", "short"},
 		{"SITEENV_QUERY_ATTEMPT", "5"},
 		{"SITEENV_QUERY_SWEEP", "-1s"},
@@ -56,6 +57,24 @@ func TestServeRefusesABadEnvironment(t *testing.T) {
 	for _, args := range [][]string{{"serve"}, {"admin", "account", "create", "--name", "x"}, {"ingest", "--layer", "x.json", "f"}} {
 		if err := run(context.Background(), args, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "SITEENV_LOG_LEVEL") {
 			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
+
+// TestStoreRecent: SITEENV_STORE_RECENT takes bytes or KiB/MiB/GiB, 0 turns
+// the recent-object cache off, unset is the default, and nonsense or an
+// overflow is refused.
+func TestStoreRecent(t *testing.T) {
+	for v, want := range map[string]int64{"": store.DefaultRecentBytes, "0": 0, "64MiB": 64 << 20, "1GiB": 1 << 30, "4096": 4096} {
+		t.Setenv("SITEENV_STORE_RECENT", v)
+		if n, err := storeRecent(); err != nil || n != want {
+			t.Errorf("%q: %d %v, want %d", v, n, err, want)
+		}
+	}
+	for _, v := range []string{"-1", "lots", "9000000000000GiB", "1TiB"} {
+		t.Setenv("SITEENV_STORE_RECENT", v)
+		if _, err := storeRecent(); err == nil || !strings.Contains(err.Error(), "SITEENV_STORE_RECENT") {
+			t.Errorf("%q accepted: %v", v, err)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"siteenv/engine"
 	"siteenv/ingest/synth"
 	"siteenv/jobs"
+	storepkg "siteenv/store"
 )
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -66,6 +68,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	store, err := e.openStore(ctx)
 	if err != nil {
 		return err
+	}
+	recent, err := storeRecent()
+	if err != nil {
+		return err
+	}
+	if fst, ok := store.(*storepkg.FileStore); ok {
+		fst.KeepRecent(recent)
 	}
 	metrics := api.NewMetrics()
 	store = metrics.WrapStore(store)
@@ -202,10 +211,21 @@ func ensureDemo(ctx context.Context, e *env, stdout io.Writer) error {
 
 // engineMemory reads SITEENV_ENGINE_MEMORY: bytes, or a number with KiB,
 // MiB or GiB; unset means the engine's default.
-func engineMemory() (int64, error) {
-	v := strings.TrimSpace(os.Getenv("SITEENV_ENGINE_MEMORY"))
+func engineMemory() (int64, error) { return byteSize("SITEENV_ENGINE_MEMORY", false, 0) }
+
+// storeRecent reads SITEENV_STORE_RECENT: how many bytes of the objects a
+// file store wrote last it keeps in memory for reads (store.KeepRecent;
+// 0 turns that off, and with it the writes past the page cache).
+func storeRecent() (int64, error) {
+	return byteSize("SITEENV_STORE_RECENT", true, storepkg.DefaultRecentBytes)
+}
+
+// byteSize reads the environment variable name: bytes, or a number with
+// KiB, MiB or GiB; unset means def.
+func byteSize(name string, zeroOK bool, def int64) (int64, error) {
+	v := strings.TrimSpace(os.Getenv(name))
 	if v == "" {
-		return 0, nil
+		return def, nil
 	}
 	mult := int64(1)
 	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
@@ -215,8 +235,8 @@ func engineMemory() (int64, error) {
 		}
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("SITEENV_ENGINE_MEMORY must be bytes or a number with KiB, MiB or GiB, e.g. 2GiB")
+	if err != nil || n < 0 || (n == 0 && !zeroOK) || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%s must be bytes or a number with KiB, MiB or GiB, e.g. 2GiB", name)
 	}
 	return n * mult, nil
 }
