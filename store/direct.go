@@ -26,6 +26,9 @@ func (s *FileStore) KeepRecent(maxBytes int64) *FileStore {
 	return s
 }
 
+// openDirectFile is openDirect; tests replace it to take the fallbacks.
+var openDirectFile = openDirect
+
 // directWriter is FileStore's Writer when it keeps recent objects: bytes
 // are gathered in blocks, each written with O_DIRECT once full (and the
 // last, padded to the alignment, at Commit, then the file cut to its
@@ -45,7 +48,7 @@ type directWriter struct {
 
 func (s *FileStore) createDirect(ctx context.Context, key, final string, tmp *os.File) *directWriter {
 	w := &directWriter{ctx: ctx, c: s.recent, key: key, final: final, tmp: tmp, keep: true}
-	w.direct, _ = openDirect(tmp.Name()) // nil: written through the page cache
+	w.direct, _ = openDirectFile(tmp.Name()) // nil: written through the page cache
 	return w
 }
 
