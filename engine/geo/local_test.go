@@ -254,3 +254,30 @@ func TestFittedBound(t *testing.T) {
 		t.Fatalf("only %d fitted and %d unfitted bounds tried", inside, outside)
 	}
 }
+
+// TestLocalPowersAgreeWithChebyshev: the power form Forward evaluates is
+// the Chebyshev fit, to rounding, over the whole fitted square; and a
+// wrong conversion would not pass (the fit's terms are metres to km).
+func TestLocalPowersAgreeWithChebyshev(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 19))
+	for _, c := range localCentres(rng, 20) {
+		fit := NewLocal(c).t
+		if fit == nil {
+			continue
+		}
+		for i := 0; i < 500; i++ {
+			u, v := 2*rng.Float64()-1, 2*rng.Float64()-1
+			if i < 4 { // the corners
+				u, v = float64(1-2*(i&1)), float64(1-2*(i>>1))
+			}
+			var tu, tv [localN]float64
+			chebBasis(u, &tu)
+			chebBasis(v, &tv)
+			cx, cy := eval2(&fit.fx, &fit.fy, &tu, &tv)
+			px, py := horner2(&fit.px, &fit.py, u, v)
+			if d := math.Hypot(cx-px, cy-py); d > 1e-9 {
+				t.Fatalf("centre %v at (%v, %v): the power form is %.3g m off the Chebyshev fit", c, u, v, d)
+			}
+		}
+	}
+}
