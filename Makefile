@@ -4,7 +4,7 @@ BIN      := bin/siteenv
 ADDR     ?= 127.0.0.1:8080
 DATA_DIR ?= ./var
 # Packages whose goroutines share memory run again under the race detector.
-RACE_PKGS := ./api/... ./clock/... ./ledger/... ./engine/... ./jobs/...
+RACE_PKGS := ./api/... ./clock/... ./ledger/... ./engine/... ./jobs/... ./store/...
 # Each Go fuzz target runs this long in `make fuzz` (and so in `make test`).
 FUZZTIME ?= 3s
 
