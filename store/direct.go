@@ -148,7 +148,8 @@ func (w *directWriter) Commit() error {
 	return nil
 }
 
-// Abort drops what was written; after Commit it only closes the files.
+// Abort drops what was written; after Commit (which calls it to close the
+// files and return the blocks it did not hand to the cache) it does nothing.
 func (w *directWriter) Abort() {
 	if w.tmp == nil {
 		return

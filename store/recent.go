@@ -73,6 +73,8 @@ type recentObject struct {
 	refs   atomic.Int32
 }
 
+// newRecentObjects makes a cache of max bytes whose pool keeps up to a
+// quarter as many free blocks (evicted ones, for the next writes).
 func newRecentObjects(max int64) *recentObjects {
 	return &recentObjects{max: max, m: map[string]*recentObject{}, pool: blockPool{max: int(max / blockSize / 4)}}
 }
