@@ -301,7 +301,7 @@ type encodedChunk struct {
 // writeRecords encodes the chunks' records to w in order and returns the
 // bytes written. Up to workers goroutines encode chunks ahead (at most
 // 2*workers chunks waiting) while this one writes the finished ones in
-// order: a large result's write (copying it into the page cache) overlaps
+// order: a large result's write (its copy into the store) overlaps
 // its encoding instead of following it, and the encoders share its chunks
 // however unevenly its layers are sized.
 func writeRecords(w io.Writer, chunks []recordChunk, includeGeometry bool, workers int) (int64, error) {

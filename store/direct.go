@@ -2,11 +2,8 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 )
 
 // DefaultRecentBytes is what `siteenv serve` keeps of recent objects
@@ -127,20 +124,13 @@ func (w *directWriter) Commit() error {
 	if err := w.tmp.Sync(); err != nil {
 		return fmt.Errorf("store: put %s: sync: %w", w.key, err)
 	}
-	if err := w.ctx.Err(); err != nil {
+	if err := publish(w.ctx, w.tmp.Name(), w.key, w.final); err != nil {
 		return err
 	}
-	if err := os.Link(w.tmp.Name(), w.final); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("%w: %s", ErrExists, w.key)
-		}
-		return fmt.Errorf("store: put %s: link: %w", w.key, err)
-	}
-	syncDir(filepath.Dir(w.final))
 	if w.keep && w.c.cacheable(size) {
 		blocks := w.blocks
 		if w.cur != nil {
-			blocks = append(blocks, w.cur[:len(w.cur)])
+			blocks = append(blocks, w.cur)
 		}
 		w.blocks, w.cur = nil, nil // the cache's now
 		w.c.add(w.key, blocks, size)

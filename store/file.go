@@ -124,16 +124,23 @@ func (w *fileWriter) Commit() error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("store: put %s: close: %w", w.key, err)
 	}
-	if err := w.ctx.Err(); err != nil {
+	return publish(w.ctx, name, w.key, w.final)
+}
+
+// publish gives the synced temporary file name its key's name final (a
+// hard link, which fails when the key is taken) and makes the link
+// durable: every writer's last step of Commit.
+func publish(ctx context.Context, name, key, final string) error {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := os.Link(name, w.final); err != nil {
+	if err := os.Link(name, final); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("%w: %s", ErrExists, w.key)
+			return fmt.Errorf("%w: %s", ErrExists, key)
 		}
-		return fmt.Errorf("store: put %s: link: %w", w.key, err)
+		return fmt.Errorf("store: put %s: link: %w", key, err)
 	}
-	syncDir(filepath.Dir(w.final))
+	syncDir(filepath.Dir(final))
 	return nil
 }
 
