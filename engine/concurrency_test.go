@@ -48,7 +48,9 @@ func concurrencyFixture(t testing.TB) (store.Store, []LayerRequest, []Request) {
 // TestConcurrentQueries runs many goroutines against an engine whose
 // budget forces constant eviction (and some cancelled queries), each query
 // scanning its tiles on several workers, and checks every answer against
-// a sequential engine that keeps everything.
+// a sequential engine that keeps everything; with tiles shared among the
+// workers a chunk at a time, too. A shard a shared tile left held (a
+// cancelled query) would show as a shard kept over budget 1.
 func TestConcurrentQueries(t *testing.T) {
 	t.Parallel()
 	store, _, reqs := concurrencyFixture(t)
@@ -62,10 +64,17 @@ func TestConcurrentQueries(t *testing.T) {
 		}
 		want[i] = res
 	}
-	for _, budget := range []int64{1, 100 << 10} {
-		t.Run(fmt.Sprintf("budget=%d", budget), func(t *testing.T) {
+	// chunk 2: every tile of more than 4 candidates is shared among the
+	// workers (scan.go), 128 (the default): the larger tiles only.
+	for _, c := range []struct {
+		budget int64
+		chunk  int
+	}{{1, scanChunk}, {100 << 10, scanChunk}, {1, 2}, {100 << 10, 2}} {
+		budget := c.budget
+		t.Run(fmt.Sprintf("budget=%d/chunk=%d", budget, c.chunk), func(t *testing.T) {
 			small := New(store, Options{MemoryBudget: budget, Workers: 4})
 			small.parallelMin = 0 // every query scans on several workers
+			small.scanChunk = c.chunk
 			workers, rounds := 8, 3
 			if raceEnabled {
 				rounds = 1

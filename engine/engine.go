@@ -121,8 +121,10 @@ type Engine struct {
 	budget  int64
 	workers int
 	log     *slog.Logger
-	// parallelMin is parallelMinCandidates (tests lower it).
+	// parallelMin is parallelMinCandidates and scanChunk scanChunk
+	// (tests lower them).
 	parallelMin float64
+	scanChunk   int
 
 	mu struct {
 		sync.Mutex
@@ -148,7 +150,7 @@ func New(st store.Store, opt Options) *Engine {
 	if err := opt.validate(); err != nil {
 		panic(err)
 	}
-	e := &Engine{store: st, budget: opt.MemoryBudget, workers: opt.Workers, log: opt.Logger, parallelMin: parallelMinCandidates}
+	e := &Engine{store: st, budget: opt.MemoryBudget, workers: opt.Workers, log: opt.Logger, parallelMin: parallelMinCandidates, scanChunk: scanChunk}
 	e.mu.shards = map[string]*shardEntry{}
 	e.mu.manifests = map[releaseKey]*manifestEntry{}
 	e.mu.covers = map[releaseKey]*cover{}
@@ -332,8 +334,9 @@ func (req *Request) validate() error {
 //
 // The layers' coverage and tiles are found first; then every (layer, tile)
 // pair is scanned on every core, each worker with its own evaluator
-// (scratch buffers) over the shared, immutable site, so a query's latency
-// follows its total work rather than its heaviest layer. Limits are counted
+// (scratch buffers) over the shared, immutable site, and a tile with many
+// candidates is shared among the workers (scan.go), so a query's latency
+// follows its total work rather than its heaviest layer or tile. Limits are counted
 // per layer across workers as matches come, and the first failure of a
 // layer stops its other tiles.
 func (e *Engine) Query(ctx context.Context, req Request) ([]LayerResult, error) {
@@ -423,95 +426,6 @@ func (e *Engine) planLayer(ctx context.Context, ev *evaluator, lr LayerRequest) 
 		}
 	}
 	return run, tl, nil
-}
-
-// scanItems scans every item, on up to e.workers goroutines; ev serves
-// the first.
-func (e *Engine) scanItems(ctx context.Context, ev *evaluator, items []tileItem) error {
-	workers := min(len(items), e.workers)
-	var est float64
-	for i := range items {
-		est += items[i].est
-	}
-	if est < e.parallelMin {
-		workers = 1
-	}
-	if workers <= 1 {
-		for i := range items {
-			if err := e.scanItem(ctx, ev, &items[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		next     atomic.Int32
-		wg       sync.WaitGroup
-		errOnce  sync.Once
-		firstErr error
-	)
-	for w := range workers {
-		wev := ev
-		if w > 0 {
-			wev = newEvaluator(ev.s, ev.r)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(items) {
-					return
-				}
-				if err := e.scanItem(ctx, wev, &items[i]); err != nil {
-					errOnce.Do(func() { firstErr = err })
-					cancel()
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return firstErr
-}
-
-// scanItem scans one tile. Its error is ctx's: a tile that cannot be read
-// or decoded fails its layer as source_unavailable.
-func (e *Engine) scanItem(ctx context.Context, ev *evaluator, it *tileItem) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if it.run.failed() {
-		return nil
-	}
-	se, err := e.acquire(ctx, it.te)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		e.log.Warn("engine: tile unavailable; layer answered source_unavailable",
-			"layer_id", it.run.lr.LayerID, "release_id", it.run.lr.ReleaseID, "tile_key", it.te.Key, "err", err)
-		it.run.fail(ReasonSourceUnavailable, "")
-		return nil
-	}
-	col := collector{run: it.run, z: &ev.z}
-	err = ev.scan(ctx, se.s, &col)
-	e.release(se)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		e.log.Warn("engine: tile unreadable; layer answered source_unavailable",
-			"layer_id", it.run.lr.LayerID, "release_id", it.run.lr.ReleaseID, "tile_key", it.te.Key, "err", err)
-		it.run.fail(ReasonSourceUnavailable, "")
-		return nil
-	}
-	if !it.run.failed() {
-		it.feats = col.feats
-	}
-	return nil
 }
 
 // result assembles the layer's result from its items.
@@ -708,48 +622,6 @@ func (ev *evaluator) mayMatch(te tiles.TileEntry) bool {
 		}
 	}
 	return false
-}
-
-// scan evaluates the shard's candidates and hands members to col. It stops
-// early when col fails a limit.
-func (ev *evaluator) scan(ctx context.Context, s *shard, col *collector) error {
-	cands := ev.cands[:0]
-	for _, sb := range ev.boxes {
-		cands = s.ix.search(toBox32(sb), cands)
-	}
-	if len(ev.boxes) > 1 {
-		slices.Sort(cands)
-		cands = slices.Compact(cands)
-	}
-	ev.cands = cands
-	t := s.tile
-	for j, i := range cands {
-		if j&255 == 255 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		w := t.WKB[i]
-		var member bool
-		var d float64
-		if p, ok := wkbPointXY(w); ok {
-			member, d = ev.point(p)
-		} else {
-			if err := ev.fg.decodeWKB(w); err != nil {
-				return err
-			}
-			member, d = ev.feature(&ev.fg)
-		}
-		if member {
-			if err := col.add(s, int(i), d); err != nil {
-				return err
-			}
-			if col.run.failed() {
-				return nil
-			}
-		}
-	}
-	return nil
 }
 
 // collector gathers one tile's matches for a layer and counts them
