@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,7 +31,9 @@ import (
 // SITEENV_BENCH_SLOWPROFILE (three passes over the 20 slowest: the tail).
 // SITEENV_BENCH_COLDPROFILE (the same queries on fresh engines: first-touch
 // costs; written to the name with .0, .1, .2 appended).
-// SITEENV_BENCH_LOADONLY stops after loading.
+// SITEENV_BENCH_LOADONLY stops after loading. SITEENV_BENCH_QUERIES (query
+// numbers as `bench api`'s api-queries.tsv gives them, comma-separated)
+// times those queries on this engine and on one with a single worker.
 //
 //	SITEENV_BENCH_DIR=/tmp/benchdata go test -run TestProfileEngine -v -timeout 30m ./bench/
 func TestProfileEngine(t *testing.T) {
@@ -86,6 +90,10 @@ func TestProfileEngine(t *testing.T) {
 
 	if path := os.Getenv("SITEENV_BENCH_COLDPROFILE"); path != "" {
 		profileCold(t, ctx, ds, reqs, path)
+	}
+
+	if v := os.Getenv("SITEENV_BENCH_QUERIES"); v != "" {
+		profileQueries(t, ctx, ds, e, qs, reqs, v)
 	}
 
 	stop = startProfile(t, "SITEENV_BENCH_PROFILE")
@@ -247,4 +255,48 @@ func fastQueries(p pass, reqs []engine.Request) ([]engine.Request, time.Duration
 		}
 	}
 	return fast, p50
+}
+
+// profileQueries times the queries numbered in list (comma-separated, as
+// bench api numbers them), best of five, on e and on an engine with one
+// worker over the same store: what sharing a query's work among the cores
+// gains.
+func profileQueries(t *testing.T, ctx context.Context, ds *dataset, e *engine.Engine, qs []query, reqs []engine.Request, list string) {
+	// bench api numbers its queries after leaving the line sites out.
+	var api []int
+	for i, q := range qs {
+		if q.kind != kindLine {
+			api = append(api, i)
+		}
+	}
+	one := engine.New(ds.store, engine.Options{MemoryBudget: benchMemoryBudget, Workers: 1})
+	best := func(e *engine.Engine, req engine.Request) (d time.Duration, matches int) {
+		for r := range 5 {
+			start := time.Now()
+			res, err := e.Query(ctx, req)
+			took := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r == 0 || took < d {
+				d = took
+			}
+			matches = 0
+			for _, lr := range res {
+				matches += len(lr.Features)
+			}
+		}
+		return d, matches
+	}
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 || n >= len(api) {
+			t.Fatalf("SITEENV_BENCH_QUERIES: %q is not a query of bench api's mix (0-%d)", f, len(api)-1)
+		}
+		i := api[n]
+		d, matches := best(e, reqs[i])
+		d1, _ := best(one, reqs[i])
+		fmt.Printf("query %4d %-8v r=%5.0f layers=%2d matches=%6d: %v, one worker %v (x%.2f)\n",
+			n, qs[i].kind, qs[i].radius, len(qs[i].layers), matches, d.Round(time.Microsecond), d1.Round(time.Microsecond), float64(d1)/float64(d))
+	}
 }

@@ -65,15 +65,21 @@ func TestConcurrentQueries(t *testing.T) {
 		want[i] = res
 	}
 	// chunk 2: every tile of more than 4 candidates is shared among the
-	// workers (scan.go), 128 (the default): the larger tiles only.
+	// workers (scan.go), 128 (the default): the larger tiles only. lazy:
+	// the other workers start only when a tile is first shared; else every
+	// query starts them at once.
 	for _, c := range []struct {
 		budget int64
 		chunk  int
-	}{{1, scanChunk}, {100 << 10, scanChunk}, {1, 2}, {100 << 10, 2}} {
+		lazy   bool
+	}{{1, scanChunk, false}, {100 << 10, scanChunk, false}, {1, 2, false}, {100 << 10, 2, false}, {1, 2, true}, {100 << 10, 2, true}} {
 		budget := c.budget
-		t.Run(fmt.Sprintf("budget=%d/chunk=%d", budget, c.chunk), func(t *testing.T) {
+		t.Run(fmt.Sprintf("budget=%d/chunk=%d/lazy=%v", budget, c.chunk, c.lazy), func(t *testing.T) {
 			small := New(store, Options{MemoryBudget: budget, Workers: 4})
 			small.parallelMin = 0 // every query scans on several workers
+			if c.lazy {
+				small.parallelMin = math.Inf(1)
+			}
 			small.scanChunk = c.chunk
 			workers, rounds := 8, 3
 			if raceEnabled {
@@ -192,5 +198,38 @@ func TestPreload(t *testing.T) {
 	}
 	if err := e.Preload(ctx, layers[0].LayerID, "r_00000000000000000000000000000000"); err == nil {
 		t.Error("preloading an unknown release succeeded")
+	}
+}
+
+// TestLargeTileIsShared: a query whose candidates sit in one tile, whose
+// estimate promises too few to start other workers (the tile's box is much
+// larger than the cluster of its features), shares the tile among its
+// workers once its candidates are known, and answers as one worker does.
+func TestLargeTileIsShared(t *testing.T) {
+	t.Parallel()
+	m := newMetric(sydney)
+	var feats []tiles.Feature
+	for i := range 2000 {
+		feats = append(feats, feat(fmt.Sprintf("p%04d", i), m.at(float64(i%50)*10, float64(i/50)*10)))
+	}
+	// Two far corners stretch the tile's box to about 100 km.
+	feats = append(feats, feat("far-1", m.at(-50_000, -50_000)), feat("far-2", m.at(50_000, 50_000)))
+	st := newStore(t)
+	rel := publish(t, st, "cluster", [][]tiles.Feature{feats}, nil)
+	one := New(st, Options{Workers: 1})
+	two := New(st, Options{Workers: 2})
+	for _, r := range []float64{100, 300, 1000} {
+		want := query(t, one, m.at(250, 200), r, layerReq(rel))
+		got := query(t, two, m.at(250, 200), r, layerReq(rel))
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("radius %v: two workers differ from one", r)
+		}
+	}
+	if s := one.Stats(); s.SharedTiles != 0 {
+		t.Errorf("one worker shared %d tiles", s.SharedTiles)
+	}
+	// 1000 m holds all 2,000 near features; 300 m most: two shared scans.
+	if s := two.Stats(); s.SharedTiles < 2 {
+		t.Errorf("two workers shared %d tiles, want at least 2", s.SharedTiles)
 	}
 }

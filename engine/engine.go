@@ -139,6 +139,7 @@ type Engine struct {
 		loads, loadErrors, evictions   int64
 		loadedFeatures, hits           int64
 		loadTime                       time.Duration
+		sharedTiles                    int64
 	}
 }
 
@@ -257,6 +258,9 @@ type Stats struct {
 	LoadFeaturesPerSec float64
 	Evictions          int64
 	Hits               int64 // acquisitions that found the shard loaded or loading
+	// SharedTiles counts tiles whose candidates a query's workers
+	// evaluated together (scan.go).
+	SharedTiles int64
 }
 
 // Stats returns a snapshot of the engine's counters.
@@ -275,6 +279,7 @@ func (e *Engine) Stats() Stats {
 		LoadSeconds:    e.mu.loadTime.Seconds(),
 		Evictions:      e.mu.evictions,
 		Hits:           e.mu.hits,
+		SharedTiles:    e.mu.sharedTiles,
 	}
 	for _, se := range e.mu.shards {
 		if se.s == nil {

@@ -16,6 +16,12 @@ import (
 // left to take joins in, a chunk at a time. Without that, a query whose
 // work sits in one or two large tiles (a site inside a dense layer: the
 // slowest queries) ran on one core while the other idled.
+//
+// The query's goroutine is the first worker. The others start at once when
+// the tiles' estimates promise enough candidates (parallelMinCandidates),
+// or else when a tile is first shared: estimates assume a tile's rows
+// spread evenly over its box, and clustered data defeats that (a tile of a
+// whole state can hold thousands of features around one city).
 
 // scanChunk is the number of candidates a worker evaluates at a time from a
 // shared tile: small enough to balance features of very different sizes,
@@ -32,8 +38,12 @@ type sharedTile struct {
 	feats  [][]Feature  // matches per chunk
 }
 
-// tileQueue hands out items and the chunks of shared tiles.
+// tileQueue hands out a query's items and the chunks of its shared tiles,
+// and runs its workers.
 type tileQueue struct {
+	e     *Engine
+	ev    *evaluator // the first worker's
+	ctx   context.Context
 	items []tileItem
 	next  atomic.Int32 // the next item to take
 	chunk int
@@ -43,16 +53,21 @@ type tileQueue struct {
 	decided int           // items taken and either scanned or shared
 	open    []*sharedTile // shared tiles that may have chunks left
 	shared  []*sharedTile // every shared tile, for finish
+
+	started  sync.Once // the other workers
+	wg       sync.WaitGroup
+	cancel   context.CancelFunc
+	errOnce  sync.Once
+	firstErr error
 }
 
 // scanItems scans every item, on up to e.workers goroutines; ev serves
 // the first.
 func (e *Engine) scanItems(ctx context.Context, ev *evaluator, items []tileItem) error {
-	var est float64
-	for i := range items {
-		est += items[i].est
+	if len(items) == 0 {
+		return nil
 	}
-	if len(items) == 0 || e.workers <= 1 || est < e.parallelMin {
+	if e.workers <= 1 {
 		for i := range items {
 			if err := e.scanItem(ctx, ev, &items[i], nil); err != nil {
 				return err
@@ -60,32 +75,44 @@ func (e *Engine) scanItems(ctx context.Context, ev *evaluator, items []tileItem)
 		}
 		return nil
 	}
-	q := &tileQueue{items: items, chunk: e.scanChunk}
-	q.cond.L = &q.mu
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var (
-		wg       sync.WaitGroup
-		errOnce  sync.Once
-		firstErr error
-	)
-	for w := range e.workers {
-		wev := ev
-		if w > 0 {
-			wev = newEvaluator(ev.s, ev.r)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := e.work(ctx, wev, q); err != nil {
-				errOnce.Do(func() { firstErr = err })
-				cancel()
-			}
-		}()
+	q := &tileQueue{e: e, ev: ev, ctx: ctx, items: items, chunk: e.scanChunk, cancel: cancel}
+	q.cond.L = &q.mu
+	var est float64
+	for i := range items {
+		est += items[i].est
 	}
-	wg.Wait()
-	q.finish(e)
-	return firstErr
+	if len(items) > 1 && est >= e.parallelMin {
+		q.start()
+	}
+	q.fail(e.work(ctx, ev, q))
+	q.wg.Wait()
+	q.finish()
+	return q.firstErr
+}
+
+// start starts the other workers, once.
+func (q *tileQueue) start() {
+	q.started.Do(func() {
+		for range q.e.workers - 1 {
+			ev := newEvaluator(q.ev.s, q.ev.r)
+			q.wg.Add(1)
+			go func() {
+				defer q.wg.Done()
+				q.fail(q.e.work(q.ctx, ev, q))
+			}()
+		}
+	})
+}
+
+// fail records a worker's error (the first one is the query's) and stops
+// the others.
+func (q *tileQueue) fail(err error) {
+	if err != nil {
+		q.errOnce.Do(func() { q.firstErr = err })
+		q.cancel()
+	}
 }
 
 // work takes items until none is left, then helps with shared tiles until
@@ -138,13 +165,21 @@ func (q *tileQueue) decide(st *sharedTile) {
 	}
 	q.mu.Unlock()
 	q.cond.Broadcast()
+	if st != nil {
+		q.start()
+	}
 }
 
 // finish releases the shared tiles' shards and gathers their matches, once
 // every worker has stopped.
-func (q *tileQueue) finish(e *Engine) {
+func (q *tileQueue) finish() {
+	if len(q.shared) > 0 {
+		q.e.mu.Lock()
+		q.e.mu.sharedTiles += int64(len(q.shared))
+		q.e.mu.Unlock()
+	}
 	for _, st := range q.shared {
-		e.release(st.se)
+		q.e.release(st.se)
 		if !st.it.run.failed() {
 			st.it.feats = slices.Concat(st.feats...)
 		}
