@@ -143,3 +143,58 @@ func chordFits(a, b orb.Point) bool {
 	c := cross(a, b) / (6 * earthR2Min)
 	return c*c*dist2(a, b) <= chordTolerance*chordTolerance
 }
+
+// degMetric bounds geodesic distances from below in degrees. Within the
+// latitudes lo..hi, a path's length is the integral of
+// sqrt(M^2 dlat^2 + (N cos lat)^2 dlon^2) (M and N the ellipsoid's radii of
+// curvature), so with ky <= M and kx <= N cos lat over the band, and by
+// Minkowski's inequality, every path between two points of the band that
+// stays in it, the geodesic included, is at least
+// sqrt((kx dlon)^2 + (ky dlat)^2) long (degrees). M grows with |lat|
+// and N cos lat shrinks, so the bounds are taken at the band's latitudes
+// nearest to and farthest from the equator.
+type degMetric struct {
+	kx, ky float64 // metres per degree of longitude, latitude (0: no bound)
+	lo, hi float64 // the band's latitudes
+}
+
+const (
+	// degMetricBand widens a search box's latitudes into the band of its
+	// degMetric.
+	degMetricBand = 0.05
+	// degMetricInner keeps the features degMetric bounds this far inside
+	// the band: geodesics between points of the band (within tens of
+	// kilometres of each other) stray from it by far less.
+	degMetricInner = 0.01
+	// lowerMargin (metres) covers, in partDistance's test, the difference
+	// between planar distances in the site's projection and geodesic ones
+	// (under a millimetre within the fitted square) and the chords standing
+	// for geodesic edges.
+	lowerMargin = 1.0
+	earthE2     = 0.0066943799901413165
+)
+
+func newDegMetric(sb orb.Bound) degMetric {
+	lo, hi := sb.Min[1]-degMetricBand, sb.Max[1]+degMetricBand
+	far := math.Max(math.Abs(lo), math.Abs(hi))
+	if far >= 89 {
+		return degMetric{}
+	}
+	var near float64
+	switch {
+	case lo > 0:
+		near = lo
+	case hi < 0:
+		near = -hi
+	}
+	sn, sf := math.Sin(near*deg), math.Sin(far*deg)
+	m := earthA * (1 - earthE2) / math.Pow(1-earthE2*sn*sn, 1.5)
+	n := earthA / math.Sqrt(1-earthE2*sf*sf)
+	// The factors shave off more than rounding could add.
+	return degMetric{kx: n * math.Cos(far*deg) * deg * (1 - 1e-9), ky: m * deg * (1 - 1e-9), lo: lo, hi: hi}
+}
+
+// holds reports whether b lies far enough inside the band for the bound.
+func (dm *degMetric) holds(b orb.Bound) bool {
+	return dm.kx > 0 && b.Min[1] >= dm.lo+degMetricInner && b.Max[1] <= dm.hi-degMetricInner
+}

@@ -75,20 +75,28 @@ type evaluator struct {
 	r     float64
 	limit float64     // planar distances beyond this are not tracked
 	boxes []orb.Bound // per part: search box (longitude, latitude)
-	union orb.Bound   // of boxes
-	res   []near
-	sub   []orb.Point
-	fg    flat
-	cands []int32
-	z     sizer
+	// metrics: per part, lower bounds of metres per degree around its
+	// search box (degMetric); noLower turns their use off (tests).
+	metrics []degMetric
+	noLower bool
+	// lowerSkips counts the edges degMetric's bound skipped (tests).
+	lowerSkips int
+	union      orb.Bound // of boxes
+	res        []near
+	sub        []orb.Point
+	fg         flat
+	cands      []int32
+	z          sizer
 }
 
 func newEvaluator(s *site, r float64) *evaluator {
 	ev := &evaluator{s: s, r: r, limit: r + 0.05}
 	ev.boxes = make([]orb.Bound, len(s.parts))
+	ev.metrics = make([]degMetric, len(s.parts))
 	ev.res = make([]near, len(s.parts))
 	for k, pt := range s.parts {
 		ev.boxes[k] = padBox(pt.box, r)
+		ev.metrics[k] = newDegMetric(ev.boxes[k])
 		if k == 0 {
 			ev.union = ev.boxes[k]
 		} else {
@@ -267,6 +275,14 @@ func (ev *evaluator) partDistance(k int, f *flat, m float64, best *near) {
 	if best.found {
 		prune = padBox(pt.box, best.d)
 	}
+	// Edges are also skipped by a lower bound of their geodesic distance
+	// from the part (degMetric): a disk of radius best.d rather than the
+	// prune box, a square as wide as the search. For a feature far from a
+	// small part the square holds every edge, the disk only those that
+	// face the part within metres of the best distance so far.
+	dm := &ev.metrics[k]
+	lower := m >= 0 && !ev.noLower && dm.holds(f.box)
+	pb := &pt.box
 
 	for _, e := range f.elems {
 		if e.kind == elemPoint {
@@ -301,6 +317,14 @@ func (ev *evaluator) partDistance(k int, f *flat, m float64, best *near) {
 				}
 			} else if !edgeMeets(A, B, bulgeWith(A, B, scale), &prune) {
 				continue
+			}
+			if lower {
+				gx := math.Max(0, math.Max(math.Min(A[0], B[0])-m-pb.Max[0], pb.Min[0]-math.Max(A[0], B[0])-m)) * dm.kx
+				gy := math.Max(0, math.Max(math.Min(A[1], B[1])-m-pb.Max[1], pb.Min[1]-math.Max(A[1], B[1])-m)) * dm.ky
+				if lim := best.d + lowerMargin; gx*gx+gy*gy > lim*lim {
+					ev.lowerSkips++
+					continue
+				}
 			}
 			if !fitted && (!pt.loc.Fitted(A) || !pt.loc.Fitted(B)) {
 				ev.farEdge(pt, A, B, best)

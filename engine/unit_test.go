@@ -786,3 +786,99 @@ func TestNearSegSkipsOnlyFartherSegments(t *testing.T) {
 		}
 	}
 }
+
+// TestDegMetricBoundsGeodesics: degMetric's distance in degrees never
+// exceeds the geodesic distance, at any latitude, for points inside its
+// band; and at Australia's latitudes it stays within 0.5% of it, so that it
+// prunes.
+func TestDegMetricBoundsGeodesics(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, lat := range []float64{-84, -60, -34, -12, -0.04, 0, 0.07, 23, 51, 72} {
+		sb := orb.Bound{Min: orb.Point{150.9, lat - 0.09}, Max: orb.Point{151.1, lat + 0.09}}
+		dm := newDegMetric(sb)
+		if dm.kx <= 0 || dm.ky <= 0 {
+			t.Fatalf("lat %v: no bound", lat)
+		}
+		inner := orb.Bound{Min: orb.Point{150.8, dm.lo + degMetricInner}, Max: orb.Point{151.2, dm.hi - degMetricInner}}
+		if !dm.holds(inner) {
+			t.Fatalf("lat %v: the inner band is not held", lat)
+		}
+		worst := 1.0
+		for range 2000 {
+			p := orb.Point{inner.Min[0] + rng.Float64()*(inner.Max[0]-inner.Min[0]), inner.Min[1] + rng.Float64()*(inner.Max[1]-inner.Min[1])}
+			q := orb.Point{p[0] + (rng.Float64()*2-1)*0.2, p[1] + (rng.Float64()*2-1)*0.1}
+			q[1] = math.Max(inner.Min[1], math.Min(inner.Max[1], q[1]))
+			if rng.IntN(4) == 0 { // east-west pairs: the geodesic bows poleward
+				q[1] = p[1]
+			}
+			g := geo.Distance(p, q)
+			dx, dy := (p[0]-q[0])*dm.kx, (p[1]-q[1])*dm.ky
+			l := math.Hypot(dx, dy)
+			if l > g {
+				t.Fatalf("lat %v: bound %.9f m over the geodesic %.9f m for %v %v", lat, l, g, p, q)
+			}
+			if g > 1000 {
+				worst = math.Min(worst, l/g)
+			}
+		}
+		if math.Abs(lat) <= 45 && worst < 0.995 {
+			t.Errorf("lat %v: bound as low as %.4f of the distance", lat, worst)
+		}
+	}
+	if dm := newDegMetric(orb.Bound{Min: orb.Point{0, 88.9}, Max: orb.Point{1, 89}}); dm.holds(orb.Bound{Min: orb.Point{0, 88.95}, Max: orb.Point{0, 88.95}}) {
+		t.Error("a band reaching latitude 89 holds")
+	}
+}
+
+// TestLowerBoundPruningChangesNothing: the same sites, radii and features
+// with and without degMetric's pruning of feature edges give the same
+// members and distances, and the bound does skip edges.
+func TestLowerBoundPruningChangesNothing(t *testing.T) {
+	t.Parallel()
+	m := newMetric(sydney)
+	rng := rand.New(rand.NewPCG(17, 1))
+	var feats []*flat
+	for _, g := range exactnessData("syd", sydney, 17) {
+		for _, f := range g {
+			fl := &flat{}
+			if err := fl.decodeWKB(mustWKB(t, f.Geometry)); err != nil {
+				t.Fatal(err)
+			}
+			feats = append(feats, fl)
+		}
+	}
+	skips, members := 0, 0
+	for i := range 40 {
+		s := prepareSite(randomSite(m, rng, i%4), geo.NewLocal)
+		r := math.Pow(10, 4*rng.Float64())
+		with, without := newEvaluator(s, r), newEvaluator(s, r)
+		without.noLower = true
+		for j, f := range feats {
+			in1, d1 := with.feature(f)
+			in2, d2 := without.feature(f)
+			if in1 != in2 || math.Abs(d1-d2) > 1e-9 {
+				t.Fatalf("site %d (r %.1f), feature %d: %v %.9f m with the bound, %v %.9f m without", i, r, j, in1, d1, in2, d2)
+			}
+			if in1 {
+				members++
+			}
+		}
+		skips += with.lowerSkips
+		if without.lowerSkips != 0 {
+			t.Fatal("edges skipped with the bound off")
+		}
+	}
+	if skips == 0 || members == 0 {
+		t.Fatalf("%d edges skipped by the bound, %d members compared", skips, members)
+	}
+	t.Logf("%d edges skipped by the bound, %d members", skips, members)
+}
+
+func mustWKB(t *testing.T, g orb.Geometry) []byte {
+	t.Helper()
+	b, err := wkb.Marshal(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
