@@ -276,10 +276,10 @@ func (ev *evaluator) partDistance(k int, f *flat, m float64, best *near) {
 		prune = padBox(pt.box, best.d)
 	}
 	// Edges are also skipped by a lower bound of their geodesic distance
-	// from the part (degMetric): a disk of radius best.d rather than the
-	// prune box, a square as wide as the search. For a feature far from a
-	// small part the square holds every edge, the disk only those that
-	// face the part within metres of the best distance so far.
+	// from the part (degMetric): a disk of radius best.d around the part
+	// where the prune box is a square padded by best.d. A small feature far
+	// from a small part lies wholly in the square; the disk keeps only the
+	// edges facing the part within metres of the best distance so far.
 	dm := &ev.metrics[k]
 	lower := m >= 0 && !ev.noLower && dm.holds(f.box)
 	pb := &pt.box
