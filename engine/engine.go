@@ -341,9 +341,9 @@ func (req *Request) validate() error {
 // pair is scanned on every core, each worker with its own evaluator
 // (scratch buffers) over the shared, immutable site, and a tile with many
 // candidates is shared among the workers (scan.go), so a query's latency
-// follows its total work rather than its heaviest layer or tile. Limits are counted
-// per layer across workers as matches come, and the first failure of a
-// layer stops its other tiles.
+// follows its total work rather than its heaviest layer or tile. Limits
+// are counted per layer across workers as matches come, and the first
+// failure of a layer stops its other tiles.
 func (e *Engine) Query(ctx context.Context, req Request) ([]LayerResult, error) {
 	if err := req.validate(); err != nil {
 		return nil, err

@@ -75,18 +75,18 @@ type evaluator struct {
 	r     float64
 	limit float64     // planar distances beyond this are not tracked
 	boxes []orb.Bound // per part: search box (longitude, latitude)
+	union orb.Bound   // of boxes
+	res   []near
+	sub   []orb.Point
+	fg    flat
+	cands []int32
+	z     sizer
 	// metrics: per part, lower bounds of metres per degree around its
 	// search box (degMetric); noLower turns their use off (tests).
 	metrics []degMetric
 	noLower bool
 	// lowerSkips counts the edges degMetric's bound skipped (tests).
 	lowerSkips int
-	union      orb.Bound // of boxes
-	res        []near
-	sub        []orb.Point
-	fg         flat
-	cands      []int32
-	z          sizer
 }
 
 func newEvaluator(s *site, r float64) *evaluator {

@@ -219,7 +219,7 @@ func (e *Engine) scanItem(ctx context.Context, ev *evaluator, it *tileItem, q *t
 	return nil
 }
 
-// acquireItem returns the shard of it's tile; nil when there is nothing to
+// acquireItem returns the shard of the item's tile; nil when there is nothing to
 // scan: the layer has failed, the tile cannot be had (the layer fails
 // source_unavailable) or ctx is done (its error).
 func (e *Engine) acquireItem(ctx context.Context, it *tileItem) (*shardEntry, error) {
