@@ -106,6 +106,14 @@ func newEvaluator(s *site, r float64) *evaluator {
 	return ev
 }
 
+// fork returns an evaluator for another worker of the same query: the
+// site, radius, search boxes and metrics (read only) shared, its own
+// scratch buffers.
+func (ev *evaluator) fork() *evaluator {
+	return &evaluator{s: ev.s, r: ev.r, limit: ev.limit, boxes: ev.boxes, union: ev.union, metrics: ev.metrics,
+		noLower: ev.noLower, res: make([]near, len(ev.res))}
+}
+
 // point evaluates a feature that is a single point.
 func (ev *evaluator) point(v orb.Point) (bool, float64) {
 	for k, pt := range ev.s.parts {

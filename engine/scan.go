@@ -96,7 +96,7 @@ func (e *Engine) scanItems(ctx context.Context, ev *evaluator, items []tileItem)
 func (q *tileQueue) start() {
 	q.started.Do(func() {
 		for range q.e.workers - 1 {
-			ev := newEvaluator(q.ev.s, q.ev.r)
+			ev := q.ev.fork()
 			q.wg.Add(1)
 			go func() {
 				defer q.wg.Done()
