@@ -327,8 +327,7 @@ func (ev *evaluator) partDistance(k int, f *flat, m float64, best *near) {
 				continue
 			}
 			if lower {
-				gx := math.Max(0, math.Max(math.Min(A[0], B[0])-m-pb.Max[0], pb.Min[0]-math.Max(A[0], B[0])-m)) * dm.kx
-				gy := math.Max(0, math.Max(math.Min(A[1], B[1])-m-pb.Max[1], pb.Min[1]-math.Max(A[1], B[1])-m)) * dm.ky
+				gx, gy := boxGap(A[0], B[0], pb.Min[0], pb.Max[0], m)*dm.kx, boxGap(A[1], B[1], pb.Min[1], pb.Max[1], m)*dm.ky
 				if lim := best.d + lowerMargin; gx*gx+gy*gy > lim*lim {
 					ev.lowerSkips++
 					continue
@@ -360,6 +359,22 @@ func (ev *evaluator) partDistance(k int, f *flat, m float64, best *near) {
 			}
 		}
 	}
+}
+
+// boxGap is the gap along one axis between the span of a and b widened by
+// m and the span lo..hi (0 when they overlap). Plain comparisons: the
+// positions are finite, and math.Min and math.Max are calls here.
+func boxGap(a, b, lo, hi, m float64) float64 {
+	if a > b {
+		a, b = b, a
+	}
+	if g := a - m - hi; g > 0 {
+		return g
+	}
+	if g := lo - b - m; g > 0 {
+		return g
+	}
+	return 0
 }
 
 // outcode says on which sides of b point p lies (0: inside).
