@@ -629,8 +629,9 @@ func readAccounts(n int) int { return (n + readsPerAccount - 1) / readsPerAccoun
 // most readsPerAccount. Consecutive reads use different accounts, as
 // concurrent reads mostly do in service: at the contract's 120 reads a
 // minute per account, 8,000 reads a second come from thousands of
-// accounts. (Taking the keys in turn instead had every client read as one
-// account at once, waiting on each other's count in its rate window.)
+// accounts. (Reading each account's reads in a row instead had every
+// client read as one account at once, each waiting on the others' count
+// in its rate window.)
 func (a *apiSide) readPass(ctx context.Context, n, clients int, keys []string, st *clientStats) (pass, error) {
 	paths := []string{api.BasePath + "/context", api.BasePath + "/layers"}
 	nk := readAccounts(n)

@@ -35,7 +35,9 @@ import (
 // numbers as `bench api`'s api-queries.tsv gives them, comma-separated)
 // times those queries on this engine and on one with a single worker.
 //
-//	SITEENV_BENCH_DIR=/tmp/benchdata go test -run TestProfileEngine -v -timeout 30m ./bench/
+//	SITEENV_BENCH_DIR=/tmp/benchdata go test -count=1 -run TestProfileEngine -v -timeout 30m ./bench/
+//
+// (-count=1: go test would otherwise replay a cached run.)
 func TestProfileEngine(t *testing.T) {
 	dir := os.Getenv("SITEENV_BENCH_DIR")
 	if dir == "" {
