@@ -580,10 +580,6 @@ func sortFeatures(feats []Feature) []Feature {
 	return out
 }
 
-// parallelMinCandidates: a query expected to test fewer candidates runs
-// on one goroutine; waking others costs more than they would save.
-const parallelMinCandidates = 1000
-
 // estimate is the number of candidates expected from tile te: its rows
 // times the share of its box the search boxes cover.
 func (ev *evaluator) estimate(te tiles.TileEntry) float64 {

@@ -23,6 +23,11 @@ import (
 // spread evenly over its box, and clustered data defeats that (a tile of a
 // whole state can hold thousands of features around one city).
 
+// parallelMinCandidates: a query whose tiles' estimates promise fewer
+// candidates starts its other workers only if a tile turns out large
+// enough to share; waking them for a small query costs more than they save.
+const parallelMinCandidates = 1000
+
 // scanChunk is the number of candidates a worker evaluates at a time from a
 // shared tile: small enough to balance features of very different sizes,
 // large enough that claiming one costs nothing in comparison.
