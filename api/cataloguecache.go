@@ -142,3 +142,22 @@ func (s *Server) layersForQuery(r *request, ids []string) (map[string]ledger.Lay
 	s.catalogue.put(v, key, m, size)
 	return m, nil
 }
+
+// reportLayersCached is ledger.ReportLayers through the cache.
+func (s *Server) reportLayersCached(r *request) ([]string, error) {
+	const key = "report-layers"
+	v := r.principal.Catalogue
+	if ids, ok := s.catalogue.get(v, key); ok {
+		return ids.([]string), nil
+	}
+	ids, err := s.led.ReportLayers(r.c)
+	if err != nil {
+		return nil, err
+	}
+	size := len(key)
+	for _, id := range ids {
+		size += 16 + len(id)
+	}
+	s.catalogue.put(v, key, ids, size)
+	return ids, nil
+}

@@ -87,6 +87,19 @@ func (s *Server) getContext(r *request) error {
 		}
 	}
 	acct, integ, qu, reportPrice := cv.Account, cv.Integration, cv.Usage, cv.ReportPrice
+	report := reportDisabled
+	// Only a key that may order reports needs the answer (scope_insufficient
+	// comes first).
+	if reportPrice != nil && p.HasScope(ledger.ScopeReportsCreate) {
+		ok, err := s.reportPossible(r)
+		if err != nil {
+			return err
+		}
+		report = reportUnavailable
+		if ok {
+			report = reportAvailable
+		}
+	}
 	body := contextBody{
 		APIVersion:             "1",
 		Account:                accountRef{ID: acct.ID.String(), Name: acct.Name},
@@ -96,7 +109,7 @@ func (s *Server) getContext(r *request) error {
 		IntegrationCreditLimit: integ.SpendLimit,
 		IntegrationCreditsUsed: integ.CreditsUsed,
 		Capabilities: capabilities{
-			Operations: s.capabilities(p, reportPrice != nil),
+			Operations: s.capabilities(p, report),
 			LocationInputs: locationInputs{
 				Search:              []string{"address", "parcel"},
 				SiteSelectors:       []string{"saved_site", "external_reference", "point", "projected_point", "cadastre", "geometry"},
@@ -140,10 +153,45 @@ func (s *Server) limits() map[string]int64 {
 	return out
 }
 
+// reportState is whether create_report can be used on this server by a key.
+type reportState int
+
+const (
+	reportDisabled    reportState = iota // no report price configured: feature_disabled
+	reportUnavailable                    // no layer the key may use can be in a report: report_unavailable
+	reportAvailable
+)
+
+// reportPossible reports whether some report could be built for the
+// request's key: a layer it may use has a current release approved for
+// reports, in any jurisdiction. Whether one covers a given site is for
+// POST /reports to say (the contract: availability promises no site's
+// eligibility).
+func (s *Server) reportPossible(r *request) (bool, error) {
+	ds := r.principal.DatasetIDs()
+	if ds != nil && len(ds) == 0 {
+		return false, nil
+	}
+	ids, err := s.reportLayersCached(r)
+	if err != nil {
+		return false, err
+	}
+	if ds == nil {
+		return len(ids) > 0, nil
+	}
+	for _, id := range ids {
+		if slices.Contains(ds, id) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // capabilities lists every contract operation with whether this key may use it
 // on this server: scopes held, the operation implemented and, for
-// create_report, a report price configured (reportPriced).
-func (s *Server) capabilities(p ledger.Principal, reportPriced bool) []capability {
+// create_report, a report price configured and a layer the key may use
+// approved for reports (report).
+func (s *Server) capabilities(p ledger.Principal, report reportState) []capability {
 	var out []capability
 	for _, rt := range s.router.routes {
 		if rt.op.ID == "get_openapi" || rt.op.ID == "get_docs" { // served by us, not contract operations
@@ -156,8 +204,12 @@ func (s *Server) capabilities(p ledger.Principal, reportPriced bool) []capabilit
 				break
 			}
 		}
-		if c.Available && (rt.handler == nil || (rt.op.ID == "create_report" && !reportPriced)) {
+		switch {
+		case !c.Available:
+		case rt.handler == nil || (rt.op.ID == "create_report" && report == reportDisabled):
 			c.Available, c.ReasonCode = false, ptr("feature_disabled")
+		case rt.op.ID == "create_report" && report == reportUnavailable:
+			c.Available, c.ReasonCode = false, ptr("report_unavailable")
 		}
 		out = append(out, c)
 	}

@@ -487,6 +487,56 @@ func TestReportFeatureDisabledWithoutPrice(t *testing.T) {
 	h.checkLedger()
 }
 
+// TestContextReportUnavailable: with a price set, GET /context lists
+// create_report as report_unavailable for a key that may use no layer
+// approved for reports, in any jurisdiction, and POST /reports agrees.
+func TestContextReportUnavailable(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	if err := h.led.SetSetting(h.ctx, ledger.SettingReportPrice, 0); err != nil {
+		t.Fatal(err)
+	}
+	acct := h.account(100)
+	capability := func(key string) map[string]any {
+		t.Helper()
+		for _, c := range h.do("GET", "/context", key, nil).json(t)["capabilities"].(map[string]any)["operations"].([]any) {
+			if c := c.(map[string]any); c["operation_id"] == "create_report" {
+				return c
+			}
+		}
+		t.Fatal("create_report not listed")
+		return nil
+	}
+	want := func(key, reason string) {
+		t.Helper()
+		c := capability(key)
+		if reason == "" && (c["available"] != true || c["reason_code"] != nil) ||
+			reason != "" && (c["available"] != false || c["reason_code"] != reason) {
+			t.Fatalf("create_report %v, want reason %q", c, reason)
+		}
+	}
+	all := h.key(acct, nil, ledger.Scopes...)
+	site := h.site(acct)
+	// An empty catalogue: nothing can be in a report.
+	want(all.Secret, "report_unavailable")
+	h.order(all.Secret, "empty", site, "").problem(t, "report_unavailable", 409)
+
+	// A QLD layer approved for reports: some report can be built (if not
+	// for this NSW site), and the catalogue's change reaches the answer.
+	h.publish("qld.flood", "flood", 0, []string{"QLD"}, "")
+	want(all.Secret, "")
+	h.order(all.Secret, "nsw-site", site, "").problem(t, "report_unavailable", 409)
+	want(h.key(acct, []string{"qld.flood", "nsw.other"}, "reports:create").Secret, "")
+	want(h.key(acct, []string{"nsw.other"}, "reports:create").Secret, "report_unavailable")
+	want(h.key(acct, []string{}, "reports:create").Secret, "report_unavailable")
+	// Scope comes first.
+	want(h.key(acct, []string{}, "sites:read").Secret, "scope_insufficient")
+
+	h.publish("aus.bores", "water", 0, []string{"AUS"}, "")
+	want(h.key(acct, []string{"aus.bores"}, "reports:create").Secret, "")
+	ordered(t, h.order(all.Secret, "aus", site, ""))
+}
+
 func TestReportRequestStrictness(t *testing.T) {
 	t.Parallel()
 	h := reportSetup(t)

@@ -17,11 +17,15 @@ const reportScopeSQL = `SELECT l.layer_id FROM layers l
 	JOIN releases r ON r.layer_id = l.layer_id AND r.release_id = l.current_release_id
 	WHERE l.jurisdictions && ARRAY[$1::text, 'AUS']
 	  AND ($2::text[] IS NULL OR l.layer_id = ANY($2))
-	  AND jsonb_typeof(l.sources) = 'array' AND jsonb_array_length(l.sources) > 0
+	  AND ` + reportApprovedSQL + `
+	ORDER BY l.layer_id`
+
+// reportApprovedSQL is the approval half of reportScopeSQL's condition,
+// over layers l and their current releases r.
+const reportApprovedSQL = `jsonb_typeof(l.sources) = 'array' AND jsonb_array_length(l.sources) > 0
 	  AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(l.sources) s WHERE s->'report_approved' IS DISTINCT FROM 'true'::jsonb)
 	  AND jsonb_typeof(r.sources) = 'array' AND jsonb_array_length(r.sources) > 0
-	  AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(r.sources) s WHERE s->'report_approved' IS DISTINCT FROM 'true'::jsonb)
-	ORDER BY l.layer_id`
+	  AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(r.sources) s WHERE s->'report_approved' IS DISTINCT FROM 'true'::jsonb)`
 
 // ReportScope returns, sorted, the ids of the layers a report for
 // jurisdiction (ACT, NSW, ...) would cover: layers of that jurisdiction or of
@@ -34,6 +38,28 @@ func (l *Ledger) ReportScope(ctx context.Context, jurisdiction string, datasets 
 		return []string{}, nil
 	}
 	rows, err := l.pool.Query(ctx, reportScopeSQL, jurisdiction, datasets)
+	if err != nil {
+		return nil, translate(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, translate(err)
+	}
+	if ids == nil {
+		ids = []string{}
+	}
+	return ids, nil
+}
+
+// ReportLayers returns, sorted, the ids of the layers some report could
+// cover, whatever its jurisdiction: those with a current release all of
+// whose sources are approved for reports. With none that a key may use, no
+// report can be ordered with it (GET /context lists create_report as
+// report_unavailable).
+func (l *Ledger) ReportLayers(ctx context.Context) ([]string, error) {
+	rows, err := l.pool.Query(ctx, `SELECT l.layer_id FROM layers l
+		JOIN releases r ON r.layer_id = l.layer_id AND r.release_id = l.current_release_id
+		WHERE `+reportApprovedSQL+` ORDER BY l.layer_id`)
 	if err != nil {
 		return nil, translate(err)
 	}

@@ -59,6 +59,20 @@ func TestReportScope(t *testing.T) {
 			t.Errorf("ReportScope(%s, %v) = %v, want %v", tc.jurisdiction, tc.datasets, got, tc.want)
 		}
 	}
+	// Every jurisdiction's approved layers, and only those.
+	got, err := b.led.ReportLayers(b.ctx)
+	if want := []string{"aus.c", "nsw-vic.b", "nsw.a", "qld.d"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("ReportLayers() = %v, %v; want %v", got, err, want)
+	}
+}
+
+// TestReportLayersEmpty: with no approved layer, ReportLayers is empty (not nil).
+func TestReportLayersEmpty(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	if got, err := b.led.ReportLayers(b.ctx); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("ReportLayers() = %#v, %v", got, err)
+	}
 }
 
 // TestReportByOrderKey: an order is found by its integration and key only.
