@@ -1,8 +1,10 @@
 package api
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"siteenv/engine"
@@ -11,17 +13,17 @@ import (
 )
 
 type contextBody struct {
-	APIVersion             string           `json:"api_version"`
-	Account                accountRef       `json:"account"`
-	PrincipalKind          string           `json:"principal_kind"`
-	Scopes                 []string         `json:"scopes"`
-	DatasetIDs             []string         `json:"dataset_ids"`
-	CreditBalance          *int64           `json:"credit_balance"`
-	IntegrationCreditLimit int64            `json:"integration_credit_limit"`
-	IntegrationCreditsUsed int64            `json:"integration_credits_used"`
-	Capabilities           capabilities     `json:"capabilities"`
-	Usage                  contextUsage     `json:"usage"`
-	Limits                 map[string]int64 `json:"limits"`
+	APIVersion             string          `json:"api_version"`
+	Account                accountRef      `json:"account"`
+	PrincipalKind          string          `json:"principal_kind"`
+	Scopes                 []string        `json:"scopes"`
+	DatasetIDs             []string        `json:"dataset_ids"`
+	CreditBalance          *int64          `json:"credit_balance"`
+	IntegrationCreditLimit int64           `json:"integration_credit_limit"`
+	IntegrationCreditsUsed int64           `json:"integration_credits_used"`
+	Capabilities           capabilities    `json:"capabilities"`
+	Usage                  contextUsage    `json:"usage"`
+	Limits                 json.RawMessage `json:"limits"`
 	// ReportPriceCredits is what POST /reports charges (admin config set
 	// report-price); null until an operator sets it.
 	ReportPriceCredits *int64 `json:"report_price_credits"`
@@ -33,9 +35,9 @@ type accountRef struct {
 }
 
 type capabilities struct {
-	Operations                  []capability   `json:"operations"`
-	LocationInputs              locationInputs `json:"location_inputs"`
-	IntegrationCreditsRemaining int64          `json:"integration_credits_remaining"`
+	Operations                  json.RawMessage `json:"operations"`      // []capability
+	LocationInputs              json.RawMessage `json:"location_inputs"` // locationInputs
+	IntegrationCreditsRemaining int64           `json:"integration_credits_remaining"`
 }
 
 type capability struct {
@@ -63,6 +65,25 @@ type contextUsage struct {
 	NextResultExpiry    *time.Time `json:"next_result_expiry"`
 }
 
+// locationInputsJSON is the location inputs this server takes, encoded
+// once: they never change while it runs.
+var locationInputsJSON = sync.OnceValue(func() json.RawMessage {
+	js, err := json.Marshal(locationInputs{
+		Search:              []string{"address", "parcel"},
+		SiteSelectors:       []string{"saved_site", "external_reference", "point", "projected_point", "cadastre", "geometry"},
+		ResolveSelectors:    []string{"address", "saved_site", "external_reference", "point", "projected_point", "cadastre", "geometry"},
+		SupportedEPSGCodes:  supportedEPSG(),
+		GeometryCRS:         "OGC:CRS84",
+		GeographicAxisOrder: []string{"longitude", "latitude"},
+		ProjectedAxisOrder:  []string{"easting", "northing"},
+		NewSiteScope:        ledger.ScopeSitesWrite,
+	})
+	if err != nil {
+		panic(err) // fixed strings and integers always encode
+	}
+	return js
+})
+
 // supportedEPSG: geographic 4326 and 7844, and the GDA2020 MGA zones 47..58.
 func supportedEPSG() []int {
 	codes := []int{4326, 7844}
@@ -87,6 +108,10 @@ func (s *Server) getContext(r *request) error {
 		}
 	}
 	acct, integ, qu, reportPrice := cv.Account, cv.Integration, cv.Usage, cv.ReportPrice
+	limits, err := s.limitsJSON()
+	if err != nil {
+		return err
+	}
 	report := reportDisabled
 	// Only a key that may order reports needs the answer (scope_insufficient
 	// comes first).
@@ -100,6 +125,10 @@ func (s *Server) getContext(r *request) error {
 			report = reportAvailable
 		}
 	}
+	ops, err := s.operationsJSON(p, report)
+	if err != nil {
+		return err
+	}
 	body := contextBody{
 		APIVersion:             "1",
 		Account:                accountRef{ID: acct.ID.String(), Name: acct.Name},
@@ -109,22 +138,13 @@ func (s *Server) getContext(r *request) error {
 		IntegrationCreditLimit: integ.SpendLimit,
 		IntegrationCreditsUsed: integ.CreditsUsed,
 		Capabilities: capabilities{
-			Operations: s.capabilities(p, report),
-			LocationInputs: locationInputs{
-				Search:              []string{"address", "parcel"},
-				SiteSelectors:       []string{"saved_site", "external_reference", "point", "projected_point", "cadastre", "geometry"},
-				ResolveSelectors:    []string{"address", "saved_site", "external_reference", "point", "projected_point", "cadastre", "geometry"},
-				SupportedEPSGCodes:  supportedEPSG(),
-				GeometryCRS:         "OGC:CRS84",
-				GeographicAxisOrder: []string{"longitude", "latitude"},
-				ProjectedAxisOrder:  []string{"easting", "northing"},
-				NewSiteScope:        ledger.ScopeSitesWrite,
-			},
+			Operations:                  ops,
+			LocationInputs:              locationInputsJSON(),
 			IntegrationCreditsRemaining: max(0, integ.SpendLimit-integ.CreditsUsed),
 		},
 		Usage: contextUsage{RetainedResultBytes: qu.RetainedBytes, QueuedQueries: qu.Queued, RunningQueries: qu.Running,
 			NextResultExpiry: utc(qu.NextResultExpiry)},
-		Limits:             s.limits(),
+		Limits:             limits,
 		ReportPriceCredits: reportPrice,
 	}
 	if p.HasScope(ledger.ScopeUsageRead) {
@@ -138,19 +158,51 @@ func (s *Server) getContext(r *request) error {
 // job runner's configuration (this server's runner, else the defaults a
 // runner of another replica takes), so /context cannot drift from them.
 func (s *Server) limits() map[string]int64 {
+	return runnerLimits(s.runnerConfig())
+}
+
+// runnerConfig is this server's runner's configuration, else the defaults.
+func (s *Server) runnerConfig() jobs.Config {
+	if r, ok := s.runner.(interface{ Config() jobs.Config }); ok {
+		return r.Config()
+	}
+	return jobs.Defaults()
+}
+
+func runnerLimits(cfg jobs.Config) map[string]int64 {
 	out := maps.Clone(Limits)
 	out["max_radius_m"] = engine.MaxRadiusM
 	out["max_query_features"] = engine.DefaultMaxFeatures
 	out["max_query_result_bytes"] = engine.DefaultMaxBytes
-	cfg := jobs.Defaults()
-	if r, ok := s.runner.(interface{ Config() jobs.Config }); ok {
-		cfg = r.Config()
-	}
 	out["max_running_queries"] = int64(cfg.MaxRunning)
 	out["query_queue_timeout_seconds"] = int64(cfg.QueueLimit / time.Second)
 	out["query_attempt_timeout_seconds"] = int64(cfg.Attempt / time.Second)
 	out["result_retention_seconds"] = int64(cfg.Retain / time.Second)
 	return out
+}
+
+// encodedLimits is limits() as JSON, for the runner values it was made of.
+type encodedLimits struct {
+	running                int
+	queue, attempt, retain time.Duration
+	json                   json.RawMessage
+}
+
+// limitsJSON is limits() encoded, made again only when the runner's values
+// change (tests swap runners): encoding a map sorts its keys by reflection,
+// which was half of GET /context's JSON time.
+func (s *Server) limitsJSON() (json.RawMessage, error) {
+	cfg := s.runnerConfig()
+	if e := s.limitsEnc.Load(); e != nil && e.running == cfg.MaxRunning && e.queue == cfg.QueueLimit &&
+		e.attempt == cfg.Attempt && e.retain == cfg.Retain {
+		return e.json, nil
+	}
+	js, err := json.Marshal(runnerLimits(cfg))
+	if err != nil {
+		return nil, err
+	}
+	s.limitsEnc.Store(&encodedLimits{running: cfg.MaxRunning, queue: cfg.QueueLimit, attempt: cfg.Attempt, retain: cfg.Retain, json: js})
+	return js, nil
 }
 
 // reportState is whether create_report can be used on this server by a key.
@@ -185,6 +237,28 @@ func (s *Server) reportPossible(r *request) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// operationsJSON is capabilities(p, report) encoded. The list depends on
+// nothing but the scopes p holds (of ledger.Scopes, which every
+// operation's scopes are among) and report, so each such pair's encoding
+// is kept: at most 2^9 x 3 small entries.
+func (s *Server) operationsJSON(p ledger.Principal, report reportState) (json.RawMessage, error) {
+	key := uint32(report)
+	for i, sc := range ledger.Scopes {
+		if p.HasScope(sc) {
+			key |= 1 << (i + 2)
+		}
+	}
+	if js, ok := s.opsEnc.Load(key); ok {
+		return js.(json.RawMessage), nil
+	}
+	js, err := json.Marshal(s.capabilities(p, report))
+	if err != nil {
+		return nil, err
+	}
+	s.opsEnc.Store(key, json.RawMessage(js))
+	return js, nil
 }
 
 // capabilities lists every contract operation with whether this key may use it

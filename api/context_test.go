@@ -142,3 +142,44 @@ func TestLimitNamesMatchTheDocument(t *testing.T) {
 		}
 	}
 }
+
+// TestOperationScopesAreKeyScopes: every operation's scopes are among
+// ledger.Scopes, which GET /context's capability list is cached by.
+func TestOperationScopesAreKeyScopes(t *testing.T) {
+	ops, err := openapi.Operations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range ops {
+		for _, sc := range op.Scopes {
+			if !slices.Contains(ledger.Scopes, sc) {
+				t.Errorf("%s requires %q, not a key scope", op.ID, sc)
+			}
+		}
+	}
+}
+
+// TestContextCapabilitiesFollowTheKey: keys of different scopes read
+// through the same server each get their own capability list (it is kept
+// per scope set).
+func TestContextCapabilitiesFollowTheKey(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	acct := h.account(0)
+	for range 2 {
+		for _, scopes := range [][]string{{"sites:read"}, {"layers:read"}, ledger.Scopes} {
+			k := h.key(acct, nil, scopes...)
+			for _, c := range h.do("GET", "/context", k.Secret, nil).json(t)["capabilities"].(map[string]any)["operations"].([]any) {
+				c := c.(map[string]any)
+				need := c["required_scopes"].([]any)
+				held := true
+				for _, sc := range need {
+					held = held && slices.Contains(scopes, sc.(string))
+				}
+				if got := c["reason_code"] == "scope_insufficient"; got == held {
+					t.Fatalf("key %v: %s listed %v", scopes, c["operation_id"], c)
+				}
+			}
+		}
+	}
+}

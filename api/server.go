@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -139,6 +141,11 @@ type Server struct {
 	finished finishedQueries
 	// catalogue caches catalogue reads of one version (cataloguecache.go).
 	catalogue catalogueCache
+	// limitsEnc is GET /context's limits, encoded (limitsJSON).
+	limitsEnc atomic.Pointer[encodedLimits]
+	// opsEnc is GET /context's capabilities.operations, encoded per scope
+	// set and report state (operationsJSON).
+	opsEnc sync.Map
 }
 
 // New builds a Server over a ledger.
