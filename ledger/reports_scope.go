@@ -37,18 +37,7 @@ func (l *Ledger) ReportScope(ctx context.Context, jurisdiction string, datasets 
 	if datasets != nil && len(datasets) == 0 {
 		return []string{}, nil
 	}
-	rows, err := l.pool.Query(ctx, reportScopeSQL, jurisdiction, datasets)
-	if err != nil {
-		return nil, translate(err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, translate(err)
-	}
-	if ids == nil {
-		ids = []string{}
-	}
-	return ids, nil
+	return l.layerIDs(ctx, reportScopeSQL, jurisdiction, datasets)
 }
 
 // ReportLayers returns, sorted, the ids of the layers some report could
@@ -57,9 +46,14 @@ func (l *Ledger) ReportScope(ctx context.Context, jurisdiction string, datasets 
 // report can be ordered with it (GET /context lists create_report as
 // report_unavailable).
 func (l *Ledger) ReportLayers(ctx context.Context) ([]string, error) {
-	rows, err := l.pool.Query(ctx, `SELECT l.layer_id FROM layers l
+	return l.layerIDs(ctx, `SELECT l.layer_id FROM layers l
 		JOIN releases r ON r.layer_id = l.layer_id AND r.release_id = l.current_release_id
 		WHERE `+reportApprovedSQL+` ORDER BY l.layer_id`)
+}
+
+// layerIDs collects the one text column of sql's rows (never nil).
+func (l *Ledger) layerIDs(ctx context.Context, sql string, args ...any) ([]string, error) {
+	rows, err := l.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, translate(err)
 	}
