@@ -108,10 +108,6 @@ func (s *Server) getContext(r *request) error {
 		}
 	}
 	acct, integ, qu, reportPrice := cv.Account, cv.Integration, cv.Usage, cv.ReportPrice
-	limits, err := s.limitsJSON()
-	if err != nil {
-		return err
-	}
 	report := reportDisabled
 	// Only a key that may order reports needs the answer (scope_insufficient
 	// comes first).
@@ -144,7 +140,7 @@ func (s *Server) getContext(r *request) error {
 		},
 		Usage: contextUsage{RetainedResultBytes: qu.RetainedBytes, QueuedQueries: qu.Queued, RunningQueries: qu.Running,
 			NextResultExpiry: utc(qu.NextResultExpiry)},
-		Limits:             limits,
+		Limits:             s.limitsJSON,
 		ReportPriceCredits: reportPrice,
 	}
 	if p.HasScope(ledger.ScopeUsageRead) {
@@ -158,22 +154,14 @@ func (s *Server) getContext(r *request) error {
 // job runner's configuration (this server's runner, else the defaults a
 // runner of another replica takes), so /context cannot drift from them.
 func (s *Server) limits() map[string]int64 {
-	return runnerLimits(s.runnerConfig())
-}
-
-// runnerConfig is this server's runner's configuration, else the defaults.
-func (s *Server) runnerConfig() jobs.Config {
-	if r, ok := s.runner.(interface{ Config() jobs.Config }); ok {
-		return r.Config()
-	}
-	return jobs.Defaults()
-}
-
-func runnerLimits(cfg jobs.Config) map[string]int64 {
 	out := maps.Clone(Limits)
 	out["max_radius_m"] = engine.MaxRadiusM
 	out["max_query_features"] = engine.DefaultMaxFeatures
 	out["max_query_result_bytes"] = engine.DefaultMaxBytes
+	cfg := jobs.Defaults()
+	if r, ok := s.runner.(interface{ Config() jobs.Config }); ok {
+		cfg = r.Config()
+	}
 	out["max_running_queries"] = int64(cfg.MaxRunning)
 	out["query_queue_timeout_seconds"] = int64(cfg.QueueLimit / time.Second)
 	out["query_attempt_timeout_seconds"] = int64(cfg.Attempt / time.Second)
@@ -181,28 +169,16 @@ func runnerLimits(cfg jobs.Config) map[string]int64 {
 	return out
 }
 
-// encodedLimits is limits() as JSON, for the runner values it was made of.
-type encodedLimits struct {
-	running                int
-	queue, attempt, retain time.Duration
-	json                   json.RawMessage
-}
-
-// limitsJSON is limits() encoded, made again only when the runner's values
-// change (tests swap runners): encoding a map sorts its keys by reflection,
-// which was half of GET /context's JSON time.
-func (s *Server) limitsJSON() (json.RawMessage, error) {
-	cfg := s.runnerConfig()
-	if e := s.limitsEnc.Load(); e != nil && e.running == cfg.MaxRunning && e.queue == cfg.QueueLimit &&
-		e.attempt == cfg.Attempt && e.retain == cfg.Retain {
-		return e.json, nil
-	}
-	js, err := json.Marshal(runnerLimits(cfg))
+// encodeLimits keeps limits() encoded for GET /context (limitsJSON): the
+// values change only with the runner (New, or a test's SetQueryBackend), and
+// encoding the map sorted its keys by reflection on every request, half of
+// the handler's JSON time.
+func (s *Server) encodeLimits() {
+	js, err := json.Marshal(s.limits())
 	if err != nil {
-		return nil, err
+		panic(err) // a map of strings to integers always encodes
 	}
-	s.limitsEnc.Store(&encodedLimits{running: cfg.MaxRunning, queue: cfg.QueueLimit, attempt: cfg.Attempt, retain: cfg.Retain, json: js})
-	return js, nil
+	s.limitsJSON = js
 }
 
 // reportState is whether create_report can be used on this server by a key.

@@ -57,6 +57,7 @@ func InstallEcho(s *Server, count *atomic.Int64, gate <-chan struct{}) {
 // around the harness's ledger).
 func SetQueryBackend(s *Server, st store.Store, runner QueryRunner) {
 	s.store, s.runner = st, runner
+	s.encodeLimits()
 }
 
 // SetMapEngine attaches the engine map images search through.

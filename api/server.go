@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -141,8 +140,8 @@ type Server struct {
 	finished finishedQueries
 	// catalogue caches catalogue reads of one version (cataloguecache.go).
 	catalogue catalogueCache
-	// limitsEnc is GET /context's limits, encoded (limitsJSON).
-	limitsEnc atomic.Pointer[encodedLimits]
+	// limitsJSON is GET /context's limits, encoded (encodeLimits).
+	limitsJSON json.RawMessage
 	// opsEnc is GET /context's capabilities.operations, encoded per scope
 	// set and report state (operationsJSON).
 	opsEnc sync.Map
@@ -172,6 +171,7 @@ func New(cfg Config, led *ledger.Ledger) (*Server, error) {
 		metrics:  cfg.Metrics,
 	}
 	s.router = newRouter(ops, s.handlers)
+	s.encodeLimits()
 	if err := s.metrics.attach(s); err != nil {
 		return nil, err
 	}
