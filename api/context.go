@@ -4,40 +4,32 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
 	"siteenv/engine"
+	"siteenv/internal/phase"
 	"siteenv/jobs"
 	"siteenv/ledger"
 )
 
-type contextBody struct {
-	APIVersion             string          `json:"api_version"`
-	Account                accountRef      `json:"account"`
-	PrincipalKind          string          `json:"principal_kind"`
-	Scopes                 []string        `json:"scopes"`
-	DatasetIDs             []string        `json:"dataset_ids"`
-	CreditBalance          *int64          `json:"credit_balance"`
-	IntegrationCreditLimit int64           `json:"integration_credit_limit"`
-	IntegrationCreditsUsed int64           `json:"integration_credits_used"`
-	Capabilities           capabilities    `json:"capabilities"`
-	Usage                  contextUsage    `json:"usage"`
-	Limits                 json.RawMessage `json:"limits"`
-	// ReportPriceCredits is what POST /reports charges (admin config set
-	// report-price); null until an operator sets it.
-	ReportPriceCredits *int64 `json:"report_price_credits"`
+// contextHead is GET /context's body up to its capabilities; the rest is
+// spliced on by writeContext.
+type contextHead struct {
+	APIVersion             string     `json:"api_version"`
+	Account                accountRef `json:"account"`
+	PrincipalKind          string     `json:"principal_kind"`
+	Scopes                 []string   `json:"scopes"`
+	DatasetIDs             []string   `json:"dataset_ids"`
+	CreditBalance          *int64     `json:"credit_balance"`
+	IntegrationCreditLimit int64      `json:"integration_credit_limit"`
+	IntegrationCreditsUsed int64      `json:"integration_credits_used"`
 }
 
 type accountRef struct {
 	ID   string  `json:"id"`
 	Name *string `json:"name"`
-}
-
-type capabilities struct {
-	Operations                  json.RawMessage `json:"operations"`      // []capability
-	LocationInputs              json.RawMessage `json:"location_inputs"` // locationInputs
-	IntegrationCreditsRemaining int64           `json:"integration_credits_remaining"`
 }
 
 type capability struct {
@@ -125,7 +117,7 @@ func (s *Server) getContext(r *request) error {
 	if err != nil {
 		return err
 	}
-	body := contextBody{
+	head := contextHead{
 		APIVersion:             "1",
 		Account:                accountRef{ID: acct.ID.String(), Name: acct.Name},
 		PrincipalKind:          p.Kind,
@@ -133,20 +125,60 @@ func (s *Server) getContext(r *request) error {
 		DatasetIDs:             p.DatasetIDs(),
 		IntegrationCreditLimit: integ.SpendLimit,
 		IntegrationCreditsUsed: integ.CreditsUsed,
-		Capabilities: capabilities{
-			Operations:                  ops,
-			LocationInputs:              locationInputsJSON(),
-			IntegrationCreditsRemaining: max(0, integ.SpendLimit-integ.CreditsUsed),
-		},
-		Usage: contextUsage{RetainedResultBytes: qu.RetainedBytes, QueuedQueries: qu.Queued, RunningQueries: qu.Running,
-			NextResultExpiry: utc(qu.NextResultExpiry)},
-		Limits:             s.limitsJSON,
-		ReportPriceCredits: reportPrice,
 	}
 	if p.HasScope(ledger.ScopeUsageRead) {
-		body.CreditBalance = &acct.CreditBalance
+		head.CreditBalance = &acct.CreditBalance
 	}
-	return r.writeJSON(200, body)
+	usage := contextUsage{RetainedResultBytes: qu.RetainedBytes, QueuedQueries: qu.Queued, RunningQueries: qu.Running,
+		NextResultExpiry: utc(qu.NextResultExpiry)}
+	return s.writeContext(r, head, ops, max(0, integ.SpendLimit-integ.CreditsUsed), usage, reportPrice)
+}
+
+// writeContext writes GET /context's body (encodeContext).
+func (s *Server) writeContext(r *request, head contextHead, ops json.RawMessage, remaining int64, usage contextUsage, reportPrice *int64) error {
+	defer r.phases.Done(phase.JSON, r.phases.Start())
+	b, err := encodeContext(head, ops, locationInputsJSON(), remaining, usage, s.limitsJSON, reportPrice)
+	if err != nil {
+		return err
+	}
+	r.writeBody(200, b)
+	return nil
+}
+
+// encodeContext is GET /context's body: head, then the capabilities (the
+// encoded operation list ops, the encoded location inputs li, the
+// integration's remaining credits), usage, the encoded limits and the
+// report price. The parts encoded once are appended as they are:
+// encoding/json compacts a RawMessage or a Marshaler's output byte by byte
+// on every call, which cost as much as the rest of the encoding.
+func encodeContext(head contextHead, ops, li json.RawMessage, remaining int64, usage contextUsage, limits json.RawMessage, reportPrice *int64) ([]byte, error) {
+	h, err := marshalNoEscape(head)
+	if err != nil {
+		return nil, err
+	}
+	u, err := marshalNoEscape(usage)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(h)+len(ops)+len(li)+len(u)+len(limits)+160)
+	b = append(b, h[:len(h)-1]...) // without its closing brace
+	b = append(b, `,"capabilities":{"operations":`...)
+	b = append(b, ops...)
+	b = append(b, `,"location_inputs":`...)
+	b = append(b, li...)
+	b = append(b, `,"integration_credits_remaining":`...)
+	b = strconv.AppendInt(b, remaining, 10)
+	b = append(b, `},"usage":`...)
+	b = append(b, u...)
+	b = append(b, `,"limits":`...)
+	b = append(b, limits...)
+	b = append(b, `,"report_price_credits":`...)
+	if reportPrice == nil {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendInt(b, *reportPrice, 10)
+	}
+	return append(b, '}'), nil
 }
 
 // limits are Limits with the values another package enforces read from
