@@ -37,7 +37,7 @@ func (s *Server) admit(r *request) error {
 		pfs, r.prefetch = append(pfs, pf), pf
 	}
 	ta := s.phases.Start()
-	p, w, counted, err := s.led.AuthenticateCount(r.c, key, r.op.Scopes, "reads", time.Minute, pfs...)
+	p, w, counted, err := s.led.AuthenticateCount(r.c, key, r.op.Scopes, ledger.BucketReads, time.Minute, pfs...)
 	s.phases.Done(phase.Auth, ta)
 	if err == nil || errors.Is(err, ledger.ErrKeyRevoked) {
 		r.principal = p // a revoked key's too, for the audit record of the attempt
@@ -52,7 +52,7 @@ func (s *Server) admit(r *request) error {
 		// Not reached: the statement counts exactly when authorize passes.
 		return s.limitReads(r)
 	}
-	return s.checkRate(r, "reads", readsPerMinute, w)
+	return s.checkRate(r, ledger.BucketReads, readsPerMinute, w)
 }
 
 // prefetchFor is the read a GET's handler will begin with, when it is

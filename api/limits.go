@@ -53,7 +53,7 @@ func (s *Server) limitReads(r *request) error {
 	if string(r.ctx.Method()) != "GET" {
 		return nil
 	}
-	return s.rateLimit(r, "reads", readsPerMinute)
+	return s.rateLimit(r, ledger.BucketReads, readsPerMinute)
 }
 
 // rateLimit counts one event in the account's per-minute bucket.

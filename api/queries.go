@@ -200,7 +200,7 @@ func (s *Server) createQuery(r *request) error {
 		Geometry bool
 	}{req.Site, req.LayerIDs, *req.RadiusM, includeGeometry}
 	return s.idempotent(r, logical, func() error {
-		if err := s.rateLimit(r, "query_admissions", queryAdmissionsPerMinute); err != nil {
+		if err := s.rateLimit(r, ledger.BucketQueryAdmissions, queryAdmissionsPerMinute); err != nil {
 			return err
 		}
 		tl := r.phases.Start()

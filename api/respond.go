@@ -64,9 +64,9 @@ func (s *Server) rateHeaders(r *request) {
 	}
 	st := r.rate
 	if !st.set {
-		bucket, limit := "reads", readsPerMinute
+		bucket, limit := ledger.BucketReads, readsPerMinute
 		if r.op.ID == "create_query" {
-			bucket, limit = "query_admissions", queryAdmissionsPerMinute
+			bucket, limit = ledger.BucketQueryAdmissions, queryAdmissionsPerMinute
 		}
 		if r.c.Err() != nil {
 			return

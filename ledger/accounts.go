@@ -32,6 +32,9 @@ func (l *Ledger) CreateAccount(ctx context.Context, name string, credits int64) 
 			a.ID, a.Name, credits, now); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, `SELECT rate_counter_create($1, bucket) FROM unnest($2::text[]) AS bucket`, a.ID, rateBuckets); err != nil {
+			return err
+		}
 		if credits == 0 {
 			return nil
 		}

@@ -237,24 +237,20 @@ func (l *Ledger) Integration(ctx context.Context, id uuid.UUID) (Integration, er
 const integrationSQL = `SELECT integration_id, spend_limit, credits_used FROM integrations WHERE integration_id = $1`
 
 // authenticateCountSQL authenticates a key and, when the key is live and
-// holds every scope in $4, counts one hit in its account's window ($2 bucket,
-// $3 window start): the key lookup and the rate window in one statement, so
-// one round trip. The key is read fresh (revocation and scope changes apply
-// at once, as with Authenticate); the window is counted in the shared
-// rate_windows table (exact across replicas, as with Count). hits is NULL
-// when nothing was counted.
+// holds every scope in $4 (authorized), counts one hit in its account's
+// counter of bucket $2: the key lookup and the rate window in one
+// statement, so one round trip. The key is read fresh (revocation and scope
+// changes apply at once, as with Authenticate). The count is the bare
+// nextval of rate_count's fast path (CASE evaluates it only when reached);
+// AuthenticateCount calls rate_count itself when that shows a finished
+// window or no counter, which happens once a window.
 const authenticateCountSQL = `WITH k AS (
 		SELECT k.key_id, k.account_id, k.integration_id, a.name, k.principal_kind, k.scopes, k.dataset_ids AS key_datasets,
-			a.dataset_ids AS account_datasets, k.revoked_at IS NOT NULL AS revoked
+			a.dataset_ids AS account_datasets, k.revoked_at IS NOT NULL AS revoked, k.revoked_at IS NULL AND k.scopes @> $3::text[] AS authorized
 		FROM api_keys k JOIN accounts a USING (account_id) WHERE k.key_hash = $1
-	), w AS (
-		INSERT INTO rate_windows (account_id, bucket, window_start, hits)
-		SELECT account_id, $2, $3, 1 FROM k WHERE NOT revoked AND scopes @> $4::text[]
-		ON CONFLICT (account_id, bucket, window_start) DO UPDATE SET hits = rate_windows.hits + 1
-		RETURNING hits
 	)
 	SELECT k.key_id, k.account_id, k.integration_id, k.name, k.principal_kind, k.scopes, k.key_datasets, k.account_datasets, k.revoked,
-		(SELECT hits FROM w), ` + catalogueVersionSQL + `
+		k.authorized, CASE WHEN k.authorized THEN nextval(rate_counter(k.account_id, $2)) END, ` + catalogueVersionSQL + `
 	FROM k`
 
 // catalogueVersionSQL reads the catalogue's version beside a key lookup.
@@ -269,20 +265,23 @@ const catalogueVersionSQL = `(SELECT version FROM catalogue_version)`
 // answer; its error never fails the authentication.
 func (l *Ledger) AuthenticateCount(ctx context.Context, key string, scopes []string, bucket string, window time.Duration, pf ...Prefetch) (p Principal, w RateWindow, counted bool, err error) {
 	now := l.now()
-	start := now.Truncate(window)
+	cur := windowIndex(now, window)
 	if scopes == nil {
 		scopes = []string{}
 	}
-	var hits *int32
+	var (
+		authorized bool
+		count      *int64 // NULL: not counted, or no counter
+	)
 	hash := HashKey(key)
 	scan := func(row pgx.Row) error {
-		return row.Scan(&p.KeyID, &p.AccountID, &p.IntegrationID, &p.AccountName, &p.Kind, &p.Scopes, &p.KeyDatasets, &p.AccountDatasets, &p.Revoked, &hits, &p.Catalogue)
+		return row.Scan(&p.KeyID, &p.AccountID, &p.IntegrationID, &p.AccountName, &p.Kind, &p.Scopes, &p.KeyDatasets, &p.AccountDatasets, &p.Revoked, &authorized, &count, &p.Catalogue)
 	}
 	if len(pf) == 0 {
-		err = scan(l.pool.QueryRow(ctx, authenticateCountSQL, hash, bucket, start, scopes))
+		err = scan(l.pool.QueryRow(ctx, authenticateCountSQL, hash, bucket, scopes))
 	} else {
 		b := &pgx.Batch{}
-		b.Queue(authenticateCountSQL, hash, bucket, start, scopes)
+		b.Queue(authenticateCountSQL, hash, bucket, scopes)
 		for _, f := range pf {
 			f.queue(b, hash)
 		}
@@ -301,14 +300,18 @@ func (l *Ledger) AuthenticateCount(ctx context.Context, key string, scopes []str
 	if p.Revoked {
 		return p, RateWindow{}, false, ErrKeyRevoked
 	}
-	if hits == nil {
+	if !authorized {
 		return p, RateWindow{}, false, nil
 	}
-	if *hits == 1 {
-		// First hit of a new window: drop this account's finished windows.
-		if err := l.dropFinishedWindows(ctx, p.AccountID, bucket, start); err != nil {
+	if count == nil || *count>>32 < cur {
+		// A finished window (or no counter): that nextval counted in the
+		// finished window only; rate_count begins this one and counts the
+		// hit in it.
+		v, err := l.rateCount(ctx, p.AccountID, bucket, cur)
+		if err != nil {
 			return Principal{}, RateWindow{}, false, err
 		}
+		count = &v
 	}
-	return p, RateWindow{Hits: int(*hits), Reset: start.Add(window).Sub(now)}, true, nil
+	return p, rateWindow(*count, now, window, cur), true, nil
 }

@@ -12,10 +12,10 @@ import (
 // pipelined batch), for a handler whose first read is known before the key
 // is checked. It reads nothing but that account's rows, and the caller
 // uses its answer only once the key has authenticated and holds the
-// operation's scopes; otherwise it is discarded. The batch is one implicit
-// transaction: were a prefetch to fail (a database error), the request's
-// count in its rate window would be undone with it; the handler then reads
-// for itself, as without a prefetch.
+// operation's scopes; otherwise it is discarded. Were a prefetch to fail
+// (a database error), the handler reads for itself, as without a prefetch;
+// the request's count in its rate window stands (a sequence's nextval is
+// not undone with the batch's implicit transaction), so it is counted once.
 type Prefetch interface {
 	queue(b *pgx.Batch, keyHash []byte)
 	scan(br pgx.BatchResults)

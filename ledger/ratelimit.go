@@ -2,11 +2,27 @@ package ledger
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/google/uuid"
 )
+
+// Rate windows are fixed windows per account and bucket, counted in an
+// unlogged sequence per account and bucket (migration 0012, rate_count):
+// shared by every replica, so limits are exact across replicas, and
+// counted without a write transaction, so a counted read stays a read-only
+// statement. A crash of PostgreSQL restarts the current windows from zero.
+
+// The buckets counted per account.
+const (
+	BucketReads           = "reads"
+	BucketQueryAdmissions = "query_admissions"
+)
+
+// rateBuckets get their counters when an account is created, so that no
+// request waits for one to be created (rate_count creates one it finds
+// missing: a bucket added later).
+var rateBuckets = []string{BucketReads, BucketQueryAdmissions}
 
 // RateWindow is an account's count in the current fixed window of a bucket.
 type RateWindow struct {
@@ -14,6 +30,25 @@ type RateWindow struct {
 	Hits int
 	// Reset is the time left in the window.
 	Reset time.Duration
+}
+
+// windowIndex is the index of the fixed window of length d (whole seconds,
+// at least one) holding t: its start as a multiple of d since the Unix
+// epoch, which is how rate_count labels a window.
+func windowIndex(t time.Time, d time.Duration) int64 {
+	return t.UnixNano() / int64(d)
+}
+
+// rateWindow reads a counter's value v = (window << 32) | hits, as of now
+// in window cur. A counter still in a finished window (Peek) has no hits
+// in cur; one in a later window (a replica whose clock leads began it) is
+// that window's.
+func rateWindow(v int64, now time.Time, d time.Duration, cur int64) RateWindow {
+	w, hits := v>>32, int(v&(1<<32-1))
+	if w < cur {
+		w, hits = cur, 0
+	}
+	return RateWindow{Hits: hits, Reset: time.Unix(0, (w+1)*int64(d)).Sub(now)}
 }
 
 // Hit counts one event for account in bucket's current fixed window and reports
@@ -35,39 +70,32 @@ func (l *Ledger) Hit(ctx context.Context, account uuid.UUID, bucket string, limi
 // returns the window after counting; Hit compares it with a limit.
 func (l *Ledger) Count(ctx context.Context, account uuid.UUID, bucket string, window time.Duration) (RateWindow, error) {
 	now := l.now()
-	start := now.Truncate(window)
-	var hits int
-	err := l.pool.QueryRow(ctx, `INSERT INTO rate_windows (account_id, bucket, window_start, hits) VALUES ($1, $2, $3, 1)
-		ON CONFLICT (account_id, bucket, window_start) DO UPDATE SET hits = rate_windows.hits + 1
-		RETURNING hits`, account, bucket, start).Scan(&hits)
+	cur := windowIndex(now, window)
+	v, err := l.rateCount(ctx, account, bucket, cur)
 	if err != nil {
-		return RateWindow{}, translate(err)
+		return RateWindow{}, err
 	}
-	if hits == 1 {
-		// First hit of a new window: drop this account's finished windows.
-		if err := l.dropFinishedWindows(ctx, account, bucket, start); err != nil {
-			return RateWindow{}, err
-		}
-	}
-	return RateWindow{Hits: hits, Reset: start.Add(window).Sub(now)}, nil
+	return rateWindow(v, now, window, cur), nil
 }
 
-// dropFinishedWindows deletes account's windows of bucket before start.
-func (l *Ledger) dropFinishedWindows(ctx context.Context, account uuid.UUID, bucket string, start time.Time) error {
-	_, err := l.pool.Exec(ctx, `DELETE FROM rate_windows WHERE account_id = $1 AND bucket = $2 AND window_start < $3`,
-		account, bucket, start)
-	return translate(err)
+// rateCount counts one hit of account in bucket's window cur (rate_count)
+// and returns the counter's value.
+func (l *Ledger) rateCount(ctx context.Context, account uuid.UUID, bucket string, cur int64) (int64, error) {
+	var v int64
+	err := l.pool.QueryRow(ctx, `SELECT rate_count($1, $2, $3)`, account, bucket, cur).Scan(&v)
+	return v, translate(err)
 }
 
 // Peek reads account's count in bucket's current window without counting.
 func (l *Ledger) Peek(ctx context.Context, account uuid.UUID, bucket string, window time.Duration) (RateWindow, error) {
 	now := l.now()
-	start := now.Truncate(window)
-	var hits int
-	err := l.pool.QueryRow(ctx, `SELECT hits FROM rate_windows WHERE account_id = $1 AND bucket = $2 AND window_start = $3`,
-		account, bucket, start).Scan(&hits)
-	if err = translate(err); err != nil && !errors.Is(err, ErrNotFound) {
-		return RateWindow{}, err
+	cur := windowIndex(now, window)
+	var v *int64 // NULL: never counted
+	if err := l.pool.QueryRow(ctx, `SELECT pg_sequence_last_value(rate_counter($1, $2))`, account, bucket).Scan(&v); err != nil {
+		return RateWindow{}, translate(err)
 	}
-	return RateWindow{Hits: hits, Reset: start.Add(window).Sub(now)}, nil
+	if v == nil {
+		return rateWindow(0, now, window, cur), nil
+	}
+	return rateWindow(*v, now, window, cur), nil
 }

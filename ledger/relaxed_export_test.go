@@ -2,6 +2,9 @@ package ledger
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -30,19 +33,44 @@ func ExecRelaxedForTest(ctx context.Context, l *Ledger, sql string, args ...any)
 	return tag.RowsAffected(), err
 }
 
-// PersistenceForTest is pg_class.relpersistence of a table ("p", "u").
-func PersistenceForTest(ctx context.Context, l *Ledger, table string) (string, error) {
-	var p string
-	err := l.pool.QueryRow(ctx, `SELECT relpersistence::text FROM pg_class WHERE relname = $1 AND relkind = 'r'`, table).Scan(&p)
-	return p, err
+// RateCountersForTest lists the persistence (pg_class.relpersistence) of
+// account's rate counters, one per bucket counted.
+func RateCountersForTest(ctx context.Context, l *Ledger, account uuid.UUID) ([]string, error) {
+	rows, err := l.pool.Query(ctx, `SELECT c.relpersistence::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'rate' AND c.relkind = 'S' AND c.relname LIKE '%\_' || replace($1::text, '-', '') ORDER BY c.relname`, account)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
-// RateWindowsForTest counts an account's rate windows.
-func RateWindowsForTest(ctx context.Context, l *Ledger, account uuid.UUID) (int, error) {
-	var n int
-	err := l.pool.QueryRow(ctx, `SELECT count(*) FROM rate_windows WHERE account_id = $1`, account).Scan(&n)
-	return n, err
+// AuthenticateCountXIDForTest runs AuthenticateCount's statement for key
+// in a transaction of its own and reports whether the transaction took a
+// transaction id (a write would), then rolls it back. counted reports
+// whether it counted; the window must have begun.
+func AuthenticateCountXIDForTest(ctx context.Context, l *Ledger, key string, bucket string, window time.Duration) (counted, xid bool, err error) {
+	err = pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		var p Principal
+		var count *int64
+		if err := tx.QueryRow(ctx, authenticateCountSQL, HashKey(key), bucket, []string{}).Scan(
+			&p.KeyID, &p.AccountID, &p.IntegrationID, &p.AccountName, &p.Kind, &p.Scopes, &p.KeyDatasets, &p.AccountDatasets, &p.Revoked, &counted, &count, &p.Catalogue); err != nil {
+			return err
+		}
+		if count == nil || *count>>32 < windowIndex(l.now(), window) {
+			return fmt.Errorf("the statement's count %v is not in the current window", count)
+		}
+		if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id_if_assigned() IS NOT NULL`).Scan(&xid); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if errors.Is(err, errRollback) {
+		err = nil
+	}
+	return counted, xid, err
 }
+
+var errRollback = errors.New("rollback")
 
 // UUIDRoundTripForTest sends id and ids through PostgreSQL and back, and
 // scans a NULL uuid into null (as given) and a *uuid.UUID.
