@@ -8,7 +8,8 @@
 --
 -- A counter's value is (window << 32) | hits: the window's index (its start
 -- as a multiple of the window length since the Unix epoch, which the caller
--- passes from its clock) and the hits counted in it.
+-- passes from its clock) and the hits counted in it. Each counter is a
+-- relation of its own: two 8 kB pages on disk (its page and its init fork).
 --
 -- A crash (or a failover to a standby) resets every unlogged sequence to
 -- its start value, which reads as a finished window: each account's
@@ -21,7 +22,7 @@ CREATE SCHEMA rate;
 CREATE FUNCTION rate_counter_name(account uuid, bucket text) RETURNS text
     LANGUAGE sql IMMUTABLE AS $$ SELECT bucket || '_' || replace(account::text, '-', '') $$;
 
--- rate_counter is the account's counter of bucket, NULL before its first count.
+-- rate_counter is the account's counter of bucket, NULL until it is created.
 CREATE FUNCTION rate_counter(account uuid, bucket text) RETURNS regclass
     LANGUAGE sql STABLE AS $$ SELECT to_regclass(format('rate.%I', rate_counter_name(account, bucket))) $$;
 
@@ -34,7 +35,8 @@ CREATE FUNCTION rate_counter_lock(account uuid, bucket text) RETURNS void
 -- rate_counter_create creates account's counter of bucket unless it exists
 -- and returns it. CACHE 1 (the default): every nextval reads the one shared
 -- value. Accounts get their counters when they are created (CreateAccount);
--- rate_count creates one it finds missing.
+-- rate_count creates one it finds missing (an account older than this
+-- migration, a bucket added later).
 CREATE FUNCTION rate_counter_create(account uuid, bucket text) RETURNS regclass LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM rate_counter_lock(account, bucket);
@@ -73,8 +75,9 @@ BEGIN
     RETURN setval(seq, (win << 32) | 1);
 END $$;
 
--- The accounts there are get their counters of the two buckets counted
--- today (ledger.rateBuckets).
-SELECT rate_counter_create(account_id, bucket) FROM accounts, unnest(ARRAY['reads', 'query_admissions']) AS bucket;
+-- The accounts there are get their counters from their first counts, one
+-- short transaction each: creating them all here would hold a lock on
+-- every new sequence until this migration commits, beyond the lock table's
+-- room once there are a few thousand accounts.
 
 DROP TABLE rate_windows;
