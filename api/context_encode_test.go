@@ -14,19 +14,14 @@ func TestEncodeContextIsEncodingJSON(t *testing.T) {
 		LocationInputs              json.RawMessage `json:"location_inputs"`
 		IntegrationCreditsRemaining int64           `json:"integration_credits_remaining"`
 	}
+	// The whole body: head's fields (embedded, so encoded in its place),
+	// then the rest.
 	type whole struct {
-		APIVersion             string          `json:"api_version"`
-		Account                accountRef      `json:"account"`
-		PrincipalKind          string          `json:"principal_kind"`
-		Scopes                 []string        `json:"scopes"`
-		DatasetIDs             []string        `json:"dataset_ids"`
-		CreditBalance          *int64          `json:"credit_balance"`
-		IntegrationCreditLimit int64           `json:"integration_credit_limit"`
-		IntegrationCreditsUsed int64           `json:"integration_credits_used"`
-		Capabilities           caps            `json:"capabilities"`
-		Usage                  contextUsage    `json:"usage"`
-		Limits                 json.RawMessage `json:"limits"`
-		ReportPriceCredits     *int64          `json:"report_price_credits"`
+		contextHead
+		Capabilities       caps            `json:"capabilities"`
+		Usage              contextUsage    `json:"usage"`
+		Limits             json.RawMessage `json:"limits"`
+		ReportPriceCredits *int64          `json:"report_price_credits"`
 	}
 	ops, err := json.Marshal([]capability{
 		{OperationID: "get_context", RequiredScopes: []string{}, Available: true},
@@ -64,10 +59,8 @@ func TestEncodeContextIsEncodingJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h := tc.head
 			want, err := marshalNoEscape(whole{
-				APIVersion: h.APIVersion, Account: h.Account, PrincipalKind: h.PrincipalKind, Scopes: h.Scopes, DatasetIDs: h.DatasetIDs,
-				CreditBalance: h.CreditBalance, IntegrationCreditLimit: h.IntegrationCreditLimit, IntegrationCreditsUsed: h.IntegrationCreditsUsed,
+				contextHead:  tc.head,
 				Capabilities: caps{Operations: ops, LocationInputs: locationInputsJSON(), IntegrationCreditsRemaining: tc.remaining},
 				Usage:        tc.usage, Limits: limits, ReportPriceCredits: tc.reportPrice,
 			})
