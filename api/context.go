@@ -15,7 +15,7 @@ import (
 )
 
 // contextHead is GET /context's body up to its capabilities; the rest is
-// spliced on by writeContext.
+// spliced on by encodeContext.
 type contextHead struct {
 	APIVersion             string     `json:"api_version"`
 	Account                accountRef `json:"account"`

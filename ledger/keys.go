@@ -237,13 +237,13 @@ func (l *Ledger) Integration(ctx context.Context, id uuid.UUID) (Integration, er
 const integrationSQL = `SELECT integration_id, spend_limit, credits_used FROM integrations WHERE integration_id = $1`
 
 // authenticateCountSQL authenticates a key and, when the key is live and
-// holds every scope in $4 (authorized), counts one hit in its account's
+// holds every scope in $3 (authorized), counts one hit in its account's
 // counter of bucket $2: the key lookup and the rate window in one
 // statement, so one round trip. The key is read fresh (revocation and scope
 // changes apply at once, as with Authenticate). The count is the bare
 // nextval of rate_count's fast path (CASE evaluates it only when reached);
 // AuthenticateCount calls rate_count itself when that shows a finished
-// window or no counter, which happens once a window.
+// window or no counter, which happens once a window per account.
 const authenticateCountSQL = `WITH k AS (
 		SELECT k.key_id, k.account_id, k.integration_id, a.name, k.principal_kind, k.scopes, k.dataset_ids AS key_datasets,
 			a.dataset_ids AS account_datasets, k.revoked_at IS NOT NULL AS revoked, k.revoked_at IS NULL AND k.scopes @> $3::text[] AS authorized

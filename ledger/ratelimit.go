@@ -21,7 +21,7 @@ const (
 
 // rateBuckets get their counters when an account is created, so that no
 // request waits for one to be created (rate_count creates one it finds
-// missing: a bucket added later).
+// missing: an account older than migration 0012, a bucket added later).
 var rateBuckets = []string{BucketReads, BucketQueryAdmissions}
 
 // RateWindow is an account's count in the current fixed window of a bucket.
@@ -32,9 +32,10 @@ type RateWindow struct {
 	Reset time.Duration
 }
 
-// windowIndex is the index of the fixed window of length d (whole seconds,
-// at least one) holding t: its start as a multiple of d since the Unix
-// epoch, which is how rate_count labels a window.
+// windowIndex is the index of the fixed window of length d (at least a
+// second, so the index fits the counter's upper 31 bits) holding t: its
+// start as a multiple of d since the Unix epoch, which is how rate_count
+// labels a window.
 func windowIndex(t time.Time, d time.Duration) int64 {
 	return t.UnixNano() / int64(d)
 }
