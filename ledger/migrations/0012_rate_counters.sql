@@ -14,8 +14,13 @@
 -- A crash (or a failover to a standby) resets every unlogged sequence to
 -- its start value, which reads as a finished window: each account's
 -- current window restarts from zero, as the unlogged table's did (0009).
--- This migration drops the table, so the windows current at the upgrade
--- restart from zero too.
+-- The windows current at the upgrade restart from zero too.
+--
+-- rate_windows stays for replicas of the previous version still serving
+-- during a rolling upgrade: they go on counting there until they are
+-- replaced (until then an account's limit is counted apart on old and new
+-- replicas), where dropping it would fail their every request. This
+-- version never reads it; a later migration can drop it.
 CREATE SCHEMA rate;
 
 -- rate_counter_name is the sequence's name (without its schema).
@@ -79,5 +84,3 @@ END $$;
 -- short transaction each: creating them all here would hold a lock on
 -- every new sequence until this migration commits, beyond the lock table's
 -- room once there are a few thousand accounts.
-
-DROP TABLE rate_windows;
