@@ -151,7 +151,7 @@ type apiSide struct {
 	// rate window); the read pass uses readKeys.
 	keys     []string
 	readKeys []string
-	settings [][2]string // the ledger database's durability settings
+	settings [][2]string // the ledger database's durability settings and its server's malloc tunables
 	workers  int
 }
 
@@ -172,6 +172,7 @@ func startAPI(ctx context.Context, dir string, g *synth.Generator, ds *dataset, 
 	if a.settings, err = showSettings(ctx, dsn, "fsync", "synchronous_commit", "full_page_writes"); err != nil {
 		return nil, err
 	}
+	a.settings = append(a.settings, [2]string{"GLIBC_TUNABLES", pgembed.ServerTunables()})
 	if a.led, err = ledger.Open(ctx, dsn, ledger.Options{Logger: log}); err != nil {
 		return nil, fmt.Errorf("bench: ledger: %w", err)
 	}

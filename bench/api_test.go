@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"siteenv/ingest/synth"
+	"siteenv/ledger/pgembed"
 )
 
 // TestAPIAgreesWithPostGIS runs `bench api` on a small slice of the
@@ -52,6 +53,9 @@ func TestAPIAgreesWithPostGIS(t *testing.T) {
 	}
 	if d := r.Decode; d.Features == 0 || d.Fast <= 0 || d.Std <= 0 || !strings.Contains(out.String(), "client JSON decoding of the largest page") {
 		t.Errorf("decoders not compared: %+v", d)
+	}
+	if !strings.Contains(out.String(), "fsync=on synchronous_commit=on full_page_writes=on GLIBC_TUNABLES="+pgembed.ServerTunables()+"\n") {
+		t.Errorf("the report does not state the ledger server's settings:\n%s", out.String())
 	}
 	for _, s := range r.Passes[0].Phases {
 		if s.Count == 0 && s.Phase.String() != "runner claim" {

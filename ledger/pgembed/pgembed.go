@@ -63,6 +63,15 @@ const (
 // its service's environment.
 const MallocTunables = "glibc.malloc.trim_threshold=16777216:glibc.malloc.mmap_threshold=8388608:glibc.malloc.top_pad=1048576"
 
+// ServerTunables is the GLIBC_TUNABLES a server Start starts now runs with:
+// the environment's own, else MallocTunables.
+func ServerTunables() string {
+	if v := os.Getenv("GLIBC_TUNABLES"); v != "" {
+		return v
+	}
+	return MallocTunables
+}
+
 // Options configures Start.
 type Options struct {
 	// Database to ensure exists; default "siteenv".
@@ -388,7 +397,7 @@ func (c *Cluster) start(ctx context.Context, ephemeral bool) error {
 	}
 
 	cmd := c.user.command(ctx, c.tool("pg_ctl"), "start", "-D", c.dataDir, "-l", c.logFile, "-w", "-t", timeoutSecs(ctx), "-s")
-	if os.Getenv("GLIBC_TUNABLES") == "" { // an operator's own tunables win
+	if os.Getenv("GLIBC_TUNABLES") == "" { // else the server inherits the environment's own
 		cmd.Env = append(cmd.Env, "GLIBC_TUNABLES="+MallocTunables)
 	}
 	if cmd.SysProcAttr == nil {
