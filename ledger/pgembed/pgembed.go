@@ -81,7 +81,8 @@ type Options struct {
 	Logger *slog.Logger
 	// BinDir holds initdb, pg_ctl and postgres; empty: FindBinaries
 	// searches PATH, pg_config and /usr/lib/postgresql (the command passes
-	// SITEENV_PG_BIN here: the library reads no environment).
+	// SITEENV_PG_BIN here: the library reads no settings of its own from
+	// the environment; the server inherits it, GLIBC_TUNABLES included).
 	BinDir string
 	// Ephemeral trades durability for speed (fsync=off, synchronous_commit=off,
 	// full_page_writes=off, initdb --no-sync): for test clusters only, never
@@ -397,9 +398,7 @@ func (c *Cluster) start(ctx context.Context, ephemeral bool) error {
 	}
 
 	cmd := c.user.command(ctx, c.tool("pg_ctl"), "start", "-D", c.dataDir, "-l", c.logFile, "-w", "-t", timeoutSecs(ctx), "-s")
-	if os.Getenv("GLIBC_TUNABLES") == "" { // else the server inherits the environment's own
-		cmd.Env = append(cmd.Env, "GLIBC_TUNABLES="+MallocTunables)
-	}
+	cmd.Env = append(cmd.Env, "GLIBC_TUNABLES="+ServerTunables())
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
