@@ -257,7 +257,8 @@ const authenticateCountSQL = `WITH k AS (
 const catalogueVersionSQL = `(SELECT version FROM catalogue_version)`
 
 // AuthenticateCount is Authenticate and, for a live key holding every scope
-// in scopes, Count in bucket's current window, in one round trip. counted
+// in scopes, Count in bucket's current window, in one round trip (two for
+// the first count of a window, or of an account without a counter). counted
 // reports whether the window was counted (false: the key is revoked or
 // lacks a scope, and nothing was counted, as when Authenticate's caller
 // refuses before counting). Errors are Authenticate's. Each prefetch in
@@ -303,7 +304,7 @@ func (l *Ledger) AuthenticateCount(ctx context.Context, key string, scopes []str
 	if !authorized {
 		return p, RateWindow{}, false, nil
 	}
-	if count == nil || *count>>32 < cur {
+	if count == nil || !windowBegun(*count, cur) {
 		// A finished window (or no counter): that nextval counted in the
 		// finished window only; rate_count begins this one and counts the
 		// hit in it.

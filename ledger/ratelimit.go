@@ -40,13 +40,17 @@ func windowIndex(t time.Time, d time.Duration) int64 {
 	return t.UnixNano() / int64(d)
 }
 
+// windowBegun reports whether counter value v is in window cur or a later
+// one: rate_count's test for a count that needs no beginning of a window.
+func windowBegun(v, cur int64) bool { return v>>32 >= cur }
+
 // rateWindow reads a counter's value v = (window << 32) | hits, as of now
 // in window cur. A counter still in a finished window (Peek) has no hits
 // in cur; one in a later window (a replica whose clock leads began it) is
 // that window's.
 func rateWindow(v int64, now time.Time, d time.Duration, cur int64) RateWindow {
 	w, hits := v>>32, int(v&(1<<32-1))
-	if w < cur {
+	if !windowBegun(v, cur) {
 		w, hits = cur, 0
 	}
 	return RateWindow{Hits: hits, Reset: time.Unix(0, (w+1)*int64(d)).Sub(now)}

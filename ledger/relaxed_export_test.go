@@ -56,7 +56,7 @@ func AuthenticateCountXIDForTest(ctx context.Context, l *Ledger, key string, buc
 			&p.KeyID, &p.AccountID, &p.IntegrationID, &p.AccountName, &p.Kind, &p.Scopes, &p.KeyDatasets, &p.AccountDatasets, &p.Revoked, &counted, &count, &p.Catalogue); err != nil {
 			return err
 		}
-		if count == nil || *count>>32 < windowIndex(l.now(), window) {
+		if count == nil || !windowBegun(*count, windowIndex(l.now(), window)) {
 			return fmt.Errorf("the statement's count %v is not in the current window", count)
 		}
 		if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id_if_assigned() IS NOT NULL`).Scan(&xid); err != nil {
