@@ -91,13 +91,8 @@ type AcquireParams struct {
 func (l *Ledger) Acquire(ctx context.Context, p AcquireParams) (Purchase, error) {
 	var out Purchase
 	err := l.tx(ctx, func(tx pgx.Tx) error {
-		var balance int64
-		if err := tx.QueryRow(ctx, `SELECT credit_balance FROM accounts WHERE account_id = $1 FOR UPDATE`, p.Account).Scan(&balance); err != nil {
-			return err
-		}
-		var limit, used int64
-		if err := tx.QueryRow(ctx, `SELECT spend_limit, credits_used FROM integrations WHERE integration_id = $1 AND account_id = $2 FOR UPDATE`,
-			p.Integration, p.Account).Scan(&limit, &used); err != nil {
+		pay, err := lockPayer(ctx, tx, p.Account, p.Integration)
+		if err != nil {
 			return err
 		}
 		if err := l.fault(ctx, "acquire:locked"); err != nil {
@@ -109,19 +104,15 @@ func (l *Ledger) Acquire(ctx context.Context, p AcquireParams) (Purchase, error)
 			if err == nil {
 				var rerr error
 				out, rerr = readPurchase(ctx, tx, p.Account, id)
-				out.IntegrationCreditsRemaining = max(0, limit-used)
+				out.IntegrationCreditsRemaining = pay.remaining()
 				return rerr
 			}
 			if !errors.Is(err, pgx.ErrNoRows) {
 				return err
 			}
 		}
-		var area float64
-		if err := tx.QueryRow(ctx, `SELECT area_m2 FROM sites WHERE site_id = $1 AND account_id = $2 AND archived_at IS NULL`, p.SiteID, p.Account).Scan(&area); err != nil {
+		if err := checkChargeableSite(ctx, tx, p.Account, p.SiteID, p.MaxSiteAreaM2); err != nil {
 			return err
-		}
-		if p.MaxSiteAreaM2 > 0 && area > p.MaxSiteAreaM2 {
-			return ErrSiteIneligible
 		}
 		type section struct {
 			name   string
@@ -171,86 +162,31 @@ func (l *Ledger) Acquire(ctx context.Context, p AcquireParams) (Purchase, error)
 			granted[k] = true
 		}
 		grows.Close()
-		var charge int64
-		var lines []ReceiptLine
-		var toGrant []string
+		d := debit{kind: "site_access", idemKey: p.IdemKey, site: p.SiteID, sectionKeys: p.Sections}
 		for _, k := range p.Sections {
 			if granted[k] {
 				continue
 			}
-			toGrant = append(toGrant, k)
 			s := sections[k]
-			charge += s.price
-			lines = append(lines, ReceiptLine{Description: "Site access: " + s.name, SectionKey: k, Credits: s.price})
+			d.chargedSections = append(d.chargedSections, k)
+			d.lines = append(d.lines, ReceiptLine{Description: "Site access: " + s.name, SectionKey: k, Credits: s.price})
 		}
-		if charge > balance {
-			return ErrInsufficientCredits
-		}
-		if used+charge > limit {
-			return ErrCreditCeiling
-		}
-		if err := l.fault(ctx, "acquire:checked"); err != nil {
-			return err
-		}
-		now := l.now()
-		after := balance - charge
-		site := p.SiteID
-		out = Purchase{ID: newID(), AccountID: p.Account, Kind: "site_access", SiteID: &site, SectionKeys: p.Sections,
-			ChargedSections: nonNil(toGrant), CreditsCharged: charge, CreditsRefunded: ptrTo(int64(0)), RefundStatus: ptrTo("none"),
-			BalanceAfter: &after, Limitations: []string{}, CreatedAt: &now,
-			Receipt:                     &Receipt{ID: newID(), IssuedAt: now, CreditsCharged: charge, BalanceBefore: balance, BalanceAfter: after, Lines: nonNil(lines)},
-			IntegrationCreditsRemaining: limit - used - charge}
-		if _, err := tx.Exec(ctx, `INSERT INTO purchases (purchase_id, account_id, integration_id, idem_key, kind, site_id, section_keys,
-				charged_sections, credits_charged, credits_refunded, refund_status, balance_before, balance_after, created_at)
-			VALUES ($1, $2, $3, nullif($4, ''), 'site_access', $5, $6, $7, $8, 0, 'none', $9, $10, $11)`,
-			out.ID, p.Account, p.Integration, p.IdemKey, p.SiteID, p.Sections, out.ChargedSections, charge, balance, after, now); err != nil {
-			return err
-		}
-		if err := l.fault(ctx, "acquire:purchase"); err != nil {
-			return err
-		}
-		lj, err := json.Marshal(out.Receipt.Lines)
+		out, err = l.charge(ctx, tx, pay, d, "acquire")
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO receipts (receipt_id, purchase_id, issued_at, credits_charged, balance_before, balance_after, lines)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`, out.Receipt.ID, out.ID, now, charge, balance, after, lj); err != nil {
-			return err
-		}
-		if err := l.fault(ctx, "acquire:receipt"); err != nil {
-			return err
-		}
-		if charge > 0 {
-			if _, err := tx.Exec(ctx, `INSERT INTO credit_entries (entry_id, account_id, kind, amount, balance_after, purchase_id, created_at)
-				VALUES ($1, $2, 'debit', $3, $4, $5, $6)`, newID(), p.Account, -charge, after, out.ID, now); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `UPDATE accounts SET credit_balance = $2 WHERE account_id = $1`, p.Account, after); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `UPDATE integrations SET credits_used = credits_used + $2 WHERE integration_id = $1`, p.Integration, charge); err != nil {
-				return err
-			}
-		}
-		for _, k := range toGrant {
+		for _, k := range d.chargedSections {
 			if _, err := tx.Exec(ctx, `INSERT INTO section_grants (site_id, section_key, account_id, purchase_id, created_at) VALUES ($1, $2, $3, $4, $5)`,
-				p.SiteID, k, p.Account, out.ID, now); err != nil {
+				p.SiteID, k, p.Account, out.ID, *out.CreatedAt); err != nil {
 				return err
 			}
 		}
-		if err := l.fault(ctx, "acquire:grants"); err != nil {
-			return err
-		}
-		return nil
+		return l.fault(ctx, "acquire:grants")
 	})
-	var use *UnknownSectionsError
-	switch {
-	case err == nil:
-		return out, nil
-	case errors.As(err, &use), errors.Is(err, ErrInsufficientCredits), errors.Is(err, ErrCreditCeiling), errors.Is(err, ErrSiteIneligible):
-		return Purchase{}, err
+	if err != nil {
+		return Purchase{}, chargeError(err)
 	}
-	return Purchase{}, translate(err)
+	return out, nil
 }
 
 func nonNil[T any](s []T) []T {

@@ -124,13 +124,8 @@ func (l *Ledger) OrderReport(ctx context.Context, p OrderReportParams) (Report, 
 	var rep Report
 	var pur Purchase
 	err := l.tx(ctx, func(tx pgx.Tx) error {
-		var balance int64
-		if err := tx.QueryRow(ctx, `SELECT credit_balance FROM accounts WHERE account_id = $1 FOR UPDATE`, p.Account).Scan(&balance); err != nil {
-			return err
-		}
-		var limit, used int64
-		if err := tx.QueryRow(ctx, `SELECT spend_limit, credits_used FROM integrations WHERE integration_id = $1 AND account_id = $2 FOR UPDATE`,
-			p.Integration, p.Account).Scan(&limit, &used); err != nil {
+		pay, err := lockPayer(ctx, tx, p.Account, p.Integration)
+		if err != nil {
 			return err
 		}
 		if p.IdemKey != "" {
@@ -139,83 +134,35 @@ func (l *Ledger) OrderReport(ctx context.Context, p OrderReportParams) (Report, 
 			if err == nil {
 				rep = r
 				pur, err = readPurchase(ctx, tx, p.Account, *r.PurchaseID)
-				pur.IntegrationCreditsRemaining = max(0, limit-used)
+				pur.IntegrationCreditsRemaining = pay.remaining()
 				return err
 			}
 			if !errors.Is(err, pgx.ErrNoRows) {
 				return err
 			}
 		}
-		var area float64
-		if err := tx.QueryRow(ctx, `SELECT area_m2 FROM sites WHERE site_id = $1 AND account_id = $2 AND archived_at IS NULL`, p.SiteID, p.Account).Scan(&area); err != nil {
+		if err := checkChargeableSite(ctx, tx, p.Account, p.SiteID, p.MaxSiteAreaM2); err != nil {
 			return err
 		}
-		if p.MaxSiteAreaM2 > 0 && area > p.MaxSiteAreaM2 {
-			return ErrSiteIneligible
-		}
-		if p.Price > balance {
-			return ErrInsufficientCredits
-		}
-		if used+p.Price > limit {
-			return ErrCreditCeiling
-		}
-		if err := l.fault(ctx, "report:checked"); err != nil {
-			return err
-		}
-		now := l.now()
-		after := balance - p.Price
-		site := p.SiteID
-		rep = Report{ID: newID(), AccountID: p.Account, IntegrationID: &p.Integration, SiteID: &site, Origin: OriginAPI,
-			Jurisdiction: &p.Jurisdiction, Status: ReportQueued, DatasetIDs: p.DatasetIDs, CreatedAt: now}
-		lines := []ReceiptLine{{Description: "Site report (" + p.Jurisdiction + ")", Credits: p.Price}}
-		pur = Purchase{ID: newID(), AccountID: p.Account, Kind: "report", SiteID: &site, ReportID: &rep.ID, SectionKeys: []string{},
-			ChargedSections: []string{}, CreditsCharged: p.Price, CreditsRefunded: ptrTo(int64(0)), RefundStatus: ptrTo("none"),
-			BalanceAfter: &after, Limitations: []string{}, CreatedAt: &now,
-			Receipt:                     &Receipt{ID: newID(), IssuedAt: now, CreditsCharged: p.Price, BalanceBefore: balance, BalanceAfter: after, Lines: lines},
-			IntegrationCreditsRemaining: limit - used - p.Price}
-		rep.PurchaseID = &pur.ID
-		if _, err := tx.Exec(ctx, `INSERT INTO purchases (purchase_id, account_id, integration_id, kind, site_id, report_id, section_keys,
-				charged_sections, credits_charged, credits_refunded, refund_status, balance_before, balance_after, created_at)
-			VALUES ($1, $2, $3, 'report', $4, $5, '{}', '{}', $6, 0, 'none', $7, $8, $9)`,
-			pur.ID, p.Account, p.Integration, p.SiteID, rep.ID, p.Price, balance, after, now); err != nil {
-			return err
-		}
-		lj, err := json.Marshal(lines)
+		id := newID()
+		pur, err = l.charge(ctx, tx, pay, debit{kind: "report", site: p.SiteID, report: &id,
+			lines: []ReceiptLine{{Description: "Site report (" + p.Jurisdiction + ")", Credits: p.Price}}}, "report")
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO receipts (receipt_id, purchase_id, issued_at, credits_charged, balance_before, balance_after, lines)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`, pur.Receipt.ID, pur.ID, now, p.Price, balance, after, lj); err != nil {
-			return err
-		}
-		if p.Price > 0 {
-			if _, err := tx.Exec(ctx, `INSERT INTO credit_entries (entry_id, account_id, kind, amount, balance_after, purchase_id, created_at)
-				VALUES ($1, $2, 'debit', $3, $4, $5, $6)`, newID(), p.Account, -p.Price, after, pur.ID, now); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `UPDATE accounts SET credit_balance = $2 WHERE account_id = $1`, p.Account, after); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `UPDATE integrations SET credits_used = credits_used + $2 WHERE integration_id = $1`, p.Integration, p.Price); err != nil {
-				return err
-			}
-		}
-		if err := l.fault(ctx, "report:purchase"); err != nil {
-			return err
-		}
+		site := p.SiteID
+		rep = Report{ID: id, AccountID: p.Account, IntegrationID: &p.Integration, SiteID: &site, Origin: OriginAPI,
+			Jurisdiction: &p.Jurisdiction, Status: ReportQueued, DatasetIDs: p.DatasetIDs, CreatedAt: *pur.CreatedAt, PurchaseID: &pur.ID}
 		_, err = tx.Exec(ctx, `INSERT INTO reports (report_id, account_id, integration_id, idem_key, site_id, purchase_id, origin, jurisdiction,
 				status, dataset_ids, created_at)
 			VALUES ($1, $2, $3, nullif($4, ''), $5, $6, 'api', $7, 'queued', $8, $9)`,
-			rep.ID, p.Account, p.Integration, p.IdemKey, p.SiteID, pur.ID, p.Jurisdiction, p.DatasetIDs, now)
+			rep.ID, p.Account, p.Integration, p.IdemKey, p.SiteID, pur.ID, p.Jurisdiction, p.DatasetIDs, rep.CreatedAt)
 		return err
 	})
-	switch {
-	case err == nil:
-		return rep, pur, nil
-	case errors.Is(err, ErrInsufficientCredits), errors.Is(err, ErrCreditCeiling), errors.Is(err, ErrSiteIneligible):
-		return Report{}, Purchase{}, err
+	if err != nil {
+		return Report{}, Purchase{}, chargeError(err)
 	}
-	return Report{}, Purchase{}, translate(err)
+	return rep, pur, nil
 }
 
 // ClaimReport hands the oldest queued report to a builder for attempt (after
