@@ -87,7 +87,7 @@ func (s *Server) boundary(r *request, sel selector, field string) (orb.Geometry,
 			return nil, nil, &Problem{Code: CodeCadastreIncomplete, Detail: fmt.Sprintf("%d of the %d parcels were not found; check the identifiers and the jurisdiction.", len(fe), len(sel.CadastreIDs)), FieldErrors: fe}
 		}
 		// The same union as the resolve preview, so the saved site matches it.
-		return parcelBoundary(parts), nil, nil
+		return geo.ParcelBoundary(parts), nil, nil
 	}
 	return nil, nil, invalid("Unsupported selector kind.", FieldError{Field: field + ".kind", Message: "not accepted here"})
 }

@@ -275,14 +275,10 @@ func crossRec(a0, a1, b0, b1 orb.Point, la, lb float64, depth int) bool {
 	return crossRec(a0, a1, b0, m, la, lb/2, depth+1) || crossRec(a0, a1, m, b1, la, lb/2, depth+1)
 }
 
-func orient(a, b, c orb.Point) float64 {
-	return (b[0]-a[0])*(c[1]-a[1]) - (b[1]-a[1])*(c[0]-a[0])
-}
-
 // planarIntersect reports whether segments a and b meet (touching counts).
 func planarIntersect(a0, a1, b0, b1 orb.Point) bool {
-	d1, d2 := orient(b0, b1, a0), orient(b0, b1, a1)
-	d3, d4 := orient(a0, a1, b0), orient(a0, a1, b1)
+	d1, d2 := geo.Orient(b0, b1, a0), geo.Orient(b0, b1, a1)
+	d3, d4 := geo.Orient(a0, a1, b0), geo.Orient(a0, a1, b1)
 	if ((d1 > 0 && d2 < 0) || (d1 < 0 && d2 > 0)) && ((d3 > 0 && d4 < 0) || (d3 < 0 && d4 > 0)) {
 		return true
 	}

@@ -59,18 +59,18 @@ func TestLocalAccuracy(t *testing.T) {
 			// Distances from the centre.
 			maxCentre = math.Max(maxCentre, math.Abs(math.Hypot(pb[0], pb[1])-Distance(c, b)))
 			// Site to surroundings.
-			maxSite = math.Max(maxSite, math.Abs(planar(pa, pb)-Distance(a, b)))
+			maxSite = math.Max(maxSite, math.Abs(planarDist(pa, pb)-Distance(a, b)))
 			// Any two points within 12 km.
 			b2 := randomAround(rng, c, 12000)
 			pb2 := l.ForwardPoint(b2)
-			err := math.Abs(planar(pb, pb2) - Distance(b, b2))
+			err := math.Abs(planarDist(pb, pb2) - Distance(b, b2))
 			maxAny = math.Max(maxAny, err)
 			if bound := l.ErrorBound(pb, pb2); err > bound {
 				t.Errorf("centre %v: error %.3g m above ErrorBound %.3g m", c, err, bound)
 			} else {
 				maxRatio = math.Max(maxRatio, err/bound)
 			}
-			if bound := l.ErrorBound(pa, pb); math.Abs(planar(pa, pb)-Distance(a, b)) > bound {
+			if bound := l.ErrorBound(pa, pb); math.Abs(planarDist(pa, pb)-Distance(a, b)) > bound {
 				t.Errorf("centre %v: site error above ErrorBound %.3g m", c, bound)
 			}
 		}
@@ -82,7 +82,7 @@ func TestLocalAccuracy(t *testing.T) {
 	}
 }
 
-func planar(p, q orb.Point) float64 { return math.Hypot(q[0]-p[0], q[1]-p[1]) }
+func planarDist(p, q orb.Point) float64 { return math.Hypot(q[0]-p[0], q[1]-p[1]) }
 
 func TestLocalInverse(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))

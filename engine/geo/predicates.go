@@ -14,8 +14,11 @@ import (
 // ccwErrBound is Shewchuk's ccwerrboundA = (3 + 16 eps) eps, eps = 2^-53.
 const ccwErrBound = (3.0 + 16.0*0x1p-53) * 0x1p-53
 
-// orient returns +1 when a, b, c turn counter-clockwise (c left of the
-// directed line a->b), -1 when clockwise and 0 when collinear, exactly.
+// Orient returns +1 when a, b, c turn counter-clockwise (c left of the
+// directed line a->b), -1 when clockwise and 0 when collinear, exactly: the
+// one orientation test of the project (planar, in the coordinates given).
+func Orient(a, b, c orb.Point) int { return orient(a, b, c) }
+
 func orient(a, b, c orb.Point) int {
 	detLeft := (a[0] - c[0]) * (b[1] - c[1])
 	detRight := (a[1] - c[1]) * (b[0] - c[0])
