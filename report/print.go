@@ -51,6 +51,9 @@ func drawPrint(m Map, radii []float64) *image.RGBA {
 	d.taken = append(d.taken,
 		image.Rect(printPanel.Max.X-64, printPanel.Min.Y, printPanel.Max.X, printPanel.Min.Y+64),
 		image.Rect(printPanel.Min.X, printPanel.Max.Y-56, printPanel.Min.X+340, printPanel.Max.Y))
+	// Keys keep clear of the site itself.
+	sb := d.siteBox()
+	d.taken = append(d.taken, sb)
 	d.keys()
 	for _, rl := range d.ringLabels {
 		d.c.haloText(d.fc.label, rl.text, rl.x, rl.y, ringColour)
@@ -73,12 +76,39 @@ type ringLabel struct {
 	x, y int
 }
 
-// ringLabel queues a ring's label (baseline at x, y) and takes its box.
+// ringLabel queues a ring's label (asked for at x, y: centred on the
+// ring's northernmost point) and takes its box: where it would overlap
+// another ring's label, it moves round the ring.
 func (d *drawer) ringLabel(text string, x, y, w int) {
 	asc := d.fc.label.Metrics().Ascent.Ceil()
+	box := func(x, y int) image.Rectangle { return image.Rect(x-3, y-asc-3, x+w+3, y+5) }
 	y += asc
+	cy := float64(y - asc/2)
+	// The ring's centre and radius in pixels, from the site's box.
+	sb := d.siteBox()
+	ox, oy := float64(sb.Min.X+sb.Max.X)/2, float64(sb.Min.Y+sb.Max.Y)/2
+	r := oy - cy
+	for _, deg := range []float64{0, 35, -35, 70, -70, 110, -110, 145, -145, 180} {
+		a := deg * math.Pi / 180
+		nx, ny := ox+r*math.Sin(a), oy-r*math.Cos(a)
+		bx, by := int(nx)-w/2, int(ny)+asc/2
+		if b := box(bx, by); b.In(d.panel) && !d.overlaps(b) {
+			x, y = bx, by
+			break
+		}
+	}
 	d.ringLabels = append(d.ringLabels, ringLabel{text, x, y})
-	d.taken = append(d.taken, image.Rect(x-3, y-asc-3, x+w+3, y+5))
+	d.taken = append(d.taken, box(x, y))
+}
+
+// siteBox is the site's extent in pixels, padded a little.
+func (d *drawer) siteBox() image.Rectangle {
+	minX, minY, maxX, maxY := math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)
+	eachPoint(d.m.Site, func(p orb.Point) {
+		x, y := d.f.px(p)
+		minX, minY, maxX, maxY = min(minX, x), min(minY, y), max(maxX, x), max(maxY, y)
+	})
+	return image.Rect(int(minX)-6, int(minY)-6, int(maxX)+7, int(maxY)+7)
 }
 
 type keyMark struct {
