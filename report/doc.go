@@ -80,7 +80,10 @@ type ReportSection struct {
 	// NotCovered names the section's layers whose data does not cover the
 	// site (other jurisdictions): stated once, not as empty tables.
 	NotCovered []string
-	Layers     []ReportLayer
+	// Warning is printed first, highlighted: e.g. that the service holds
+	// no register of this kind for the site's jurisdiction.
+	Warning string
+	Layers  []ReportLayer
 }
 
 // LegendEntry is a layer drawn on a section map.

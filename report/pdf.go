@@ -109,6 +109,7 @@ func RenderPDF(r Report) ([]byte, error) {
 	f.AddUTF8FontFromBytes("go", "", goregular.TTF)
 	f.AddUTF8FontFromBytes("go", "B", gobold.TTF)
 	f.SetMargins(marginL, 15, marginR)
+	f.SetCellMargin(0.4)
 	f.SetAutoPageBreak(true, 18)
 	f.AliasNbPages("{nb}")
 	d := &pdfDoc{Fpdf: f, r: r}
@@ -247,7 +248,7 @@ func (d *pdfDoc) cover() {
 		rows = append(rows, [2]string{"MGA2020", fmt.Sprintf("zone %d: %.1f mE, %.1f mN", s.MGAZone, s.Easting, s.Northing)})
 	}
 	rows = append(rows,
-		[2]string{"Area", formatArea(s.AreaM2)},
+		[2]string{"Area", siteArea(s.AreaM2)},
 		[2]string{"Jurisdiction", orDash(s.Jurisdiction)},
 		[2]string{"Built", s.Built},
 		[2]string{"Report", r.ReportID},
@@ -284,6 +285,14 @@ func (d *pdfDoc) cover() {
 			d.para("The locality plan could not be drawn: "+err.Error(), 8)
 		}
 	}
+}
+
+// siteArea: a point or line site has no area.
+func siteArea(m2 float64) string {
+	if m2 <= 0 {
+		return "none (the site is a point or a line)"
+	}
+	return formatArea(m2)
 }
 
 func changeLines(cs []LayerChange) []string {
@@ -426,6 +435,13 @@ func (d *pdfDoc) section(i int) error {
 	}
 	d.SetLink(d.links[i], -1, -1)
 	d.heading("Section: " + s.Name)
+	if s.Warning != "" {
+		d.SetFillColor(255, 240, 220)
+		d.SetFont("go", "B", 9)
+		d.SetTextColor(120, 50, 0)
+		d.MultiCell(bodyW, 4.6, s.Warning, "", "L", true)
+		d.Ln(2)
+	}
 	if len(s.NotCovered) > 0 {
 		d.para("Not covered here (the data does not reach the site; nothing was searched): "+strings.Join(s.NotCovered, "; ")+".", 8.5)
 	}
@@ -667,7 +683,7 @@ func (d *pdfDoc) sources() {
 	d.heading("Data sources and currency")
 	d.para("One row per source of each layer used: who published it, the release this report read, its published, effective and "+
 		"retrieved dates, its licence, and how far its data covers this site's search area.", 8.5)
-	cols := []float64{36, 40, 26, 17, 17, 17, 14, 13}
+	cols := []float64{30, 34, 24, 18, 18, 18, 20, 18}
 	head := []string{"Layer", "Provider / source variant", "Release", "Published", "Effective", "Retrieved", "Licence", "Coverage"}
 	d.tableHead(cols, head)
 	for _, s := range d.r.Sources {

@@ -81,7 +81,7 @@ type ringLabel struct {
 // another ring's label, it moves round the ring.
 func (d *drawer) ringLabel(text string, x, y, w int) {
 	asc := d.fc.label.Metrics().Ascent.Ceil()
-	box := func(x, y int) image.Rectangle { return image.Rect(x-3, y-asc-3, x+w+3, y+5) }
+	box := func(x, y int) image.Rectangle { return image.Rect(x-4, y-asc-8, x+w+4, y+10) }
 	y += asc
 	cy := float64(y - asc/2)
 	// The ring's centre and radius in pixels, from the site's box.

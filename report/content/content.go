@@ -266,11 +266,18 @@ func Build(in Input) Output {
 		doc.Overview = append(doc.Overview, overviewLine(rs, in.Layers, sec))
 		doc.Sections = append(doc.Sections, rs)
 	}
-	gaps := Gaps(in)
-	for i := range doc.Overview {
-		if slices.Contains(gaps, doc.Overview[i].Key) {
-			doc.Overview[i].Finding = "Not held for " + in.Site.Jurisdiction
-			doc.Overview[i].Detail = "the service holds no " + in.Site.Jurisdiction + " register of this kind: no records here is not a clean result"
+	for _, g := range Gaps(in) {
+		note := "the service holds no " + in.Site.Jurisdiction + " register of this kind (its " + strings.ToLower(g.Section) +
+			" registers cover " + strings.Join(g.Others, ", ") + " only): no records here is not a clean result"
+		for i := range doc.Overview {
+			if doc.Overview[i].Key == g.Key {
+				doc.Overview[i].Detail = strings.TrimPrefix(doc.Overview[i].Detail+"; ", "; ") + note
+			}
+		}
+		for i := range doc.Sections {
+			if doc.Sections[i].Key == g.Key {
+				doc.Sections[i].Warning = "No " + in.Site.Jurisdiction + " register: " + note + "."
+			}
 		}
 	}
 	if in.Site.Geometry != nil {

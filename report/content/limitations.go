@@ -37,71 +37,59 @@ func limitations(in Input) []string {
 }
 
 // registerGaps names, for the site's jurisdiction, the sections whose
-// layers all hold other jurisdictions' data: the service holds no such
-// register here, and an empty page there is no clean result.
+// state registers all belong to other jurisdictions: the service holds
+// no such register here, and an empty page there is no clean result.
 func registerGaps(in Input) string {
-	j := in.Site.Jurisdiction
-	if j == "" {
-		return ""
-	}
-	var gaps []string
-	for _, sec := range sections(in.Layers) {
-		holds, others := false, map[string]bool{}
-		for _, i := range sec {
-			l := &in.Layers[i]
-			if len(l.Jurisdictions) == 0 || slices.Contains(l.Jurisdictions, j) || slices.Contains(l.Jurisdictions, "AUS") {
-				holds = true
-				break
-			}
-			for _, o := range l.Jurisdictions {
-				others[o] = true
-			}
-		}
-		if holds {
-			continue
-		}
-		var os []string
-		for o := range others {
-			os = append(os, o)
-		}
-		slices.Sort(os)
-		gaps = append(gaps, fmt.Sprintf("%s (this report's layers of it hold %s data only)", sectionName(&in.Layers[sec[0]]), strings.Join(os, ", ")))
-	}
+	gaps := Gaps(in)
 	if len(gaps) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("Registers not held for %s. The service holds no %s register for %s: %s. "+
-		"For this site those sections report \"not covered\", which says nothing about the site; ask the %s regulator directly.",
-		j, strings.Join(sectionNamesOnly(gaps), " or "), j, strings.Join(gaps, "; "), j)
+	j := in.Site.Jurisdiction
+	var parts []string
+	for _, g := range gaps {
+		parts = append(parts, fmt.Sprintf("%s (the service's %s registers cover %s only)", g.Section, strings.ToLower(g.Section), strings.Join(g.Others, ", ")))
+	}
+	return fmt.Sprintf("Registers not held for %s. The service holds no %s register of these kinds: %s. "+
+		"National layers in those sections were searched, but they do not stand in for a %s register: \"no records\" there says "+
+		"nothing about what a %s register would hold; ask the %s regulator directly.", j, j, strings.Join(parts, "; "), j, j, j)
 }
 
-func sectionNamesOnly(gaps []string) []string {
-	out := make([]string, 0, len(gaps))
-	for _, g := range gaps {
-		name, _, _ := strings.Cut(g, " (")
-		out = append(out, strings.ToLower(name))
-	}
-	return out
+// Gap is a section whose state registers all belong to other
+// jurisdictions than the site's.
+type Gap struct {
+	Key, Section string
+	// Others are the jurisdictions its state registers cover.
+	Others []string
 }
 
 // Gaps are the sections the service holds no register of for the site's
-// jurisdiction (see registerGaps), by section key.
-func Gaps(in Input) []string {
+// jurisdiction: sections with state or regional layers, none of them the
+// site's.
+func Gaps(in Input) []Gap {
 	j := in.Site.Jurisdiction
-	var out []string
 	if j == "" {
 		return nil
 	}
+	var out []Gap
 	for _, sec := range sections(in.Layers) {
-		holds := false
+		holds, others := false, []string{}
 		for _, i := range sec {
 			l := &in.Layers[i]
-			if len(l.Jurisdictions) == 0 || slices.Contains(l.Jurisdictions, j) || slices.Contains(l.Jurisdictions, "AUS") {
+			if len(l.Jurisdictions) == 0 || slices.Contains(l.Jurisdictions, "AUS") {
+				continue // national data: no state register
+			}
+			if slices.Contains(l.Jurisdictions, j) {
 				holds = true
 			}
+			for _, o := range l.Jurisdictions {
+				if !slices.Contains(others, o) {
+					others = append(others, o)
+				}
+			}
 		}
-		if !holds {
-			out = append(out, in.Layers[sec[0]].SectionKey)
+		if !holds && len(others) > 0 {
+			slices.Sort(others)
+			out = append(out, Gap{Key: in.Layers[sec[0]].SectionKey, Section: sectionName(&in.Layers[sec[0]]), Others: others})
 		}
 	}
 	return out

@@ -85,6 +85,9 @@ func Text(doc report.Report) []Section {
 
 	for _, sec := range doc.Sections {
 		b.Reset()
+		if sec.Warning != "" {
+			b.WriteString(sec.Warning + "\n\n")
+		}
 		if len(sec.NotCovered) > 0 {
 			fmt.Fprintf(&b, "Not covered here: %s.\n\n", strings.Join(sec.NotCovered, "; "))
 		}
