@@ -287,6 +287,14 @@ func (d *pdfDoc) cover() {
 	}
 }
 
+// more says how many of count a list of listed ids leaves out.
+func more(listed, count int) string {
+	if count > listed {
+		return fmt.Sprintf(" and %d more", count-listed)
+	}
+	return ""
+}
+
 // siteArea: a point or line site has no area.
 func siteArea(m2 float64) string {
 	if m2 <= 0 {
@@ -322,6 +330,12 @@ func changeParts(c LayerChange) []string {
 	}
 	if len(c.Bands) > 0 {
 		parts = append(parts, "bands "+strings.Join(c.Bands, ", "))
+	}
+	if len(c.Added) > 0 {
+		parts = append(parts, "added "+strings.Join(c.Added, ", ")+more(len(c.Added), c.AddedCount))
+	}
+	if len(c.Removed) > 0 {
+		parts = append(parts, "removed "+strings.Join(c.Removed, ", ")+more(len(c.Removed), c.RemovedCount))
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "no change in release, outcome or features")
@@ -683,7 +697,7 @@ func (d *pdfDoc) sources() {
 	d.heading("Data sources and currency")
 	d.para("One row per source of each layer used: who published it, the release this report read, its published, effective and "+
 		"retrieved dates, its licence, and how far its data covers this site's search area.", 8.5)
-	cols := []float64{30, 34, 24, 18, 18, 18, 20, 18}
+	cols := []float64{30, 32, 22, 17, 17, 17, 25, 20}
 	head := []string{"Layer", "Provider / source variant", "Release", "Published", "Effective", "Retrieved", "Licence", "Coverage"}
 	d.tableHead(cols, head)
 	for _, s := range d.r.Sources {
