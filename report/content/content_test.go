@@ -45,8 +45,10 @@ func sampleInput() Input {
 		Site: Site{ID: "s", Name: "Lot", AreaM2: 400, Jurisdiction: "NT", Geometry: lot},
 		Layers: []Layer{
 			layer("a", "contamination", 2000, []string{"NSW"}, nil),
+			layer("a2", "contamination", 2000, []string{"VIC"}, nil),
 			layer("b", "contamination", 10000, []string{"AUS"}, points("B", 0, 50, 120, 300, 700, 1500, 1999, 2500, 6000, 9000, 9500, 9900)),
 			layer("c", "water", 1000, []string{"AUS"}, points("C", 0, 0, 99.9, 100, 250, 999)),
+			layer("d", "water", 1000, []string{"QLD"}, nil),
 		},
 		Parcels: []Parcel{{Jurisdiction: "NT", CadastreID: "1/DP608976", Address: "1 Test Street, DARWIN NT 0800", Geometry: lot}}}
 }

@@ -63,8 +63,10 @@ type Gap struct {
 }
 
 // Gaps are the sections the service holds no register of for the site's
-// jurisdiction: sections with state or regional layers, none of them the
-// site's.
+// jurisdiction: sections with state registers of two or more other
+// jurisdictions and none of the site's (a kind of register the service
+// keeps state by state, but not for this state). A single other state's
+// regional layer (a koala habitat map) is no such gap.
 func Gaps(in Input) []Gap {
 	j := in.Site.Jurisdiction
 	if j == "" {
@@ -87,7 +89,7 @@ func Gaps(in Input) []Gap {
 				}
 			}
 		}
-		if !holds && len(others) > 0 {
+		if !holds && len(others) >= 2 {
 			slices.Sort(others)
 			out = append(out, Gap{Key: in.Layers[sec[0]].SectionKey, Section: sectionName(&in.Layers[sec[0]]), Others: others})
 		}
