@@ -441,11 +441,17 @@ func (d *pdfDoc) section(i int) error {
 	s := &d.r.Sections[i]
 	// A section with nothing to draw starts no page of its own: it
 	// follows the one before when a few lines fit.
+	// A section with a map starts a page unless its heading, map and
+	// legend fit below the section before.
 	drawn := len(s.Legend) > 0 && s.Map.Site != nil
-	if drawn || i == 0 || d.GetY() > bottom-45 {
+	need := 45.0
+	if drawn {
+		need = 14 + bodyW*MapHeight/MapWidth + 22
+	}
+	if i == 0 || d.GetY()+need > bottom {
 		d.AddPage()
 	} else {
-		d.Ln(4)
+		d.Ln(6)
 	}
 	d.SetLink(d.links[i], -1, -1)
 	d.heading("Section: " + s.Name)
