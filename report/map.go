@@ -95,6 +95,10 @@ type Map struct {
 	// Rings, when set, are the distances ringed instead of the layers'
 	// radii (at most MaxRenderRadiusM each).
 	Rings []float64
+	// TextScale is a print map's text size against the screen map's (0:
+	// 1.5, for a map the A4 body's width); a map placed narrower needs
+	// more to print 7 pt or larger.
+	TextScale float64
 }
 
 // ErrInvalidMap reports inputs that cannot be drawn.
@@ -797,7 +801,8 @@ func (d *drawer) scaleBar() {
 	x0, y0 := float64(d.panel.Min.X+18), float64(d.panel.Max.Y-22)
 	label := formatDistance(length)
 	lw := textWidth(d.fc.small, label)
-	fillRect(c, image.Rect(int(x0)-10, int(y0)-24, int(x0+px)+lw/2+14, int(y0)+14), rgba(255, 255, 255, 0.85))
+	top := max(24, d.fc.small.Metrics().Ascent.Ceil()+10)
+	fillRect(c, image.Rect(int(x0)-10, int(y0)-top, int(x0+px)+lw/2+14, int(y0)+14), rgba(255, 255, 255, 0.85))
 	for i := 0; i < 4; i++ {
 		col := color.Color(textColour)
 		if i%2 == 1 {

@@ -180,6 +180,61 @@ func (d *pdfDoc) room(h float64) {
 	}
 }
 
+// placeImage encodes img (cropped for a distinct width: see mapImage)
+// and places it at x, y, w millimetres wide, framed.
+func (d *pdfDoc) placeImage(name string, img *image.RGBA, x, y, w float64) {
+	k := d.images
+	d.images++
+	right, left := min(k, 24), max(k-24, 0)
+	crop := img.SubImage(image.Rect(left, 0, MapWidth-right, MapHeight))
+	var jpg bytes.Buffer
+	if err := jpeg.Encode(&jpg, crop, &jpeg.Options{Quality: 88}); err != nil {
+		d.SetError(fmt.Errorf("report: encode map: %w", err))
+		return
+	}
+	opt := fpdf.ImageOptions{ImageType: "JPG"}
+	d.RegisterImageOptionsReader(name, opt, &jpg)
+	h := w * MapHeight / MapWidth
+	d.ImageOptions(name, x+w*float64(left)/MapWidth, y, w*float64(crop.Bounds().Dx())/MapWidth, h, false, opt, 0, "")
+	d.Rect(x, y, w, h, "D")
+}
+
+// coverMaps places the locality plan and the search area one above the
+// other, as large as the rest of the cover allows (their text scaled to
+// print 7 pt or larger at that width).
+func (d *pdfDoc) coverMaps() {
+	r := d.r
+	avail := bottom - d.GetY() - 2*6.5
+	h := math.Min(avail/2, bodyW*MapHeight/MapWidth)
+	if h < 50 {
+		d.AddPage()
+		h = math.Min((bottom-d.GetY()-13)/2, bodyW*MapHeight/MapWidth)
+	}
+	w := h * MapWidth / MapHeight
+	for _, m := range []struct {
+		name, caption string
+		m             Map
+	}{{"locality", "Locality plan: the site (red) and the cadastral parcels", r.Locality},
+		{"search-area", "Search area: the distance bands from the site boundary", r.SearchArea}} {
+		if m.m.Site == nil {
+			continue
+		}
+		d.SetFont("go", "B", 8.5)
+		d.SetTextColor(20, 20, 20)
+		d.CellFormat(bodyW, 5.5, m.caption, "", 1, "L", false, 0, "")
+		m.m.TextScale = printScale * bodyW / w
+		img, err := DrawMap(m.m)
+		if err != nil {
+			d.para("The map could not be drawn: "+err.Error(), 8)
+			continue
+		}
+		x := marginL + (bodyW-w)/2
+		y := d.GetY()
+		d.placeImage(m.name, img, x, y, w)
+		d.SetXY(marginL, y+h+1)
+	}
+}
+
 // mapImage places a rendered map across the body width, or narrower to
 // fit maxH millimetres (never under 60% of the width); false when it was
 // not drawn.
@@ -278,13 +333,7 @@ func (d *pdfDoc) cover() {
 		}
 		d.Ln(2)
 	}
-	if r.Locality.Site != nil {
-		d.SetFont("go", "B", 9.5)
-		d.CellFormat(bodyW, 5, "Locality plan: the site (red) among the cadastral parcels", "", 1, "L", false, 0, "")
-		if err := d.mapImage("locality", r.Locality, bottom-d.GetY()-2); err != nil {
-			d.para("The locality plan could not be drawn: "+err.Error(), 8)
-		}
-	}
+	d.coverMaps()
 }
 
 // more says how many of count a list of listed ids leaves out.
@@ -352,14 +401,6 @@ func (d *pdfDoc) overview() {
 	d.tableHead(cols, []string{"Section", "Finding", "Detail"})
 	for i, o := range d.r.Overview {
 		d.rowLinked(cols, []string{o.Section, o.Finding, o.Detail}, d.linkFor(o.Key, i))
-	}
-	d.Ln(4)
-	if d.r.SearchArea.Site != nil {
-		d.room(60)
-		d.subheading("Search area: distance bands from the site boundary", -1)
-		if err := d.mapImage("search-area", d.r.SearchArea, bottom-d.GetY()-2); err != nil {
-			d.para("The search area map could not be drawn: "+err.Error(), 8)
-		}
 	}
 }
 

@@ -34,7 +34,11 @@ func ringLayers(rings []float64) []Layer {
 func drawPrint(m Map, radii []float64) *image.RGBA {
 	f := newFrame(m.Site, radii[0], printPanel)
 	c := newCanvas(MapWidth, MapHeight)
-	fc := newFaces(printScale)
+	scale := printScale
+	if m.TextScale > 0 {
+		scale = m.TextScale
+	}
+	fc := newFaces(scale)
 	defer fc.close()
 	d := &drawer{c: c, f: f, fc: fc, m: m, panel: printPanel}
 	fillRect(c, image.Rect(0, 0, MapWidth, MapHeight), color.White)
@@ -88,13 +92,19 @@ func (d *drawer) ringLabel(text string, x, y, w int) {
 	sb := d.siteBox()
 	ox, oy := float64(sb.Min.X+sb.Max.X)/2, float64(sb.Min.Y+sb.Max.Y)/2
 	r := oy - cy
-	for _, deg := range []float64{0, 35, -35, 70, -70, 110, -110, 145, -145, 180} {
-		a := deg * math.Pi / 180
-		nx, ny := ox+r*math.Sin(a), oy-r*math.Cos(a)
-		bx, by := int(nx)-w/2, int(ny)+asc/2
-		if b := box(bx, by); b.In(d.panel) && !d.overlaps(b) {
-			x, y = bx, by
-			break
+	// Round the ring first, then (a small ring crowded by its
+	// neighbours' labels) farther out along the same directions.
+	h := float64(asc + 18)
+place:
+	for out := 0.0; out < 4; out++ {
+		for _, deg := range []float64{0, 35, -35, 70, -70, 110, -110, 145, -145, 180} {
+			a := deg * math.Pi / 180
+			nx, ny := ox+(r+out*h)*math.Sin(a), oy-(r+out*h)*math.Cos(a)
+			bx, by := int(nx)-w/2, int(ny)+asc/2
+			if b := box(bx, by); b.In(d.panel) && !d.overlaps(b) {
+				x, y = bx, by
+				break place
+			}
 		}
 	}
 	d.ringLabels = append(d.ringLabels, ringLabel{text, x, y})

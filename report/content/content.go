@@ -288,7 +288,8 @@ func Build(in Input) Output {
 				rings = append(rings, b.MaxM)
 			}
 		}
-		doc.SearchArea = report.Map{Title: in.Site.Name, Section: "Search area", Date: in.Built, Site: in.Site.Geometry, Print: true, Rings: rings}
+		doc.SearchArea = report.Map{Title: in.Site.Name, Section: "Search area", Date: in.Built, Site: in.Site.Geometry, Parcels: parcels,
+			Print: true, Rings: rings}
 	}
 	for _, l := range in.Layers {
 		for _, s := range l.Sources {

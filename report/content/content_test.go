@@ -23,7 +23,9 @@ func points(prefix string, dists ...float64) []Feature {
 	var out []Feature
 	for i, d := range dists {
 		out = append(out, Feature{ID: fmt.Sprintf("%s-%02d", prefix, i), DistanceM: d, Geometry: east(origin, d+10),
-			Properties: func() map[string]any { return map[string]any{"bore_id": "GW1", "probability_class": "High", "depth_m": 12.5} }})
+			Properties: func() map[string]any {
+				return map[string]any{"bore_id": "GW1", "probability_class": "High", "depth_m": 12.5}
+			}})
 	}
 	return out
 }
