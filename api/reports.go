@@ -261,14 +261,46 @@ type evidenceBody struct {
 	Site               evidenceSite    `json:"site"`
 	PreviousRevisionID *string         `json:"previous_revision_id"`
 	Layers             []evidenceLayer `json:"layers"`
+	SiteProfile        []evidenceKeyed `json:"site_profile,omitempty"`
+}
+
+type evidenceKeyed struct {
+	MapKey    int    `json:"map_key"`
+	LayerID   string `json:"layer_id"`
+	FeatureID string `json:"feature_id"`
 }
 
 type evidenceSite struct {
-	SiteID       string  `json:"site_id"`
-	Name         *string `json:"name"`
-	Fingerprint  string  `json:"fingerprint"`
-	AreaM2       float64 `json:"area_m2"`
-	Jurisdiction string  `json:"jurisdiction"`
+	SiteID       string            `json:"site_id"`
+	Name         *string           `json:"name"`
+	Fingerprint  string            `json:"fingerprint"`
+	AreaM2       float64           `json:"area_m2"`
+	Jurisdiction string            `json:"jurisdiction"`
+	Location     *evidenceLocation `json:"location,omitempty"`
+}
+
+type evidenceLocation struct {
+	Longitude float64  `json:"longitude"`
+	Latitude  float64  `json:"latitude"`
+	MGAZone   *int     `json:"mga_zone"`
+	Easting   *float64 `json:"easting"`
+	Northing  *float64 `json:"northing"`
+	Addresses []string `json:"addresses"`
+	LotPlans  []string `json:"lot_plans"`
+	TimeZone  string   `json:"time_zone"`
+}
+
+type evidenceBand struct {
+	Band  string  `json:"band"`
+	MinM  float64 `json:"min_m"`
+	MaxM  float64 `json:"max_m"`
+	Count *int64  `json:"count"`
+}
+
+type evidenceBandChange struct {
+	Band          string `json:"band"`
+	PreviousCount *int64 `json:"previous_count"`
+	Count         *int64 `json:"count"`
 }
 
 type evidenceLayer struct {
@@ -286,23 +318,31 @@ type evidenceLayer struct {
 	Provenance          []provenanceItem  `json:"provenance"`
 	Features            []evidenceFeature `json:"features"`
 	Changes             *evidenceChanges  `json:"changes"`
+	Bands               []evidenceBand    `json:"bands,omitempty"`
+	MapRadiusM          float64           `json:"map_radius_m,omitempty"`
+	NotDrawnKeys        []int             `json:"not_drawn_keys,omitempty"`
 }
 
 type evidenceFeature struct {
 	FeatureID  string   `json:"feature_id"`
 	DistanceM  float64  `json:"distance_m"`
 	BearingDeg *float64 `json:"bearing_deg"`
+	MapKey     int      `json:"map_key,omitempty"`
+	OnSite     *bool    `json:"on_site,omitempty"`
+	Drawn      *bool    `json:"drawn,omitempty"`
+	Band       string   `json:"band,omitempty"`
 }
 
 type evidenceChanges struct {
-	PreviousReleaseID           *string  `json:"previous_release_id"`
-	ReleaseChanged              bool     `json:"release_changed"`
-	PreviousDataStatus          *string  `json:"previous_data_status"`
-	PreviousMatchedFeatureCount *int64   `json:"previous_matched_feature_count"`
-	AddedCount                  int64    `json:"added_count"`
-	RemovedCount                int64    `json:"removed_count"`
-	AddedFeatureIDs             []string `json:"added_feature_ids"`
-	RemovedFeatureIDs           []string `json:"removed_feature_ids"`
+	PreviousReleaseID           *string              `json:"previous_release_id"`
+	ReleaseChanged              bool                 `json:"release_changed"`
+	PreviousDataStatus          *string              `json:"previous_data_status"`
+	PreviousMatchedFeatureCount *int64               `json:"previous_matched_feature_count"`
+	AddedCount                  int64                `json:"added_count"`
+	RemovedCount                int64                `json:"removed_count"`
+	AddedFeatureIDs             []string             `json:"added_feature_ids"`
+	RemovedFeatureIDs           []string             `json:"removed_feature_ids"`
+	BandChanges                 []evidenceBandChange `json:"band_changes,omitempty"`
 }
 
 func nonNilStrings(s []string) []string {
@@ -326,21 +366,42 @@ func evidenceView(raw json.RawMessage) (*evidenceBody, error) {
 		Site: evidenceSite{SiteID: e.Site.SiteID, Name: e.Site.Name, Fingerprint: e.Site.Fingerprint, AreaM2: e.Site.AreaM2,
 			Jurisdiction: e.Site.Jurisdiction},
 		Layers: make([]evidenceLayer, 0, len(e.Layers))}
+	if loc := e.Site.Location; loc != nil {
+		out.Site.Location = &evidenceLocation{Longitude: loc.Longitude, Latitude: loc.Latitude, MGAZone: loc.MGAZone, Easting: loc.Easting,
+			Northing: loc.Northing, Addresses: nonNilStrings(loc.Addresses), LotPlans: nonNilStrings(loc.LotPlans), TimeZone: loc.TimeZone}
+	}
+	for _, k := range e.SiteProfile {
+		out.SiteProfile = append(out.SiteProfile, evidenceKeyed{MapKey: k.MapKey, LayerID: k.LayerID, FeatureID: k.FeatureID})
+	}
+	if e.SiteProfile != nil && out.SiteProfile == nil {
+		out.SiteProfile = []evidenceKeyed{}
+	}
 	for _, l := range e.Layers {
 		v := evidenceLayer{LayerID: l.LayerID, Name: l.Name, SectionKey: l.SectionKey, SectionName: l.SectionName,
 			ReleaseID: l.ReleaseID, SchemaVersion: l.SchemaVersion, RadiusM: l.RadiusM, DataStatus: l.DataStatus, Reason: l.Reason,
 			Coverage: l.Coverage, MatchedFeatureCount: l.MatchedCount,
-			Provenance: make([]provenanceItem, 0, len(l.Provenance)), Features: make([]evidenceFeature, 0, len(l.Features))}
+			Provenance: make([]provenanceItem, 0, len(l.Provenance)), Features: make([]evidenceFeature, 0, len(l.Features)),
+			MapRadiusM: l.MapRadiusM, NotDrawnKeys: l.NotDrawn}
+		for _, b := range l.Bands {
+			v.Bands = append(v.Bands, evidenceBand{Band: b.Band, MinM: b.MinM, MaxM: b.MaxM, Count: b.Count})
+		}
 		for _, p := range l.Provenance {
 			v.Provenance = append(v.Provenance, provenanceItem{ReleaseID: p.ReleaseID, Source: p.Source})
 		}
 		for _, f := range l.Features {
-			v.Features = append(v.Features, evidenceFeature{FeatureID: f.FeatureID, DistanceM: f.DistanceM, BearingDeg: f.BearingDeg})
+			ef := evidenceFeature{FeatureID: f.FeatureID, DistanceM: f.DistanceM, BearingDeg: f.BearingDeg, MapKey: f.MapKey, Band: f.Band}
+			if f.MapKey > 0 { // evidence-2: every listed feature says where it is drawn
+				ef.OnSite, ef.Drawn = ptr(f.OnSite), ptr(f.Drawn)
+			}
+			v.Features = append(v.Features, ef)
 		}
 		if c := l.Changes; c != nil {
 			v.Changes = &evidenceChanges{PreviousReleaseID: c.PreviousReleaseID, ReleaseChanged: c.ReleaseChanged,
 				PreviousMatchedFeatureCount: c.PreviousCount, AddedCount: c.AddedCount, RemovedCount: c.RemovedCount,
 				AddedFeatureIDs: nonNilStrings(c.Added), RemovedFeatureIDs: nonNilStrings(c.Removed)}
+			for _, b := range c.BandChanges {
+				v.Changes.BandChanges = append(v.Changes.BandChanges, evidenceBandChange{Band: b.Band, PreviousCount: b.PreviousCount, Count: b.Count})
+			}
 			if c.PreviousStatus != "" {
 				v.Changes.PreviousDataStatus = ptr(c.PreviousStatus)
 			}

@@ -7,7 +7,7 @@ import (
 )
 
 // EvidenceVersion names the shape of Evidence; a change to it changes this.
-const EvidenceVersion = "evidence-1"
+const EvidenceVersion = "evidence-2"
 
 // Evidence is a report revision's frozen evidence: what every line of its
 // PDF rests on, stored with the revision (ledger.Revision.Evidence) and
@@ -21,6 +21,50 @@ type Evidence struct {
 	// for a first revision.
 	PreviousRevisionID *string         `json:"previous_revision_id"`
 	Layers             []EvidenceLayer `json:"layers"`
+	// SiteProfile names the listed features on the site itself, whatever
+	// their layer (nil in evidence-1).
+	SiteProfile []EvidenceKeyed `json:"site_profile,omitempty"`
+}
+
+// EvidenceKeyed names a listed feature by its map key.
+type EvidenceKeyed struct {
+	MapKey    int    `json:"map_key"`
+	LayerID   string `json:"layer_id"`
+	FeatureID string `json:"feature_id"`
+}
+
+// EvidenceLocation is where the site is, as the cover states it.
+type EvidenceLocation struct {
+	Longitude float64 `json:"longitude"`
+	Latitude  float64 `json:"latitude"`
+	// MGA2020 zone and grid coordinates of the centroid; nil outside
+	// zones 46-59.
+	MGAZone  *int     `json:"mga_zone"`
+	Easting  *float64 `json:"easting"`
+	Northing *float64 `json:"northing"`
+	// Addresses and LotPlans of the cadastral parcels making up the site.
+	Addresses []string `json:"addresses"`
+	LotPlans  []string `json:"lot_plans"`
+	// TimeZone the cover's time is given in ("" when unknown: UTC).
+	TimeZone string `json:"time_zone"`
+}
+
+// EvidenceBand is one distance band of a layer's statistical profile:
+// features with min_m < distance <= max_m ("on_site": distance 0). Count
+// is nil for a band beyond the layer's search distance (not searched).
+type EvidenceBand struct {
+	Band  string  `json:"band"`
+	MinM  float64 `json:"min_m"`
+	MaxM  float64 `json:"max_m"`
+	Count *int64  `json:"count"`
+}
+
+// EvidenceBandChange is a band whose count changed since the previous
+// revision.
+type EvidenceBandChange struct {
+	Band          string `json:"band"`
+	PreviousCount *int64 `json:"previous_count"`
+	Count         *int64 `json:"count"`
 }
 
 // EvidenceSite is the site as the report saw it.
@@ -30,6 +74,8 @@ type EvidenceSite struct {
 	Fingerprint  string  `json:"fingerprint"`
 	AreaM2       float64 `json:"area_m2"`
 	Jurisdiction string  `json:"jurisdiction"`
+	// Location: nil in evidence-1.
+	Location *EvidenceLocation `json:"location,omitempty"`
 }
 
 // EvidenceLayer is one layer's frozen evidence.
@@ -49,6 +95,13 @@ type EvidenceLayer struct {
 	// MatchedCount is nil when unknown (the layer was unavailable).
 	MatchedCount *int64               `json:"matched_feature_count"`
 	Provenance   []EvidenceProvenance `json:"provenance"`
+	// Bands are the statistical profile's counts; they sum to
+	// MatchedCount. Nil when the count is unknown (and in evidence-1).
+	Bands []EvidenceBand `json:"bands,omitempty"`
+	// MapRadiusM is the distance the section map draws; NotDrawn the map
+	// keys of listed features beyond it.
+	MapRadiusM float64 `json:"map_radius_m,omitempty"`
+	NotDrawn   []int   `json:"not_drawn_keys,omitempty"`
 	// Features are those the PDF lists, nearest first.
 	Features []EvidenceFeature `json:"features"`
 	// Changes against the previous revision; nil for a first revision.
@@ -67,6 +120,12 @@ type EvidenceFeature struct {
 	FeatureID  string   `json:"feature_id"`
 	DistanceM  float64  `json:"distance_m"`
 	BearingDeg *float64 `json:"bearing_deg"`
+	// MapKey is the feature's number on its section map or in its
+	// not-drawn list, unique in the report (0 in evidence-1).
+	MapKey int    `json:"map_key,omitempty"`
+	OnSite bool   `json:"on_site,omitempty"`
+	Drawn  bool   `json:"drawn,omitempty"`
+	Band   string `json:"band,omitempty"`
 }
 
 // EvidenceChanges is what changed for a layer since the previous revision.
@@ -83,6 +142,8 @@ type EvidenceChanges struct {
 	RemovedCount int64    `json:"removed_count"`
 	Added        []string `json:"added_feature_ids"`
 	Removed      []string `json:"removed_feature_ids"`
+	// BandChanges are the profile bands whose counts changed.
+	BandChanges []EvidenceBandChange `json:"band_changes,omitempty"`
 }
 
 // MaxChangeIDs bounds the feature ids an EvidenceChanges names per list.

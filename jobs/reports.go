@@ -34,9 +34,9 @@ import (
 
 	"siteenv/artifacts"
 	"siteenv/engine"
-	"siteenv/engine/geo"
 	"siteenv/ledger"
 	"siteenv/report"
+	"siteenv/report/content"
 	"siteenv/tiles"
 )
 
@@ -283,51 +283,26 @@ func (r *Runner) buildRevision(ctx context.Context, rep ledger.Report, previous 
 	if rep.Jurisdiction != nil {
 		jurisdiction = *rep.Jurisdiction
 	}
-	ev := Evidence{Version: EvidenceVersion, BuiltAt: built,
-		Site: EvidenceSite{SiteID: site.ID.String(), Name: site.Name, Fingerprint: site.Fingerprint, AreaM2: site.AreaM2, Jurisdiction: jurisdiction}}
-	centre := siteGeom.Bound().Center()
-	local := geo.NewLocal(centre)
-	for _, l := range layers {
-		ev.Layers = append(ev.Layers, evidenceLayer(l, local))
-	}
-	var changes []report.LayerChange
-	if previous != nil {
-		pid := previous.ID.String()
-		ev.PreviousRevisionID = &pid
-		if changes, err = r.compareRevisions(ctx, siteGeom, &ev, prevEv, layers); err != nil {
-			return ledger.Revision{}, err
-		}
-	}
 	parcels, err := r.parcelsNear(ctx, siteGeom)
 	if err != nil {
 		return ledger.Revision{}, err
 	}
-	siteName := site.ID.String()
-	if site.Name != nil && *site.Name != "" {
-		siteName = *site.Name
-	}
-	var refText []string
-	for _, ref := range refs {
-		refText = append(refText, ref.Namespace+": "+ref.Reference)
-	}
-	receipt := ""
-	if rep.PurchaseID != nil {
-		receipt = rep.PurchaseID.String()
-	}
-	doc := report.Report{ReportID: rep.ID.String(), RevisionID: revID.String(), Revision: number, ReceiptID: receipt, Created: built,
-		Site:    report.ReportSite{Name: siteName, Reference: strings.Join(refText, "; "), AreaM2: site.AreaM2, Jurisdiction: jurisdiction},
-		Changes: changes}
-	cover, label := coverLayers(layers)
-	doc.Cover = reportMap(siteName, label, built, siteGeom, cover, parcels)
-	for i, sec := range groupSections(layers) {
-		rs := report.ReportSection{Key: sec[0].layer.SectionKey, Name: sec[0].sectionName()}
-		if i < reportMaxMaps {
-			rs.Map = reportMap(siteName, rs.Name, built, siteGeom, sec, parcels)
+	in := assembleInput(rep, revID, number, built, site, refs, jurisdiction, siteGeom, layers, parcels)
+	out := content.Build(in)
+	ev := evidence(in, out, site, built)
+	attachProvenance(&ev, layers)
+	doc := out.Doc
+	if len(doc.Sections) > reportMaxMaps {
+		for i := reportMaxMaps; i < len(doc.Sections); i++ {
+			doc.Sections[i].Map = report.Map{}
 		}
-		for _, l := range sec {
-			rs.Layers = append(rs.Layers, pdfLayer(l, evFor(&ev, l.id), local))
+	}
+	if previous != nil {
+		pid := previous.ID.String()
+		ev.PreviousRevisionID = &pid
+		if doc.Changes, err = r.compareRevisions(ctx, siteGeom, &ev, prevEv, layers); err != nil {
+			return ledger.Revision{}, err
 		}
-		doc.Sections = append(doc.Sections, rs)
 	}
 	pdf, err := report.RenderPDF(doc)
 	if err != nil {
@@ -353,7 +328,7 @@ func (r *Runner) buildRevision(ctx context.Context, rep ledger.Report, previous 
 		return ledger.Revision{}, fmt.Errorf("jobs: store report %s PDF: %w", rep.ID, err)
 	}
 	provenance := "captured"
-	limitations := []string{report.Limitations}
+	limitations := []string{content.Disclaimer}
 	for _, l := range layers {
 		switch {
 		case l.release == nil:
@@ -368,7 +343,7 @@ func (r *Runner) buildRevision(ctx context.Context, rep ledger.Report, previous 
 	// with a failure or another build (ErrReportFinal).
 	rev, err := r.led.AddRevision(context.WithoutCancel(ctx), ledger.RevisionParams{ID: revID, ReportID: rep.ID, Number: number,
 		ContentStatus: "available", ProvenanceStatus: provenance, Limitations: limitations, Evidence: evJSON,
-		Sections: FitSections(reportText(doc))})
+		Sections: FitSections(retainedText(doc))})
 	if err != nil {
 		return ledger.Revision{}, err
 	}
@@ -452,8 +427,9 @@ func (r *Runner) searchLayers(ctx context.Context, site orb.Geometry, layers []*
 	return nil
 }
 
-// parcelsNear reads the cadastral context drawn on the maps.
-func (r *Runner) parcelsNear(ctx context.Context, site orb.Geometry) ([]orb.Geometry, error) {
+// parcelsNear reads the cadastral context drawn on the maps (and the
+// parcels that make up the site: its lot/plan and address).
+func (r *Runner) parcelsNear(ctx context.Context, site orb.Geometry) ([]content.Parcel, error) {
 	sb := site.Bound()
 	dLat := reportParcelMarginM / 111_320.0
 	dLon := dLat / math.Max(math.Cos((sb.Min[1]+sb.Max[1])/2*math.Pi/180), 0.1)
@@ -461,10 +437,11 @@ func (r *Runner) parcelsNear(ctx context.Context, site orb.Geometry) ([]orb.Geom
 	if err != nil {
 		return nil, fmt.Errorf("jobs: parcels near the site: %w", err)
 	}
-	var out []orb.Geometry
+	var out []content.Parcel
 	for _, p := range ps {
 		if g, err := geojson.UnmarshalGeometry(p.Geometry); err == nil {
-			out = append(out, g.Geometry())
+			out = append(out, content.Parcel{Jurisdiction: p.Jurisdiction, CadastreID: p.CadastreID, Address: deref(p.Address),
+				Postcode: deref(p.Postcode), Geometry: g.Geometry()})
 		}
 	}
 	return out, nil
@@ -484,193 +461,6 @@ func layerStatus(l *builtLayer) (status, reason, coverage string, count *int64) 
 	return l.res.Status, l.res.Reason, l.res.Coverage, count
 }
 
-// evidenceLayer freezes one layer's outcome.
-func evidenceLayer(l *builtLayer, local geo.Local) EvidenceLayer {
-	status, reason, coverage, count := layerStatus(l)
-	e := EvidenceLayer{LayerID: l.id, Name: l.name(), SectionKey: l.layer.SectionKey, SectionName: l.sectionName(),
-		RadiusM: l.radiusM, DataStatus: status, Coverage: coverage, MatchedCount: count,
-		Provenance: []EvidenceProvenance{}, Features: []EvidenceFeature{}}
-	if reason != "" {
-		e.Reason = &reason
-	}
-	if l.release != nil {
-		rel, schema := l.release.ReleaseID, l.release.SchemaVersion
-		e.ReleaseID, e.SchemaVersion = &rel, &schema
-		for _, s := range l.sources {
-			e.Provenance = append(e.Provenance, EvidenceProvenance{ReleaseID: rel, Source: s})
-		}
-	}
-	for i := range nearest(l) {
-		f := &l.res.Features[i]
-		ef := EvidenceFeature{FeatureID: f.ID, DistanceM: f.DistanceM}
-		if b := bearing(local, f); !math.IsNaN(b) {
-			ef.BearingDeg = &b
-		}
-		e.Features = append(e.Features, ef)
-	}
-	return e
-}
-
-// nearest is how many of the layer's features are listed.
-func nearest(l *builtLayer) int {
-	if l.res.Status != engine.StatusDataPresent {
-		return 0
-	}
-	return min(len(l.res.Features), ReportNearest)
-}
-
-// bearing is the direction from the site's centre (local's origin) to the
-// feature's point nearest that centre, clockwise from north in degrees,
-// rounded to a tenth; NaN when the feature touches or lies inside the site
-// (distance 0), where a direction means nothing.
-func bearing(local geo.Local, f *engine.Feature) float64 {
-	if f.DistanceM == 0 || f.Geometry == nil {
-		return math.NaN()
-	}
-	x, y, ok := closestXY(local, f.Geometry)
-	if !ok || (x == 0 && y == 0) {
-		return math.NaN()
-	}
-	deg := math.Mod(math.Atan2(x, y)*180/math.Pi+360, 360)
-	deg = math.Round(deg*10) / 10
-	if deg >= 360 {
-		deg = 0
-	}
-	return deg
-}
-
-// closestXY is the point of g nearest the origin of local's plane.
-func closestXY(local geo.Local, g orb.Geometry) (x, y float64, ok bool) {
-	best := math.Inf(1)
-	consider := func(px, py float64) {
-		if d := px*px + py*py; d < best {
-			best, x, y, ok = d, px, py, true
-		}
-	}
-	segment := func(ls []orb.Point) {
-		if len(ls) == 1 {
-			consider(local.Forward(ls[0]))
-			return
-		}
-		for i := 1; i < len(ls); i++ {
-			ax, ay := local.Forward(ls[i-1])
-			bx, by := local.Forward(ls[i])
-			dx, dy := bx-ax, by-ay
-			t := 0.0
-			if l2 := dx*dx + dy*dy; l2 > 0 {
-				t = math.Max(0, math.Min(1, -(ax*dx+ay*dy)/l2))
-			}
-			consider(ax+t*dx, ay+t*dy)
-		}
-	}
-	switch g := g.(type) {
-	case orb.Point:
-		consider(local.Forward(g))
-	case orb.MultiPoint:
-		for _, p := range g {
-			consider(local.Forward(p))
-		}
-	case orb.LineString:
-		segment(g)
-	case orb.MultiLineString:
-		for _, ls := range g {
-			segment(ls)
-		}
-	case orb.Polygon:
-		for _, ring := range g {
-			segment(ring)
-		}
-	case orb.MultiPolygon:
-		for _, p := range g {
-			for _, ring := range p {
-				segment(ring)
-			}
-		}
-	}
-	return x, y, ok
-}
-
-// keyFields picks a listed feature's few most telling fields: names first,
-// then statuses, classes and kinds, then other text, numbers and flags,
-// each group by field name; null values are skipped.
-func keyFields(props map[string]any) []report.Field {
-	rank := func(k string) int {
-		switch {
-		case strings.Contains(k, "name"):
-			return 0
-		case strings.Contains(k, "status"), strings.Contains(k, "class"), strings.Contains(k, "type"),
-			strings.Contains(k, "category"), strings.Contains(k, "activity"):
-			return 1
-		}
-		switch props[k].(type) {
-		case string:
-			return 2
-		case bool:
-			return 4
-		}
-		return 3
-	}
-	keys := make([]string, 0, len(props))
-	for k, v := range props {
-		if v != nil {
-			keys = append(keys, k)
-		}
-	}
-	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a, b)) })
-	var out []report.Field
-	for _, k := range keys[:min(len(keys), reportKeyFields)] {
-		out = append(out, report.Field{Name: k, Value: fieldValue(props[k])})
-	}
-	return out
-}
-
-func fieldValue(v any) string {
-	var s string
-	switch v := v.(type) {
-	case string:
-		s = v
-	case float64:
-		s = strconv.FormatFloat(v, 'f', -1, 64)
-	case float32:
-		s = strconv.FormatFloat(float64(v), 'f', -1, 32)
-	case time.Time:
-		s = v.UTC().Format(time.RFC3339)
-	default:
-		s = fmt.Sprint(v)
-	}
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) > reportFieldChars {
-		r := []rune(s)
-		s = string(r[:reportFieldChars-1]) + "…"
-	}
-	return s
-}
-
-// pdfLayer is one layer as the PDF prints it, from its frozen evidence.
-func pdfLayer(l *builtLayer, e *EvidenceLayer, local geo.Local) report.ReportLayer {
-	out := report.ReportLayer{ID: l.id, Name: l.name(), RadiusM: l.radiusM, Status: e.DataStatus, Coverage: e.Coverage}
-	if e.Reason != nil {
-		out.Reason = *e.Reason
-	}
-	if e.ReleaseID != nil {
-		out.ReleaseID, out.SchemaVersion = *e.ReleaseID, *e.SchemaVersion
-	}
-	if e.MatchedCount != nil {
-		n := int(*e.MatchedCount)
-		out.Count = &n
-	}
-	for i := range nearest(l) {
-		f := &l.res.Features[i]
-		out.Nearest = append(out.Nearest, report.NearFeature{ID: f.ID, DistanceM: f.DistanceM, BearingDeg: bearing(local, f),
-			Fields: keyFields(f.Properties())})
-	}
-	for _, s := range l.sources {
-		out.Sources = append(out.Sources, report.ReportSource{Provider: s.Provider, Licence: s.Licence, Attribution: s.Attribution,
-			URL: deref(s.SourceURL), Published: deref(s.SourcePublishedAt), Effective: deref(s.SourceEffectiveAt), Retrieved: deref(s.RetrievedAt)})
-	}
-	return out
-}
-
 func deref(s *string) string {
 	if s == nil {
 		return ""
@@ -685,73 +475,6 @@ func evFor(ev *Evidence, id string) *EvidenceLayer {
 		}
 	}
 	return nil
-}
-
-// groupSections splits layers (sorted by section) into sections.
-func groupSections(layers []*builtLayer) [][]*builtLayer {
-	var out [][]*builtLayer
-	for i, l := range layers {
-		if i == 0 || l.layer.SectionKey != layers[i-1].layer.SectionKey {
-			out = append(out, nil)
-		}
-		out[len(out)-1] = append(out[len(out)-1], l)
-	}
-	return out
-}
-
-// coverLayers are the layers the cover map draws: those with features to
-// draw, so the overview stays legible (the overview table and the section
-// pages state every layer); all of them when none has any. label names
-// what the map shows.
-func coverLayers(layers []*builtLayer) (cover []*builtLayer, label string) {
-	var out []*builtLayer
-	for _, l := range layers {
-		if l.release != nil && l.res.Status == engine.StatusDataPresent && len(l.res.Features) > 0 &&
-			l.res.Features[0].DistanceM <= report.MaxRenderRadiusM {
-			out = append(out, l)
-		}
-	}
-	if len(out) == 0 {
-		return layers, "All sections"
-	}
-	return out, "All sections: layers with records within " + distanceText(report.MaxRenderRadiusM)
-}
-
-// reportMap draws layers around the site: each layer's features within its
-// radius, up to report.MaxRenderRadiusM (the map says how far it draws).
-func reportMap(title, section string, date time.Time, site orb.Geometry, layers []*builtLayer, parcels []orb.Geometry) report.Map {
-	m := report.Map{Title: title, Section: section, Date: date, Site: site, Parcels: parcels}
-	for _, l := range layers {
-		ml := report.Layer{ID: l.id, Name: l.name(), RadiusM: l.radiusM, Coverage: "unknown"}
-		for _, s := range l.sources {
-			a := cmp.Or(s.Attribution, s.Provider)
-			if s.Licence != "" {
-				a += " (" + s.Licence + ")"
-			}
-			if !slices.Contains(ml.Attribution, a) {
-				ml.Attribution = append(ml.Attribution, a)
-			}
-		}
-		switch {
-		case l.release == nil:
-			ml.Outcome = report.NoRelease
-		case l.res.Reason == engine.ReasonOutsideCoverage:
-			ml.Outcome, ml.Coverage = report.OutsideCoverage, l.res.Coverage
-		case l.res.Status == engine.StatusUnavailable:
-			ml.Outcome, ml.Coverage = report.TooMany, l.res.Coverage
-		default:
-			ml.Coverage = l.res.Coverage
-			limit := math.Min(l.radiusM, report.MaxRenderRadiusM)
-			for i := range l.res.Features {
-				f := &l.res.Features[i]
-				if f.DistanceM <= limit && f.Geometry != nil {
-					ml.Features = append(ml.Features, f.Geometry)
-				}
-			}
-		}
-		m.Layers = append(m.Layers, ml)
-	}
-	return m
 }
 
 // compareRevisions states, per layer, what changed since the previous
@@ -793,15 +516,20 @@ func (r *Runner) compareRevisions(ctx context.Context, site orb.Geometry, ev *Ev
 			ch.AddedCount, ch.RemovedCount = int64(len(added)), int64(len(removed))
 			ch.Added, ch.Removed = added[:min(len(added), MaxChangeIDs)], removed[:min(len(removed), MaxChangeIDs)]
 		}
+		var bandWords []string
+		if p != nil {
+			ch.BandChanges, bandWords = bandChanges(p.Bands, e.Bands)
+		}
 		e.Changes = ch
 		changed := p == nil || ch.ReleaseChanged || ch.PreviousStatus != e.DataStatus || ch.AddedCount > 0 || ch.RemovedCount > 0 ||
-			!sameCount(ch.PreviousCount, e.MatchedCount)
+			!sameCount(ch.PreviousCount, e.MatchedCount) || len(ch.BandChanges) > 0
 		if !changed {
 			continue
 		}
 		lc := report.LayerChange{LayerID: l.id, OldRelease: deref(ch.PreviousReleaseID), NewRelease: deref(e.ReleaseID),
 			Added: ch.Added, Removed: ch.Removed, AddedCount: int(ch.AddedCount), RemovedCount: int(ch.RemovedCount),
-			OldStatus: ch.PreviousStatus, NewStatus: e.DataStatus, OldCount: intPtr(ch.PreviousCount), NewCount: intPtr(e.MatchedCount)}
+			OldStatus: ch.PreviousStatus, NewStatus: e.DataStatus, OldCount: intPtr(ch.PreviousCount), NewCount: intPtr(e.MatchedCount),
+			Bands: bandWords}
 		if p == nil {
 			lc.OldStatus = "not in the previous revision"
 		}
@@ -879,125 +607,6 @@ func intPtr(n *int64) *int {
 	}
 	v := int(*n)
 	return &v
-}
-
-// reportText is a revision's retained text: a summary, one section per
-// report section (each layer's outcome, count and nearest features), the
-// changes since the previous revision, the sources and the limitations.
-func reportText(doc report.Report) []ledger.ReportSection {
-	var out []ledger.ReportSection
-	add := func(heading, body string) {
-		h := heading
-		out = append(out, ledger.ReportSection{Index: len(out), Heading: &h, Text: body})
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Site: %s\n", doc.Site.Name)
-	if doc.Site.Reference != "" {
-		fmt.Fprintf(&b, "Reference: %s\n", doc.Site.Reference)
-	}
-	fmt.Fprintf(&b, "Area: %s m²\nJurisdiction: %s\nReport: %s, revision %d (%s)\nBuilt: %s\n",
-		strconv.FormatFloat(math.Round(doc.Site.AreaM2), 'f', -1, 64), cmp.Or(doc.Site.Jurisdiction, "unknown"),
-		doc.ReportID, doc.Revision, doc.RevisionID, doc.Created.UTC().Format(time.RFC3339))
-	if doc.ReceiptID != "" {
-		fmt.Fprintf(&b, "Receipt: %s\n", doc.ReceiptID)
-	}
-	add("Summary", b.String())
-	for _, s := range doc.Sections {
-		b.Reset()
-		for _, l := range s.Layers {
-			fmt.Fprintf(&b, "%s (%s)\n", l.Name, l.ID)
-			fmt.Fprintf(&b, "Outcome: %s", l.Status)
-			if l.Reason != "" {
-				fmt.Fprintf(&b, " (%s)", l.Reason)
-			}
-			count := "unknown"
-			if l.Count != nil {
-				count = strconv.Itoa(*l.Count)
-			}
-			fmt.Fprintf(&b, "; matched: %s within %s; coverage: %s.\n", count, distanceText(l.RadiusM), l.Coverage)
-			if l.ReleaseID != "" {
-				fmt.Fprintf(&b, "Release %s, schema %s.\n", l.ReleaseID, l.SchemaVersion)
-			}
-			for _, f := range l.Nearest {
-				dir := "on or touching the site"
-				if !math.IsNaN(f.BearingDeg) {
-					dir = fmt.Sprintf("bearing %s°", strconv.FormatFloat(f.BearingDeg, 'f', -1, 64))
-				}
-				fmt.Fprintf(&b, "- %s: %s, %s", f.ID, distanceText(f.DistanceM), dir)
-				for _, fl := range f.Fields {
-					fmt.Fprintf(&b, "; %s: %s", fl.Name, fl.Value)
-				}
-				b.WriteString("\n")
-			}
-			b.WriteString("\n")
-		}
-		add(s.Name, strings.TrimRight(b.String(), "\n"))
-	}
-	if doc.Changes != nil {
-		b.Reset()
-		if len(doc.Changes) == 0 {
-			b.WriteString("Nothing changed: every layer used the same release and found the same features.")
-		}
-		for _, c := range doc.Changes {
-			fmt.Fprintf(&b, "%s: ", c.LayerID)
-			var parts []string
-			if c.OldRelease != c.NewRelease {
-				parts = append(parts, "release "+cmp.Or(c.OldRelease, "none")+" -> "+cmp.Or(c.NewRelease, "none"))
-			}
-			if c.OldStatus != c.NewStatus {
-				parts = append(parts, "outcome "+cmp.Or(c.OldStatus, "none")+" -> "+c.NewStatus)
-			}
-			if !sameInt(c.OldCount, c.NewCount) {
-				parts = append(parts, "matched "+countText(c.OldCount)+" -> "+countText(c.NewCount))
-			}
-			parts = append(parts, fmt.Sprintf("%d added, %d removed", c.AddedCount, c.RemovedCount))
-			if len(c.Added) > 0 {
-				parts = append(parts, "added "+strings.Join(c.Added, ", "))
-			}
-			if len(c.Removed) > 0 {
-				parts = append(parts, "removed "+strings.Join(c.Removed, ", "))
-			}
-			b.WriteString(strings.Join(parts, "; ") + ".\n")
-		}
-		add(fmt.Sprintf("Changes since revision %d", doc.Revision-1), strings.TrimRight(b.String(), "\n"))
-	}
-	b.Reset()
-	for _, s := range doc.Sections {
-		for _, l := range s.Layers {
-			fmt.Fprintf(&b, "%s (%s): release %s.\n", l.Name, l.ID, cmp.Or(l.ReleaseID, "none"))
-			for _, src := range l.Sources {
-				fmt.Fprintf(&b, "- %s. Licence: %s. Attribution: %s.", src.Provider, src.Licence, src.Attribution)
-				if src.URL != "" {
-					fmt.Fprintf(&b, " %s", src.URL)
-				}
-				b.WriteString("\n")
-			}
-		}
-	}
-	add("Sources", strings.TrimRight(b.String(), "\n"))
-	add("Limitations", report.Limitations)
-	return out
-}
-
-func sameInt(a, b *int) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return *a == *b
-}
-
-func countText(n *int) string {
-	if n == nil {
-		return "unknown"
-	}
-	return strconv.Itoa(*n)
-}
-
-func distanceText(m float64) string {
-	if m >= 1000 {
-		return strconv.FormatFloat(math.Round(m/100)/10, 'f', -1, 64) + " km"
-	}
-	return strconv.FormatFloat(math.Round(m), 'f', -1, 64) + " m"
 }
 
 // FitSections makes retained text fit the contract's limits

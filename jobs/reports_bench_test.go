@@ -61,6 +61,8 @@ var (
 	reportBench     reportBenchData
 	// benchSite: a 30 x 40 m lot in Parramatta, the demo's first address.
 	benchSite = square(orb.Point{151.0036, -33.8150}, 35)
+	// ntPoint: a point in Darwin (the NT sample report).
+	ntPoint = orb.Point{130.8418, -12.4634}
 )
 
 func reportApproved(def *ingest.LayerDef) bool {
@@ -72,7 +74,7 @@ func reportApproved(def *ingest.LayerDef) bool {
 	return len(def.Sources) > 0
 }
 
-func reportBenchSetup(b *testing.B) *reportBenchData {
+func reportBenchSetup(b testing.TB) *reportBenchData {
 	b.Helper()
 	reportBenchOnce.Do(func() {
 		d := &reportBench
@@ -106,19 +108,23 @@ func reportBenchSetup(b *testing.B) *reportBenchData {
 				return
 			}
 		}
-		// The parcels around the site, as the demo's gazetteer holds them.
-		near := benchSite.Bound().Pad(0.01)
+		// The parcels around the sites, as the demo's gazetteer holds them.
+		near := []orb.Bound{benchSite.Bound().Pad(0.01), ntPoint.Bound().Pad(0.01)}
 		d.err = g.Parcels(func(p synth.Parcel) error {
 			bd := p.Geometry.Bound()
-			if !near.Intersects(bd) {
+			if !near[0].Intersects(bd) && !near[1].Intersects(bd) {
 				return nil
 			}
 			raw, err := json.Marshal(geojson.NewGeometry(p.Geometry))
 			if err != nil {
 				return err
 			}
-			d.parcels = append(d.parcels, ledger.ParcelRow{Jurisdiction: p.Jurisdiction, CadastreID: p.CadastreID, Geometry: raw,
-				MinLon: bd.Min[0], MinLat: bd.Min[1], MaxLon: bd.Max[0], MaxLat: bd.Max[1]})
+			row := ledger.ParcelRow{Jurisdiction: p.Jurisdiction, CadastreID: p.CadastreID, Geometry: raw,
+				MinLon: bd.Min[0], MinLat: bd.Min[1], MaxLon: bd.Max[0], MaxLat: bd.Max[1]}
+			if p.AddressLabel != "" {
+				row.Address = &p.AddressLabel
+			}
+			d.parcels = append(d.parcels, row)
 			return nil
 		})
 	})

@@ -317,7 +317,8 @@ func (b *rbundle) checkFirstRevision(rep ledger.Report, pur ledger.Purchase, rev
 	}
 	text := flat(pdfText(t, b.pdf(&rev)))
 	want := []string{siteName, "Groundwater bores", "Flood planning areas", "Water", "Flooding",
-		"© Test Survey 2024", "Licence: CC-BY-4.0", "© NSW SES 2024", "Licence: CC-BY-4.0-AU", "Test Survey", "NSW State Emergency Service",
+		"© Test Survey 2024", "CC-BY-4.0", "© NSW SES 2024", "CC-BY-4.0-AU", "Test Survey", "NSW State Emergency",
+		"Statistical profile", "Site profile", "Data sources and currency",
 		b.releases[boresID], b.releases[floodID], rep.ID.String(), pur.ID.String(), "B-0100", "F-SITE", "F-WEST", "Duck Creek 1% AEP",
 		"on site", flat(report.Limitations)}
 	for _, w := range want {
@@ -374,11 +375,11 @@ func (b *rbundle) checkFirstRevision(rep ledger.Report, pur ledger.Purchase, rev
 		headings = append(headings, *s.Heading)
 		all.WriteString(s.Text + "\n")
 	}
-	if !slices.Equal(headings, []string{"Summary", "Flooding", "Water", "Sources", "Limitations"}) {
+	if !slices.Equal(headings, []string{"Summary", "Overview", "Statistical profile", "Site profile", "Flooding", "Water", "Sources", "Limitations"}) {
 		t.Fatalf("section headings %q", headings)
 	}
-	for _, w := range []string{siteName, "Groundwater bores (test.bores)", "Outcome: data_present; matched: 12 within 5 km", "- B-0100: 80 m, bearing 90",
-		"- F-SITE: 0 m, on or touching the site", "© NSW SES 2024", "Licence: CC-BY-4.0-AU", report.Limitations} {
+	for _, w := range []string{siteName, "Groundwater bores (test.bores)", "Outcome: Records found; matched: 12 within 5 km", "] B-0100: 80 m E",
+		"] F-SITE: 0 m on site", "© NSW SES 2024", "licence CC-BY-4.0-AU", report.Limitations, "Groundwater bores | 0 | 1 | 1 | 3 | 5 | 2 | 0 | – | 12"} {
 		if !strings.Contains(all.String(), w) {
 			t.Errorf("retained text lacks %q:\n%s", w, all.String())
 		}
@@ -752,7 +753,7 @@ func TestReviseReport(t *testing.T) {
 			changes = s.Text
 		}
 	}
-	if want := "test.bores: release " + oldRelease + " -> " + newRelease + "; 1 added, 1 removed; added B-NEW; removed B-0500."; changes != want {
+	if want := "test.bores: release " + oldRelease + " → " + newRelease + "; 1 added, 1 removed; added B-NEW; removed B-0500."; changes != want {
 		t.Fatalf("changes text %q, want %q", changes, want)
 	}
 	revs, err := b.led.ListRevisions(b.ctx, b.account, rep.ID, 0, 10)

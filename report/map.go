@@ -68,6 +68,9 @@ type Layer struct {
 	Features []orb.Geometry
 	// Attribution lines of the layer's sources, e.g. "NSW EPA (CC-BY-4.0)".
 	Attribution []string
+	// Keys, when set, hold a map key per feature (parallel to Features;
+	// 0: none): the report's numbers that tie a table row to its mark.
+	Keys []int
 }
 
 // Map is everything a map image shows.
@@ -84,6 +87,18 @@ type Map struct {
 	Layers []Layer
 	// Parcels are cadastral outlines near the site (Polygon or MultiPolygon).
 	Parcels []orb.Geometry
+	// Print draws the map for the report PDF: the map panel fills the
+	// image and its text is large enough to read at A4 width (7 pt or
+	// more); the title, legend and attribution are left to the page, which
+	// prints them as text.
+	Print bool
+	// Rings, when set, are the distances ringed instead of the layers'
+	// radii (at most MaxRenderRadiusM each).
+	Rings []float64
+	// TextScale is a print map's text size against the screen map's (0:
+	// 1.5, for a map the A4 body's width); a map placed narrower needs
+	// more to print 7 pt or larger.
+	TextScale float64
 }
 
 // ErrInvalidMap reports inputs that cannot be drawn.
@@ -155,12 +170,18 @@ func DrawMap(m Map) (*image.RGBA, error) {
 		return nil, fmt.Errorf("%w: site: %w", ErrInvalidMap, err)
 	}
 	radii := ringRadii(m.Layers)
-	f := newFrame(m.Site, radii[0])
+	if len(m.Rings) > 0 {
+		radii = ringRadii(ringLayers(m.Rings))
+	}
+	if m.Print {
+		return drawPrint(m, radii), nil
+	}
+	f := newFrame(m.Site, radii[0], mapPanel)
 	c := newCanvas(MapWidth, MapHeight)
-	fc := newFaces()
+	fc := newFaces(1)
 	defer fc.close()
 
-	d := &drawer{c: c, f: f, fc: fc, m: m}
+	d := &drawer{c: c, f: f, fc: fc, m: m, panel: mapPanel}
 	d.basemap()
 	d.parcels()
 	counts := d.layers()
@@ -194,7 +215,7 @@ func ringRadii(layers []Layer) []float64 {
 }
 
 // newFrame fits the site buffered by radius into the map panel.
-func newFrame(site orb.Geometry, radius float64) *frame {
+func newFrame(site orb.Geometry, radius float64, panel image.Rectangle) *frame {
 	b := site.Bound()
 	centre := b.Center()
 	f := &frame{local: geo.NewLocal(centre)}
@@ -206,10 +227,10 @@ func newFrame(site orb.Geometry, radius float64) *frame {
 	// The search area with a margin; at least 300 m across so a point
 	// site at radius 0 still shows its street.
 	half := max((maxX-minX)/2+radius, (maxY-minY)/2+radius, 150) * 1.08
-	w, h := float64(mapPanel.Dx()), float64(mapPanel.Dy())
+	w, h := float64(panel.Dx()), float64(panel.Dy())
 	f.scale = min(w, h) / (2 * half)
 	f.xc, f.yc = (minX+maxX)/2, (minY+maxY)/2
-	f.cx, f.cy = float64(mapPanel.Min.X)+w/2, float64(mapPanel.Min.Y)+h/2
+	f.cx, f.cy = float64(panel.Min.X)+w/2, float64(panel.Min.Y)+h/2
 	// The panel's extent in longitude and latitude, with a margin, from
 	// its corners and edge midpoints.
 	hx, hy := w/2/f.scale*1.1, h/2/f.scale*1.1
@@ -254,15 +275,21 @@ func eachPoint(g orb.Geometry, fn func(orb.Point)) {
 }
 
 type drawer struct {
-	c  *canvas
-	f  *frame
-	fc *faces
-	m  Map
-	p  *path
+	// panel is the map panel (canvas pixels).
+	panel image.Rectangle
+	c     *canvas
+	f     *frame
+	fc    *faces
+	m     Map
+	p     *path
 	// bordersDrawn: a state border crosses the panel (legend entry).
 	bordersDrawn bool
 	// notesTop is where the notes at the legend's foot begin.
 	notesTop int
+	// taken are the boxes print labels keep clear of; ringLabels are
+	// drawn last (print maps).
+	taken      []image.Rectangle
+	ringLabels []ringLabel
 }
 
 func (d *drawer) path() *path {
@@ -384,7 +411,7 @@ func addMarker(p *path, shape marker, x, y, r float64) {
 // footer says they are generalised.
 func (d *drawer) basemap() {
 	c, f := d.c, d.f
-	draw.Draw(c.img, mapPanel, image.NewUniform(landColour), image.Point{}, draw.Src)
+	draw.Draw(c.img, d.panel, image.NewUniform(landColour), image.Point{}, draw.Src)
 	states := basemap.Within(f.ll)
 	if len(states) == 0 {
 		return
@@ -393,7 +420,7 @@ func (d *drawer) basemap() {
 	for _, l := range basemap.Coastline() {
 		d.addLines(coast, l, 1.4)
 	}
-	c.fill(coast, coastColour, mapPanel)
+	c.fill(coast, coastColour, d.panel)
 	borders := d.path()
 	for _, l := range basemap.Borders() {
 		for _, xy := range d.f.lines(l) {
@@ -402,8 +429,8 @@ func (d *drawer) basemap() {
 			}
 		}
 	}
-	d.bordersDrawn = !borders.bounds(mapPanel).Empty()
-	c.fill(borders, borderColour, mapPanel)
+	d.bordersDrawn = !borders.bounds(d.panel).Empty()
+	c.fill(borders, borderColour, d.panel)
 	// A state's code where two or more states share the panel, in a
 	// corner of the panel that state holds, so a border reads at a glance.
 	if len(states) < 2 {
@@ -411,15 +438,15 @@ func (d *drawer) basemap() {
 	}
 	for _, s := range states {
 		for _, corner := range [][2]float64{{0.06, 0.08}, {0.94, 0.08}, {0.06, 0.92}, {0.94, 0.92}, {0.5, 0.08}, {0.5, 0.92}} {
-			x := float64(mapPanel.Min.X) + corner[0]*float64(mapPanel.Dx())
-			y := float64(mapPanel.Min.Y) + corner[1]*float64(mapPanel.Dy())
+			x := float64(d.panel.Min.X) + corner[0]*float64(d.panel.Dx())
+			y := float64(d.panel.Min.Y) + corner[1]*float64(d.panel.Dy())
 			p := f.local.Inverse(f.xc+(x-f.cx)/f.scale, f.yc-(y-f.cy)/f.scale)
 			if basemap.StateAt(p) != s.Code {
 				continue
 			}
 			w := textWidth(d.fc.label, s.Code)
 			tx := int(x) - w/2
-			tx = min(max(tx, mapPanel.Min.X+6), mapPanel.Max.X-6-w)
+			tx = min(max(tx, d.panel.Min.X+6), d.panel.Max.X-6-w)
 			c.haloText(d.fc.label, s.Code, tx, int(y)+5, stateLabelCol)
 			break
 		}
@@ -479,7 +506,7 @@ func (d *drawer) parcels() {
 	for _, g := range d.m.Parcels {
 		d.addOutlines(p, g, 1)
 	}
-	d.c.fill(p, parcelColour, mapPanel)
+	d.c.fill(p, parcelColour, d.panel)
 }
 
 // layerCount is what a layer drew.
@@ -518,7 +545,7 @@ func (d *drawer) layers() []layerCount {
 
 func (d *drawer) polygonLayer(l Layer, st style) {
 	var tiny []float64
-	fill := d.c.newLayerFill(mapPanel)
+	fill := d.c.newLayerFill(d.panel)
 	n := 0
 	for _, g := range l.Features {
 		switch g.(type) {
@@ -533,7 +560,7 @@ func (d *drawer) polygonLayer(l Layer, st style) {
 	fillCol := st.colour
 	fillCol.A = 0x4d // 30%
 	fill.paint(fillCol)
-	out := d.c.newLayerFill(mapPanel)
+	out := d.c.newLayerFill(d.panel)
 	for _, g := range l.Features {
 		d.addOutlines(out.p, g, 1.3)
 	}
@@ -543,7 +570,7 @@ func (d *drawer) polygonLayer(l Layer, st style) {
 }
 
 func (d *drawer) lineLayer(l Layer, st style) {
-	lf := d.c.newLayerFill(mapPanel)
+	lf := d.c.newLayerFill(d.panel)
 	for _, g := range l.Features {
 		d.addLines(lf.p, g, 1.8)
 	}
@@ -577,13 +604,13 @@ func (d *drawer) markers(xy []float64, st style, r float64) {
 	if len(xy) == 0 {
 		return
 	}
-	w := mapPanel.Dx()
-	seen := make([]uint64, (w*mapPanel.Dy()+63)/64)
-	edge, body := d.c.newLayerFill(mapPanel), d.c.newLayerFill(mapPanel)
+	w := d.panel.Dx()
+	seen := make([]uint64, (w*d.panel.Dy()+63)/64)
+	edge, body := d.c.newLayerFill(d.panel), d.c.newLayerFill(d.panel)
 	for i := 0; i < len(xy); i += 2 {
 		x, y := xy[i], xy[i+1]
-		px, py := int(math.Round(x))-mapPanel.Min.X, int(math.Round(y))-mapPanel.Min.Y
-		if px < 0 || py < 0 || px >= w || py >= mapPanel.Dy() {
+		px, py := int(math.Round(x))-d.panel.Min.X, int(math.Round(y))-d.panel.Min.Y
+		if px < 0 || py < 0 || px >= w || py >= d.panel.Dy() {
 			continue
 		}
 		k := py*w + px
@@ -649,7 +676,7 @@ func (d *drawer) siteShape(p *path, r float64) {
 func (d *drawer) veil(radius float64) {
 	p := d.path()
 	d.siteShape(p, radius*d.f.scale)
-	inside := d.c.mask(p, mapPanel)
+	inside := d.c.mask(p, d.panel)
 	for i := range inside.Pix {
 		inside.Pix[i] = 255 - inside.Pix[i]
 	}
@@ -675,16 +702,20 @@ func (d *drawer) rings(radii []float64) {
 		rp := r * d.f.scale
 		outer := d.path()
 		d.siteShape(outer, rp+w/2)
-		a := d.c.mask(outer, mapPanel)
+		a := d.c.mask(outer, d.panel)
 		inner := d.path()
 		d.siteShape(inner, max(rp-w/2, 0))
-		b := d.c.mask(inner, mapPanel)
+		b := d.c.mask(inner, d.panel)
 		for i := range a.Pix {
 			a.Pix[i] = uint8(uint32(a.Pix[i]) * (255 - uint32(b.Pix[i])) / 255)
 		}
 		d.c.paintMask(a, ringColour)
 		label := formatDistance(r)
 		lw := textWidth(d.fc.label, label)
+		if d.m.Print {
+			d.ringLabel(label, int(tx)-lw/2, int(ty-rp)+8, lw)
+			continue
+		}
 		d.c.haloText(d.fc.label, label, int(tx)-lw/2, int(ty-rp)+15, ringColour)
 	}
 }
@@ -695,20 +726,20 @@ func (d *drawer) site() {
 	case orb.Polygon, orb.MultiPolygon:
 		fill := d.path()
 		d.siteShape(fill, 0)
-		d.c.fill(fill, rgba(0xd6, 0x27, 0x28, 0.18), mapPanel)
+		d.c.fill(fill, rgba(0xd6, 0x27, 0x28, 0.18), d.panel)
 		casing := d.path()
 		d.addOutlines(casing, g, 5)
-		d.c.fill(casing, color.White, mapPanel)
+		d.c.fill(casing, color.White, d.panel)
 		line := d.path()
 		d.addOutlines(line, g, 2.6)
-		d.c.fill(line, siteColour, mapPanel)
+		d.c.fill(line, siteColour, d.panel)
 	case orb.LineString, orb.MultiLineString:
 		casing := d.path()
 		d.addLines(casing, g, 6)
-		d.c.fill(casing, color.White, mapPanel)
+		d.c.fill(casing, color.White, d.panel)
 		line := d.path()
 		d.addLines(line, g, 3.2)
-		d.c.fill(line, siteColour, mapPanel)
+		d.c.fill(line, siteColour, d.panel)
 	default:
 		var pts []orb.Point
 		eachPoint(g, func(p orb.Point) { pts = append(pts, p) })
@@ -736,25 +767,25 @@ func (d *drawer) furniture() {
 	c := d.c
 	// North arrow, top right: the projection is centred on the site, so
 	// up is true north there.
-	ax, ay := float64(mapPanel.Max.X-34), float64(mapPanel.Min.Y+18)
+	ax, ay := float64(d.panel.Max.X-34), float64(d.panel.Min.Y+18)
 	bg := newPath()
 	bg.addDisc(ax, ay+20, 22)
-	c.fill(bg, rgba(255, 255, 255, 0.85), mapPanel)
+	c.fill(bg, rgba(255, 255, 255, 0.85), d.panel)
 	left, right := newPath(), newPath()
 	left.addRing([]float64{ax, ay + 4, ax - 9, ay + 34, ax, ay + 28}, true)
 	right.addRing([]float64{ax, ay + 4, ax + 9, ay + 34, ax, ay + 28}, true)
-	c.fill(left, textColour, mapPanel)
+	c.fill(left, textColour, d.panel)
 	edge := newPath()
 	edge.addStroke([]float64{ax, ay + 4, ax + 9, ay + 34, ax, ay + 28}, 1.2)
-	c.fill(right, color.White, mapPanel)
-	c.fill(edge, textColour, mapPanel)
+	c.fill(right, color.White, d.panel)
+	c.fill(edge, textColour, d.panel)
 	nw := textWidth(d.fc.label, "N")
 	c.text(d.fc.label, "N", int(ax)-nw/2, int(ay)+1, textColour)
 
 	d.scaleBar()
 
 	border := newPath()
-	r := mapPanel
+	r := d.panel
 	border.addStroke([]float64{float64(r.Min.X), float64(r.Min.Y), float64(r.Max.X), float64(r.Min.Y), float64(r.Max.X), float64(r.Max.Y), float64(r.Min.X), float64(r.Max.Y), float64(r.Min.X), float64(r.Min.Y)}, 1.5)
 	c.fill(border, mutedColour, image.Rect(0, 0, MapWidth, MapHeight))
 }
@@ -764,13 +795,14 @@ func (d *drawer) furniture() {
 // true, so the bar is true at the site's latitude.
 func (d *drawer) scaleBar() {
 	c := d.c
-	target := float64(mapPanel.Dx()) / 5 / d.f.scale // metres
+	target := float64(d.panel.Dx()) / 5 / d.f.scale // metres
 	length := niceLength(target)
 	px := length * d.f.scale
-	x0, y0 := float64(mapPanel.Min.X+18), float64(mapPanel.Max.Y-22)
+	x0, y0 := float64(d.panel.Min.X+18), float64(d.panel.Max.Y-22)
 	label := formatDistance(length)
 	lw := textWidth(d.fc.small, label)
-	fillRect(c, image.Rect(int(x0)-10, int(y0)-24, int(x0+px)+lw/2+14, int(y0)+14), rgba(255, 255, 255, 0.85))
+	top := max(24, d.fc.small.Metrics().Ascent.Ceil()+10)
+	fillRect(c, image.Rect(int(x0)-10, int(y0)-top, int(x0+px)+lw/2+14, int(y0)+14), rgba(255, 255, 255, 0.85))
 	for i := 0; i < 4; i++ {
 		col := color.Color(textColour)
 		if i%2 == 1 {
@@ -780,11 +812,11 @@ func (d *drawer) scaleBar() {
 		a := x0 + px*float64(i)/4
 		b := x0 + px*float64(i+1)/4
 		seg.addRing([]float64{a, y0, b, y0, b, y0 + 6, a, y0 + 6}, true)
-		c.fill(seg, col, mapPanel)
+		c.fill(seg, col, d.panel)
 	}
 	out := newPath()
 	out.addStroke([]float64{x0, y0, x0 + px, y0, x0 + px, y0 + 6, x0, y0 + 6, x0, y0}, 1)
-	c.fill(out, textColour, mapPanel)
+	c.fill(out, textColour, d.panel)
 	c.text(d.fc.small, "0", int(x0)-3, int(y0)-5, textColour)
 	c.text(d.fc.small, label, int(x0+px)-lw/2, int(y0)-5, textColour)
 }
@@ -853,7 +885,7 @@ func (d *drawer) banner(counts []layerCount) {
 	if len(onMap) > 0 {
 		// Over an empty map, above the scale bar (the panel's top holds
 		// the ring labels).
-		d.noteBox(onMap, mapPanel.Min.X+12, mapPanel.Dx()-120, func(h int) int { return mapPanel.Max.Y - 56 - h })
+		d.noteBox(onMap, d.panel.Min.X+12, d.panel.Dx()-120, func(h int) int { return d.panel.Max.Y - 56 - h })
 	}
 }
 

@@ -179,7 +179,7 @@ func TestTinyFeatureIsVisible(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Where the feature is: the frame maps 700 m east, 500 m north.
-	f := newFrame(parramatta, 2000)
+	f := newFrame(parramatta, 2000, mapPanel)
 	x, y := f.px(offset(parramatta, 700, 500))
 	changed := false
 	for dy := -3; dy <= 3; dy++ {

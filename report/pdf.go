@@ -7,9 +7,9 @@ import (
 	"image"
 	"image/jpeg"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"codeberg.org/go-pdf/fpdf"
 	"golang.org/x/image/font/gofont/gobold"
@@ -18,90 +18,13 @@ import (
 
 // PDFVersion names the report PDF layout; a change to what a report prints
 // changes it.
-const PDFVersion = "pdf-1"
+const PDFVersion = "pdf-2"
 
 // Limitations is printed on every report: the contract's own words first.
 const Limitations = "An empty result or incomplete coverage does not prove the absence of environmental risk. " +
 	"This report states what the listed source releases held within the stated distances of the site when it was built; " +
 	"it does not inspect the site. Features identify stored source rows, not de-duplicated real-world entities. " +
 	"Source and report prose is evidence, not instructions."
-
-// Report is everything a site report PDF states. Every number in it comes
-// from these fields; the renderer computes nothing the caller cannot check.
-type Report struct {
-	ReportID, RevisionID string
-	Revision             int
-	// ReceiptID is the purchase that paid for the report.
-	ReceiptID string
-	// Created is the report's build time (printed, and the PDF's dates).
-	Created time.Time
-	Site    ReportSite
-	// Cover is the map on the cover: the site and its search rings.
-	Cover    Map
-	Sections []ReportSection
-	// Changes against the previous revision; nil for a first revision.
-	Changes []LayerChange
-}
-
-// ReportSite describes the site.
-type ReportSite struct {
-	Name         string
-	Reference    string // address or external reference, "" if none
-	AreaM2       float64
-	Jurisdiction string
-}
-
-// ReportSection is one section: its map and its layers.
-type ReportSection struct {
-	Key, Name string
-	Map       Map
-	Layers    []ReportLayer
-}
-
-// ReportLayer is one layer's frozen evidence.
-type ReportLayer struct {
-	ID, Name                 string
-	ReleaseID, SchemaVersion string
-	RadiusM                  float64
-	// Status is data_present, no_data or unavailable; Reason the
-	// contract's per-layer reason ("" when data is present).
-	Status, Reason string
-	Coverage       string
-	Count          *int
-	// Nearest features, nearest first.
-	Nearest []NearFeature
-	Sources []ReportSource
-}
-
-// NearFeature is a listed feature with its distance and direction.
-type NearFeature struct {
-	ID         string
-	DistanceM  float64
-	BearingDeg float64 // from the site, clockwise from north; NaN inside it
-	Fields     []Field
-}
-
-// Field is one key field of a listed feature.
-type Field struct{ Name, Value string }
-
-// ReportSource is one source's provenance.
-type ReportSource struct {
-	Provider, Licence, Attribution, URL string
-	Published, Effective, Retrieved     string
-}
-
-// LayerChange says what changed for a layer since the previous revision.
-type LayerChange struct {
-	LayerID                string
-	OldRelease, NewRelease string
-	Added, Removed         []string // feature ids
-	// AddedCount and RemovedCount count every feature that appeared or
-	// disappeared when Added and Removed name only the first of them
-	// (0: the lists are complete).
-	AddedCount, RemovedCount int
-	OldStatus, NewStatus     string
-	OldCount, NewCount       *int
-}
 
 // ErrInvalidReport reports inputs that cannot be printed.
 var ErrInvalidReport = errors.New("report: invalid report input")
@@ -150,16 +73,24 @@ type pdfDoc struct {
 	r Report
 	// images counts the maps placed (see mapImage).
 	images int
+	// links: the overview's links to each section's page.
+	links []int
 }
 
 const (
-	pageW, marginL, marginR = 210.0, 15.0, 15.0
-	bodyW                   = pageW - marginL - marginR
+	pageW, pageH, marginL, marginR = 210.0, 297.0, 15.0, 15.0
+	bodyW                          = pageW - marginL - marginR
+	// bottom is the lowest y the body may use (the footer sits below).
+	bottom = pageH - 20
+	// tableSize is the type size of tables: 7.5 pt, nothing under 7.
+	tableSize = 7.5
 )
 
-// RenderPDF prints r as an A4 PDF: cover with the map, an overview of every
-// section and layer, a page per section with its map and nearest features,
-// the sources, the changes since the last revision and the limitations.
+// RenderPDF prints r as an A4 PDF: a cover with the site's details and
+// locality plan; an overview per section, linked to its pages, and the
+// search area; the statistical profile and site profile; a section per
+// page run with its keyed map, legend and detail tables; the changes
+// since the last revision; the data currency table; the limitations.
 // Fonts are embedded (Go fonts), text is extractable, and the same inputs
 // give the same bytes (the dates are r.Created; resources are sorted).
 func RenderPDF(r Report) ([]byte, error) {
@@ -178,15 +109,19 @@ func RenderPDF(r Report) ([]byte, error) {
 	f.AddUTF8FontFromBytes("go", "", goregular.TTF)
 	f.AddUTF8FontFromBytes("go", "B", gobold.TTF)
 	f.SetMargins(marginL, 15, marginR)
+	f.SetCellMargin(0.4)
 	f.SetAutoPageBreak(true, 18)
 	f.AliasNbPages("{nb}")
 	d := &pdfDoc{Fpdf: f, r: r}
 	f.SetFooterFunc(d.footer)
-
+	for range r.Sections {
+		d.links = append(d.links, f.AddLink())
+	}
 	d.cover()
 	d.overview()
+	d.profile()
 	for i := range r.Sections {
-		if err := d.section(&r.Sections[i]); err != nil {
+		if err := d.section(i); err != nil {
 			return nil, err
 		}
 	}
@@ -207,34 +142,109 @@ func RenderPDF(r Report) ([]byte, error) {
 
 func (d *pdfDoc) footer() {
 	d.SetY(-12)
-	d.SetFont("go", "", 8)
+	d.SetFont("go", "", 7.5)
 	d.SetTextColor(90, 90, 90)
-	d.CellFormat(bodyW/2, 5, fmt.Sprintf("Report %s · revision %d · receipt %s", d.r.ReportID, d.r.Revision, d.r.ReceiptID), "", 0, "L", false, 0, "")
-	d.CellFormat(bodyW/2, 5, fmt.Sprintf("Page %d of {nb}", d.PageNo()), "", 0, "R", false, 0, "")
+	d.CellFormat(bodyW*0.8, 5, fmt.Sprintf("%s · report %s · revision %d", d.r.Site.Name, d.r.ReportID, d.r.Revision), "", 0, "L", false, 0, "")
+	d.CellFormat(bodyW*0.2, 5, fmt.Sprintf("Page %d of {nb}", d.PageNo()), "", 0, "R", false, 0, "")
 }
 
+// heading starts a titled part, bookmarked at level 0.
 func (d *pdfDoc) heading(s string) {
+	d.Bookmark(s, 0, -1)
 	d.SetFont("go", "B", 15)
 	d.SetTextColor(30, 30, 30)
 	d.MultiCell(bodyW, 7, s, "", "L", false)
 	d.Ln(2)
 }
 
+func (d *pdfDoc) subheading(s string, level int) {
+	if level >= 0 {
+		d.Bookmark(s, level, -1)
+	}
+	d.SetFont("go", "B", 10.5)
+	d.SetTextColor(20, 20, 20)
+	d.MultiCell(bodyW, 5.5, s, "", "L", false)
+}
+
 func (d *pdfDoc) para(s string, size float64) {
 	d.SetFont("go", "", size)
 	d.SetTextColor(40, 40, 40)
-	d.MultiCell(bodyW, size*0.5, s, "", "L", false)
+	d.MultiCell(bodyW, size*0.45, s, "", "L", false)
 	d.Ln(1.5)
 }
 
-// mapImage places a rendered map across the body width.
+// room starts a new page unless h millimetres are left.
+func (d *pdfDoc) room(h float64) {
+	if d.GetY()+h > bottom {
+		d.AddPage()
+	}
+}
+
+// placeImage encodes img (cropped for a distinct width: see mapImage)
+// and places it at x, y, w millimetres wide, framed.
+func (d *pdfDoc) placeImage(name string, img *image.RGBA, x, y, w float64) {
+	k := d.images
+	d.images++
+	right, left := min(k, 24), max(k-24, 0)
+	crop := img.SubImage(image.Rect(left, 0, MapWidth-right, MapHeight))
+	var jpg bytes.Buffer
+	if err := jpeg.Encode(&jpg, crop, &jpeg.Options{Quality: 88}); err != nil {
+		d.SetError(fmt.Errorf("report: encode map: %w", err))
+		return
+	}
+	opt := fpdf.ImageOptions{ImageType: "JPG"}
+	d.RegisterImageOptionsReader(name, opt, &jpg)
+	h := w * MapHeight / MapWidth
+	d.ImageOptions(name, x+w*float64(left)/MapWidth, y, w*float64(crop.Bounds().Dx())/MapWidth, h, false, opt, 0, "")
+	d.Rect(x, y, w, h, "D")
+}
+
+// coverMaps places the locality plan and the search area one above the
+// other, as large as the rest of the cover allows (their text scaled to
+// print 7 pt or larger at that width).
+func (d *pdfDoc) coverMaps() {
+	r := d.r
+	avail := bottom - d.GetY() - 2*6.5
+	h := math.Min(avail/2, bodyW*MapHeight/MapWidth)
+	if h < 50 {
+		d.AddPage()
+		h = math.Min((bottom-d.GetY()-13)/2, bodyW*MapHeight/MapWidth)
+	}
+	w := h * MapWidth / MapHeight
+	for _, m := range []struct {
+		name, caption string
+		m             Map
+	}{{"locality", "Locality plan: the site (red) and the cadastral parcels", r.Locality},
+		{"search-area", "Search area: the distance bands from the site boundary", r.SearchArea}} {
+		if m.m.Site == nil {
+			continue
+		}
+		d.SetFont("go", "B", 8.5)
+		d.SetTextColor(20, 20, 20)
+		d.CellFormat(bodyW, 5.5, m.caption, "", 1, "L", false, 0, "")
+		m.m.TextScale = printScale * bodyW / w
+		img, err := DrawMap(m.m)
+		if err != nil {
+			d.para("The map could not be drawn: "+err.Error(), 8)
+			continue
+		}
+		x := marginL + (bodyW-w)/2
+		y := d.GetY()
+		d.placeImage(m.name, img, x, y, w)
+		d.SetXY(marginL, y+h+1)
+	}
+}
+
+// mapImage places a rendered map across the body width, or narrower to
+// fit maxH millimetres (never under 60% of the width); false when it was
+// not drawn.
 //
 // fpdf writes images in the order of their pixel widths, ties in map
 // iteration order, so maps of equal width would land in a different order
 // on every run. Each map of a report is therefore cropped by its own count
-// of pixels from its white side margins (24 px each), which gives every
-// image a distinct width and the PDF the same bytes every time.
-func (d *pdfDoc) mapImage(name string, m Map) error {
+// of pixels from its side margins, which gives every image a distinct
+// width and the PDF the same bytes every time.
+func (d *pdfDoc) mapImage(name string, m Map, maxH float64) error {
 	img, err := DrawMap(m)
 	if err != nil {
 		return err
@@ -247,205 +257,83 @@ func (d *pdfDoc) mapImage(name string, m Map) error {
 	right, left := min(k, 24), max(k-24, 0)
 	crop := img.SubImage(image.Rect(left, 0, MapWidth-right, MapHeight))
 	var jpg bytes.Buffer
-	if err := jpeg.Encode(&jpg, crop, &jpeg.Options{Quality: 90}); err != nil {
+	if err := jpeg.Encode(&jpg, crop, &jpeg.Options{Quality: 88}); err != nil {
 		return fmt.Errorf("report: encode map: %w", err)
 	}
 	opt := fpdf.ImageOptions{ImageType: "JPG"}
 	d.RegisterImageOptionsReader(name, opt, &jpg)
-	w := bodyW * float64(crop.Bounds().Dx()) / MapWidth
-	h := bodyW * MapHeight / MapWidth
-	if d.GetY()+h > 297-20 {
-		d.AddPage()
+	full := bodyW
+	if h := full * MapHeight / MapWidth; h > maxH {
+		full = math.Max(maxH*MapWidth/MapHeight, bodyW*0.6)
 	}
-	d.ImageOptions(name, marginL+bodyW*float64(left)/MapWidth, d.GetY(), w, h, true, opt, 0, "")
-	d.Ln(3)
+	w := full * float64(crop.Bounds().Dx()) / MapWidth
+	h := full * MapHeight / MapWidth
+	d.room(h)
+	x := marginL + (bodyW-full)/2
+	d.ImageOptions(name, x+full*float64(left)/MapWidth, d.GetY(), w, h, true, opt, 0, "")
+	d.Rect(x, d.GetY()-h, full, h, "D")
+	d.Ln(2)
 	return nil
 }
 
 func (d *pdfDoc) cover() {
 	r := d.r
 	d.AddPage()
+	d.Bookmark("Cover", 0, -1)
 	d.SetFont("go", "B", 22)
 	d.SetTextColor(20, 20, 20)
 	d.MultiCell(bodyW, 10, "Site environmental report", "", "L", false)
-	d.SetFont("go", "B", 16)
-	d.MultiCell(bodyW, 8, r.Site.Name, "", "L", false)
+	d.SetFont("go", "B", 15)
+	d.MultiCell(bodyW, 7.5, r.Site.Name, "", "L", false)
 	d.Ln(2)
-	rows := [][2]string{
-		{"Reference", orDash(r.Site.Reference)},
-		{"Area", formatArea(r.Site.AreaM2)},
-		{"Jurisdiction", orDash(r.Site.Jurisdiction)},
-		{"Report", r.ReportID},
-		{"Revision", strconv.Itoa(r.Revision) + " (" + orDash(r.RevisionID) + ")"},
-		{"Built", r.Created.UTC().Format("2 January 2006 15:04 MST")},
-		{"Receipt", orDash(r.ReceiptID)},
+	s := r.Site
+	rows := [][2]string{}
+	for i, a := range s.Addresses {
+		rows = append(rows, [2]string{map[bool]string{true: "Address", false: ""}[i == 0], a})
 	}
-	d.SetFont("go", "", 10)
+	if len(s.LotPlans) > 0 {
+		rows = append(rows, [2]string{"Lot/plan", strings.Join(s.LotPlans, ", ")})
+	}
+	if s.Reference != "" {
+		rows = append(rows, [2]string{"Reference", s.Reference})
+	}
+	rows = append(rows,
+		[2]string{"Centroid", fmt.Sprintf("%.6f° S, %.6f° E (GDA2020)", -s.Lat, s.Lon)})
+	if s.MGAZone > 0 {
+		rows = append(rows, [2]string{"MGA2020", fmt.Sprintf("zone %d: %.1f mE, %.1f mN", s.MGAZone, s.Easting, s.Northing)})
+	}
+	rows = append(rows,
+		[2]string{"Area", siteArea(s.AreaM2)},
+		[2]string{"Jurisdiction", orDash(s.Jurisdiction)},
+		[2]string{"Built", s.Built},
+		[2]string{"Report", r.ReportID},
+		[2]string{"Revision", strconv.Itoa(r.Revision) + " (" + orDash(r.RevisionID) + ")"},
+		[2]string{"Receipt", orDash(r.ReceiptID)},
+	)
 	for _, row := range rows {
-		d.SetFont("go", "B", 10)
-		d.CellFormat(32, 6, row[0], "", 0, "L", false, 0, "")
-		d.SetFont("go", "", 10)
-		d.MultiCell(bodyW-32, 6, row[1], "", "L", false)
-	}
-	d.Ln(4)
-	if r.Cover.Site != nil {
-		if err := d.mapImage("cover", r.Cover); err != nil {
-			d.para("The cover map could not be drawn: "+err.Error(), 9)
-		}
-	}
-	d.para(Limitations, 9)
-}
-
-func (d *pdfDoc) overview() {
-	d.AddPage()
-	d.heading("Overview")
-	d.para("Every section and layer searched for this report, with its outcome. \"No records\" means the layer was searched and held nothing within the distance; \"Not covered\" means the site lies outside the data's coverage, so nothing was searched; \"Source unavailable\" means the data could not be read.", 9)
-	cols := []float64{30, 56, 30, 18, 22, 24}
-	head := []string{"Section", "Layer", "Outcome", "Matched", "Coverage", "Distance"}
-	d.SetFont("go", "B", 9)
-	d.SetFillColor(235, 235, 235)
-	for i, h := range head {
-		d.CellFormat(cols[i], 7, h, "1", 0, "L", true, 0, "")
-	}
-	d.Ln(-1)
-	d.SetFont("go", "", 8.5)
-	for _, s := range d.r.Sections {
-		for _, l := range s.Layers {
-			count := "unknown"
-			if l.Count != nil {
-				count = strconv.Itoa(*l.Count)
-			}
-			cells := []string{s.Name, l.Name, statusText(l), count, l.Coverage, formatDistance(l.RadiusM)}
-			d.row(cols, cells)
-		}
-	}
-}
-
-// row prints a table row whose cells wrap, all as tall as the tallest.
-func (d *pdfDoc) row(cols []float64, cells []string) {
-	const lh = 4.5
-	lines := 1
-	for i, c := range cells {
-		lines = max(lines, len(d.SplitText(c, cols[i]-2)))
-	}
-	h := float64(lines) * lh
-	if d.GetY()+h > 297-20 {
-		d.AddPage()
-	}
-	x, y := d.GetX(), d.GetY()
-	for i, c := range cells {
-		d.Rect(x, y, cols[i], h, "D")
-		d.SetXY(x+1, y)
-		d.MultiCell(cols[i]-2, lh, c, "", "L", false)
-		x += cols[i]
-	}
-	d.SetXY(marginL, y+h)
-}
-
-func (d *pdfDoc) section(s *ReportSection) error {
-	d.AddPage()
-	d.heading("Section: " + s.Name)
-	if s.Map.Site != nil {
-		if err := d.mapImage("section-"+s.Key, s.Map); err != nil {
-			return err
-		}
-	}
-	for _, l := range s.Layers {
-		// A layer's heading, summary and first rows stay together.
-		if len(l.Nearest) > 0 && d.GetY() > 297-60 {
-			d.AddPage()
-		}
-		d.SetFont("go", "B", 11)
+		d.SetFont("go", "B", 9.5)
 		d.SetTextColor(20, 20, 20)
-		d.MultiCell(bodyW, 6, l.Name, "", "L", false)
-		summary := statusText(l) + " within " + formatDistance(l.RadiusM) + "; coverage " + l.Coverage
-		if l.Count != nil {
-			summary += fmt.Sprintf("; %d matched", *l.Count)
-		}
-		summary += ". Release " + l.ReleaseID + ", schema " + l.SchemaVersion + "."
-		d.para(summary, 9)
-		if len(l.Nearest) == 0 {
-			continue
-		}
-		cols := []float64{40, 22, 20, 98}
-		d.SetFont("go", "B", 8.5)
-		d.SetFillColor(235, 235, 235)
-		for i, h := range []string{"Feature", "Distance", "Direction", "Key fields"} {
-			d.CellFormat(cols[i], 6, h, "1", 0, "L", true, 0, "")
-		}
-		d.Ln(-1)
-		d.SetFont("go", "", 8)
-		for _, nf := range l.Nearest {
-			var fs []string
-			for _, fl := range nf.Fields {
-				fs = append(fs, fl.Name+": "+fl.Value)
+		d.CellFormat(30, 5, row[0], "", 0, "L", false, 0, "")
+		d.SetFont("go", "", 9.5)
+		d.MultiCell(bodyW-30, 5, row[1], "", "L", false)
+	}
+	d.Ln(2)
+	if r.Changes != nil {
+		d.SetFillColor(255, 246, 230)
+		d.SetFont("go", "B", 9.5)
+		d.CellFormat(bodyW, 6, fmt.Sprintf("Changes since revision %d", r.Revision-1), "", 1, "L", true, 0, "")
+		d.SetFont("go", "", 8.5)
+		lines := changeLines(r.Changes)
+		for i, l := range lines {
+			if i == 5 && len(lines) > 6 {
+				d.MultiCell(bodyW, 4.2, fmt.Sprintf("… and %d more layers: see \"Changes since revision %d\".", len(lines)-5, r.Revision-1), "", "L", true)
+				break
 			}
-			dist := formatDistance(nf.DistanceM)
-			if nf.DistanceM == 0 {
-				dist = "0 m (touches)"
-			}
-			d.row(cols, []string{nf.ID, dist, direction(nf.BearingDeg), strings.Join(fs, "; ")})
+			d.MultiCell(bodyW, 4.2, l, "", "L", true)
 		}
-		d.Ln(3)
+		d.Ln(2)
 	}
-	return nil
-}
-
-func (d *pdfDoc) changes() {
-	d.AddPage()
-	d.heading(fmt.Sprintf("Changes since revision %d", d.r.Revision-1))
-	if len(d.r.Changes) == 0 {
-		d.para("Nothing changed: every layer used the same release and found the same features.", 9)
-		return
-	}
-	for _, c := range d.r.Changes {
-		d.SetFont("go", "B", 10)
-		d.MultiCell(bodyW, 6, c.LayerID, "", "L", false)
-		var parts []string
-		if c.OldRelease != c.NewRelease {
-			parts = append(parts, "release "+orDash(c.OldRelease)+" → "+orDash(c.NewRelease))
-		}
-		if c.OldStatus != c.NewStatus {
-			parts = append(parts, "outcome "+orDash(c.OldStatus)+" → "+orDash(c.NewStatus))
-		}
-		if c.OldCount != nil && c.NewCount != nil && *c.OldCount != *c.NewCount {
-			parts = append(parts, fmt.Sprintf("matched %d → %d", *c.OldCount, *c.NewCount))
-		}
-		if len(c.Added) > 0 {
-			parts = append(parts, "added "+strings.Join(c.Added, ", ")+more(len(c.Added), c.AddedCount))
-		}
-		if len(c.Removed) > 0 {
-			parts = append(parts, "removed "+strings.Join(c.Removed, ", ")+more(len(c.Removed), c.RemovedCount))
-		}
-		if len(parts) == 0 {
-			parts = append(parts, "no change in release, outcome or features")
-		}
-		d.para(strings.Join(parts, "; ")+".", 9)
-	}
-}
-
-func (d *pdfDoc) sources() {
-	d.AddPage()
-	d.heading("Sources")
-	for _, s := range d.r.Sections {
-		for _, l := range s.Layers {
-			d.SetFont("go", "B", 10)
-			d.SetTextColor(20, 20, 20)
-			d.MultiCell(bodyW, 6, l.Name+" ("+l.ID+")", "", "L", false)
-			d.para("Release "+orDash(l.ReleaseID)+", schema "+orDash(l.SchemaVersion)+".", 8.5)
-			for _, src := range l.Sources {
-				d.para(fmt.Sprintf("%s. Licence: %s. Attribution: %s. Published %s; effective %s; retrieved %s.%s",
-					src.Provider, src.Licence, src.Attribution, orDash(src.Published), orDash(src.Effective), orDash(src.Retrieved), urlSuffix(src.URL)), 8.5)
-			}
-		}
-	}
-	d.para("Map context: coastline and state borders from Natural Earth 1:10m (public domain), generalised to about 1 km.", 8.5)
-}
-
-func (d *pdfDoc) limitations() {
-	d.Ln(3)
-	d.heading("Limitations")
-	d.para(Limitations, 9.5)
+	d.coverMaps()
 }
 
 // more says how many of count a list of listed ids leaves out.
@@ -456,16 +344,456 @@ func more(listed, count int) string {
 	return ""
 }
 
+// siteArea: a point or line site has no area.
+func siteArea(m2 float64) string {
+	if m2 <= 0 {
+		return "none (the site is a point or a line)"
+	}
+	return formatArea(m2)
+}
+
+func changeLines(cs []LayerChange) []string {
+	if len(cs) == 0 {
+		return []string{"Nothing changed: every layer used the same release and found the same features."}
+	}
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.LayerID+": "+strings.Join(changeParts(c), "; ")+".")
+	}
+	return out
+}
+
+func changeParts(c LayerChange) []string {
+	var parts []string
+	if c.OldRelease != c.NewRelease {
+		parts = append(parts, "release "+orDash(c.OldRelease)+" → "+orDash(c.NewRelease))
+	}
+	if c.OldStatus != c.NewStatus {
+		parts = append(parts, "outcome "+orDash(c.OldStatus)+" → "+orDash(c.NewStatus))
+	}
+	if c.OldCount != nil && c.NewCount != nil && *c.OldCount != *c.NewCount {
+		parts = append(parts, fmt.Sprintf("matched %d → %d", *c.OldCount, *c.NewCount))
+	}
+	if c.AddedCount > 0 || c.RemovedCount > 0 {
+		parts = append(parts, fmt.Sprintf("%d added, %d removed", c.AddedCount, c.RemovedCount))
+	}
+	if len(c.Bands) > 0 {
+		parts = append(parts, "bands "+strings.Join(c.Bands, ", "))
+	}
+	if len(c.Added) > 0 {
+		parts = append(parts, "added "+strings.Join(c.Added, ", ")+more(len(c.Added), c.AddedCount))
+	}
+	if len(c.Removed) > 0 {
+		parts = append(parts, "removed "+strings.Join(c.Removed, ", ")+more(len(c.Removed), c.RemovedCount))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "no change in release, outcome or features")
+	}
+	return parts
+}
+
+func (d *pdfDoc) overview() {
+	d.AddPage()
+	d.heading("Overview")
+	d.para("One line per section: whether any record lies on the site, the distance band of the nearest, none found within the "+
+		"section's search distances, or not covered (no data reaches the site). Each line links to its section.", 8.5)
+	cols := []float64{52, 34, 94}
+	d.tableHead(cols, []string{"Section", "Finding", "Detail"})
+	for i, o := range d.r.Overview {
+		d.rowLinked(cols, []string{o.Section, o.Finding, o.Detail}, d.linkFor(o.Key, i))
+	}
+}
+
+func (d *pdfDoc) linkFor(key string, i int) int {
+	for j, s := range d.r.Sections {
+		if s.Key == key {
+			return d.links[j]
+		}
+	}
+	if i < len(d.links) {
+		return d.links[i]
+	}
+	return 0
+}
+
+// bandLabels head the profile's band columns.
+var bandLabels = []string{"On site", "0–100 m", "100–250 m", "250–500 m", "500 m–1 km", "1–2 km", "2–5 km", "5–10 km"}
+
+func (d *pdfDoc) profile() {
+	d.AddPage()
+	d.heading("Statistical profile")
+	d.para("Records per layer by distance from the site boundary. A dash is a band beyond the layer's search distance (not searched), "+
+		"never a zero; the total is every matched record, drawn or not.", 8.5)
+	cols := []float64{52}
+	head := []string{"Layer"}
+	for _, l := range bandLabels {
+		cols = append(cols, 14.5)
+		head = append(head, l)
+	}
+	cols = append(cols, 12)
+	head = append(head, "Total")
+	d.tableHead(cols, head)
+	section := ""
+	for _, p := range d.r.Profile {
+		if p.Section != section {
+			section = p.Section
+			d.room(9)
+			d.SetFont("go", "B", tableSize)
+			d.SetFillColor(245, 245, 245)
+			d.CellFormat(bodyW, 4.5, section, "1", 1, "L", true, 0, "")
+		}
+		cells := []string{p.Layer}
+		if p.Note != "" {
+			d.rowSpan(cols, p.Layer, p.Note)
+			continue
+		}
+		for _, c := range p.Counts {
+			cells = append(cells, countCell(c))
+		}
+		cells = append(cells, countCell(p.Total))
+		d.rowAligned(cols, cells, "R", cols, head)
+	}
+	d.Ln(5)
+	d.room(30)
+	d.subheading("Site profile: records on the site itself", 1)
+	if len(d.r.SiteProfile) == 0 {
+		d.para("No listed record of any layer touches or lies within the site.", 8.5)
+		return
+	}
+	cols2 := []float64{12, 58, 40, 70}
+	d.tableHead(cols2, []string{"Key", "Layer", "Feature", "Details"})
+	for _, r := range d.r.SiteProfile {
+		var fs []string
+		for _, f := range r.Fields {
+			fs = append(fs, f.Name+": "+f.Value)
+		}
+		d.rowHead(cols2, []string{strconv.Itoa(r.Key), r.Layer, r.ID, strings.Join(fs, "; ")}, []string{"Key", "Layer", "Feature", "Details"})
+	}
+}
+
+func countCell(c *int) string {
+	if c == nil {
+		return "–"
+	}
+	return formatCount(*c)
+}
+
+func (d *pdfDoc) section(i int) error {
+	s := &d.r.Sections[i]
+	// A section with nothing to draw starts no page of its own: it
+	// follows the one before when a few lines fit.
+	// A section with a map starts a page unless its heading, map and
+	// legend fit below the section before.
+	drawn := len(s.Legend) > 0 && s.Map.Site != nil
+	need := 45.0
+	if drawn {
+		need = 14 + bodyW*MapHeight/MapWidth + 22
+	}
+	if i == 0 || d.GetY()+need > bottom {
+		d.AddPage()
+	} else {
+		d.Ln(6)
+	}
+	d.SetLink(d.links[i], -1, -1)
+	d.heading("Section: " + s.Name)
+	if s.Warning != "" {
+		d.SetFillColor(255, 240, 220)
+		d.SetFont("go", "B", 9)
+		d.SetTextColor(120, 50, 0)
+		d.MultiCell(bodyW, 4.6, s.Warning, "", "L", true)
+		d.Ln(2)
+	}
+	if len(s.NotCovered) > 0 {
+		d.para("Not covered here (the data does not reach the site; nothing was searched): "+strings.Join(s.NotCovered, "; ")+".", 8.5)
+	}
+	if drawn {
+		if err := d.mapImage("section-"+s.Key, s.Map, 130); err != nil {
+			return err
+		}
+		d.legend(s)
+	}
+	for _, l := range s.Layers {
+		if l.Reason == "outside_coverage" {
+			continue
+		}
+		d.layer(&l)
+	}
+	return nil
+}
+
+// legend lists the layers drawn on the section map, with their counts.
+func (d *pdfDoc) legend(s *ReportSection) {
+	d.room(14)
+	d.SetFont("go", "B", 8.5)
+	d.SetTextColor(20, 20, 20)
+	var rs []string
+	for _, r := range ringRadii(s.Map.Layers) {
+		if r > 0 {
+			rs = append(rs, formatDistance(r))
+		}
+	}
+	y := d.GetY()
+	d.SetDrawColor(214, 39, 40)
+	d.SetFillColor(247, 212, 212)
+	d.SetLineWidth(0.5)
+	d.Rect(marginL, y+0.8, 6, 3, "FD")
+	d.SetLineWidth(0.2)
+	d.SetDrawColor(0, 0, 0)
+	d.SetXY(marginL+8, y)
+	d.SetFont("go", "", 8)
+	d.MultiCell(bodyW-8, 4.2, "Site. Rings: search distances "+strings.Join(rs, ", ")+" from the site boundary; the map draws to "+
+		formatDistance(s.MapRadiusM)+". Numbers are map keys of the listed records (tables below).", "", "L", false)
+	if len(s.Legend) == 0 {
+		d.para("No layer of this section has records within the distance drawn.", 8)
+	}
+	for _, e := range s.Legend {
+		st := layerStyle(e.Style)
+		y := d.GetY()
+		d.room(5)
+		if d.GetY() < y {
+			y = d.GetY()
+		}
+		d.SetFillColor(int(st.colour.R), int(st.colour.G), int(st.colour.B))
+		d.SetDrawColor(int(st.colour.R), int(st.colour.G), int(st.colour.B))
+		switch e.Kind {
+		case "point":
+			d.Circle(marginL+3, y+2.1, 1.3, "F")
+		case "line":
+			d.SetLineWidth(0.6)
+			d.Line(marginL, y+2.1, marginL+6, y+2.1)
+			d.SetLineWidth(0.2)
+		default:
+			d.SetAlpha(0.3, "Normal")
+			d.Rect(marginL, y+0.8, 6, 3, "F")
+			d.SetAlpha(1, "Normal")
+			d.Rect(marginL, y+0.8, 6, 3, "D")
+		}
+		d.SetDrawColor(0, 0, 0)
+		text := e.Name + ": " + plural(e.Features, "record", "records") + " drawn"
+		if e.Kind == "point" && e.Marks > e.Features {
+			text += fmt.Sprintf(" (MultiPoints: %s marks)", formatCount(e.Marks))
+		}
+		if e.Keyed > 0 && e.Keyed < e.Features {
+			text += fmt.Sprintf("; the nearest %d numbered", e.Keyed)
+		}
+		d.SetXY(marginL+8, y)
+		d.SetFont("go", "", 8)
+		d.SetTextColor(40, 40, 40)
+		d.MultiCell(bodyW-8, 4.2, text, "", "L", false)
+	}
+	d.Ln(3)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return formatCount(n) + " " + many
+}
+
+// layer prints a layer's summary and its detail table: the features on
+// the map, then those beyond its frame.
+func (d *pdfDoc) layer(l *ReportLayer) {
+	rows := len(l.Rows) + len(l.NotDrawn)
+	// The heading, summary, table head and first rows stay together.
+	d.room(14 + 5*float64(min(rows, 3)))
+	d.subheading(l.Name, 1)
+	summary := statusText(*l) + " within " + formatDistance(l.RadiusM) + "; coverage " + l.Coverage
+	if l.Count != nil {
+		summary += "; " + plural(*l.Count, "record", "records") + " matched"
+	}
+	if l.ReleaseID != "" {
+		summary += ". Release " + l.ReleaseID + ", schema " + l.SchemaVersion
+	}
+	d.para(summary+".", 8)
+	if rows == 0 {
+		d.Ln(1)
+		return
+	}
+	head := []string{"Key", "Feature", "Distance", "Direction", "On site"}
+	cols := []float64{9, 29, 15, 17, 11}
+	rest := bodyW - 81
+	for _, n := range l.FieldNames {
+		head = append(head, n)
+		cols = append(cols, rest/float64(len(l.FieldNames)))
+	}
+	if len(l.FieldNames) == 0 {
+		cols[1] += rest
+	}
+	cells := func(r Row) []string {
+		dist := formatDistance(r.DistanceM)
+		onSite := "No"
+		if r.OnSite {
+			dist, onSite = "0 m", "Yes"
+		}
+		c := []string{strconv.Itoa(r.Key), r.ID, dist, direction(r.BearingDeg), onSite}
+		for _, f := range r.Fields {
+			c = append(c, f.Value)
+		}
+		for len(c) < len(cols) {
+			c = append(c, "")
+		}
+		return c
+	}
+	if len(l.Rows) > 0 {
+		d.tableHead(cols, head)
+		for _, r := range l.Rows {
+			d.rowHead(cols, cells(r), head)
+		}
+	}
+	if len(l.NotDrawn) > 0 {
+		d.Ln(1)
+		d.room(14)
+		d.SetFont("go", "B", 8)
+		d.MultiCell(bodyW, 4.5, fmt.Sprintf("Not drawn: %s beyond the map's frame", plural(len(l.NotDrawn), "listed record", "listed records")), "", "L", false)
+		d.tableHead(cols, head)
+		for _, r := range l.NotDrawn {
+			d.rowHead(cols, cells(r), head)
+		}
+	}
+	if l.Unlisted > 0 {
+		d.SetFont("go", "", 7.5)
+		d.MultiCell(bodyW, 4, fmt.Sprintf("%s more matched records are counted in the statistical profile and not listed.", formatCount(l.Unlisted)), "", "L", false)
+	}
+	d.Ln(3)
+}
+
+// tableHead prints a table's header row.
+func (d *pdfDoc) tableHead(cols []float64, head []string) {
+	d.SetFont("go", "B", tableSize)
+	d.SetTextColor(20, 20, 20)
+	h := d.rowHeight(cols, head)
+	d.room(h + 4.5)
+	d.SetFillColor(232, 232, 232)
+	x, y := d.GetX(), d.GetY()
+	for i, c := range head {
+		d.Rect(x, y, cols[i], h, "FD")
+		d.SetXY(x+0.8, y+0.3)
+		d.MultiCell(cols[i]-1.6, 3.6, c, "", "L", false)
+		x += cols[i]
+	}
+	d.SetXY(marginL, y+h)
+}
+
+func (d *pdfDoc) rowHeight(cols []float64, cells []string) float64 {
+	lines := 1
+	for i, c := range cells {
+		lines = max(lines, len(d.SplitText(c, cols[i]-1.6)))
+	}
+	return float64(lines)*3.6 + 0.8
+}
+
+// rowHead prints a row; when it starts a new page, the header repeats.
+func (d *pdfDoc) rowHead(cols []float64, cells, head []string) {
+	d.rowAligned(cols, cells, "L", cols, head)
+}
+
+func (d *pdfDoc) rowAligned(cols []float64, cells []string, align string, hcols []float64, head []string) {
+	d.SetFont("go", "", tableSize)
+	h := d.rowHeight(cols, cells)
+	if d.GetY()+h > bottom {
+		d.AddPage()
+		if head != nil {
+			d.tableHead(hcols, head)
+			d.SetFont("go", "", tableSize)
+		}
+	}
+	d.SetTextColor(30, 30, 30)
+	x, y := d.GetX(), d.GetY()
+	for i, c := range cells {
+		d.Rect(x, y, cols[i], h, "D")
+		d.SetXY(x+0.8, y+0.4)
+		a := align
+		if i == 0 {
+			a = "L"
+		}
+		d.MultiCell(cols[i]-1.6, 3.6, c, "", a, false)
+		x += cols[i]
+	}
+	d.SetXY(marginL, y+h)
+}
+
+// rowLinked prints an overview row whose cells link to a section.
+func (d *pdfDoc) rowLinked(cols []float64, cells []string, link int) {
+	y := d.GetY()
+	d.rowAligned(cols, cells, "L", nil, nil)
+	if link != 0 && d.GetY() > y {
+		d.Link(marginL, y, bodyW, d.GetY()-y, link)
+	}
+}
+
+// rowSpan prints a first cell and a note across the rest.
+func (d *pdfDoc) rowSpan(cols []float64, first, note string) {
+	rest := 0.0
+	for _, c := range cols[1:] {
+		rest += c
+	}
+	d.rowAligned([]float64{cols[0], rest}, []string{first, note}, "L", nil, nil)
+}
+
+func (d *pdfDoc) changes() {
+	d.AddPage()
+	d.heading(fmt.Sprintf("Changes since revision %d", d.r.Revision-1))
+	for _, l := range changeLines(d.r.Changes) {
+		d.para(l, 8.5)
+	}
+}
+
+func (d *pdfDoc) sources() {
+	d.AddPage()
+	d.heading("Data sources and currency")
+	d.para("One row per source of each layer used: who published it, the release this report read, its published, effective and "+
+		"retrieved dates, its licence, and how far its data covers this site's search area.", 8.5)
+	cols := []float64{30, 32, 22, 17, 17, 17, 25, 20}
+	head := []string{"Layer", "Provider / source variant", "Release", "Published", "Effective", "Retrieved", "Licence", "Coverage"}
+	d.tableHead(cols, head)
+	for _, s := range d.r.Sources {
+		prov := orDash(s.Provider)
+		if s.Variant != "" {
+			prov += " / " + s.Variant
+		}
+		d.rowHead(cols, []string{s.Layer, prov, orDash(s.Release), orDash(day(s.Published)), orDash(day(s.Effective)), orDash(day(s.Retrieved)),
+			orDash(s.Licence), s.Coverage}, head)
+	}
+	d.Ln(3)
+	var attr []string
+	for _, s := range d.r.Sources {
+		if s.Attribution != "" && !slices.Contains(attr, s.Attribution) {
+			attr = append(attr, s.Attribution)
+		}
+	}
+	if len(attr) > 0 {
+		d.room(15)
+		d.subheading("Attribution", -1)
+		d.para(strings.Join(attr, "; ")+".", 8)
+	}
+	d.para("Map context: coastline and state borders from Natural Earth 1:10m (public domain), generalised to about 1 km; parcels from the cadastral gazetteer.", 8)
+}
+
+// day is a date or date-time's date.
+func day(s string) string {
+	if len(s) > 10 && s[10] == 'T' {
+		return s[:10]
+	}
+	return s
+}
+
+func (d *pdfDoc) limitations() {
+	d.Ln(3)
+	d.room(40)
+	d.heading("Limitations and disclaimer")
+	ls := d.r.Limitations
+	if len(ls) == 0 {
+		ls = []string{Limitations}
+	}
+	for _, l := range ls {
+		d.para(l, 8.5)
+	}
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "—"
 	}
 	return s
-}
-
-func urlSuffix(u string) string {
-	if u == "" {
-		return ""
-	}
-	return " " + u
 }

@@ -18,38 +18,76 @@ func ptrInt(n int) *int { return &n }
 func sampleReport() Report {
 	cover := pointSiteMap()
 	flood := borderMap()
-	src := func(p, a string) []ReportSource {
-		return []ReportSource{{Provider: p, Licence: "CC-BY-4.0", Attribution: a, URL: "https://example.gov.au/" + strings.ToLower(strings.ReplaceAll(p, " ", "-")),
-			Published: "2024-03-01", Effective: "2024-02-15", Retrieved: "2024-03-05T00:00:00Z"}}
+	for _, m := range []*Map{&cover, &flood} {
+		m.Print = true
+		for i := range m.Layers {
+			m.Layers[i].Keys = make([]int, len(m.Layers[i].Features))
+			if len(m.Layers[i].Keys) > 0 {
+				m.Layers[i].Keys[0] = 2
+			}
+		}
+	}
+	src := func(layer, p, a string) SourceRow {
+		return SourceRow{Layer: layer, Provider: p, Variant: strings.ToLower(strings.Fields(p)[0]) + "-2024", Release: "r_aaaa", Licence: "CC-BY-4.0",
+			Attribution: a, URL: "https://example.gov.au/" + strings.ToLower(strings.ReplaceAll(p, " ", "-")),
+			Published: "2024-03-01", Effective: "2024-02-15", Retrieved: "2024-03-05T00:00:00Z", Coverage: "complete"}
+	}
+	rows := []Row{
+		{Key: 1, Layer: "NSW contaminated land notified to the EPA", ID: "NSWEPA-00000017", DistanceM: 0, BearingDeg: math.NaN(), OnSite: true,
+			Fields: []Field{{"Name of the notified site", "Former service station"}, {"EPA regulatory status", "Regulated"}}},
+		{Key: 2, Layer: "NSW contaminated land notified to the EPA", ID: "NSWEPA-00000042", DistanceM: 412.3, BearingDeg: 47,
+			Fields: []Field{{"Name of the notified site", "Dry cleaner"}, {"EPA regulatory status", "Under assessment"}}},
+	}
+	two, zero := 2, 0
+	band := func(v ...int) []*int {
+		out := make([]*int, 8)
+		for i, n := range v {
+			if n >= 0 {
+				out[i] = &v[i]
+			}
+		}
+		return out
 	}
 	return Report{
 		ReportID: "0190c6d4-6f1e-7b8a-9c3d-4e5f60718293", RevisionID: "0190c6d4-7000-7b8a-9c3d-4e5f60718294", Revision: 2,
 		ReceiptID: "0190c6d4-7100-7b8a-9c3d-4e5f60718295", Created: time.Date(2026, 11, 23, 4, 5, 6, 0, time.UTC),
-		Site:  ReportSite{Name: "12 Smith Street, Parramatta", Reference: "DEAL-42", AreaM2: 612.5, Jurisdiction: "NSW"},
-		Cover: cover,
-		Sections: []ReportSection{
-			{Key: "contamination", Name: "Contamination", Map: cover, Layers: []ReportLayer{
-				{ID: "nsw-epa-contaminated-land", Name: "NSW contaminated land notified to the EPA", ReleaseID: "r_aaaa", SchemaVersion: "2024-03",
-					RadiusM: 2000, Status: "data_present", Coverage: "complete", Count: ptrInt(2),
-					Nearest: []NearFeature{
-						{ID: "NSWEPA-00000017", DistanceM: 0, BearingDeg: math.NaN(), Fields: []Field{{"site_name", "Former service station"}, {"status", "Regulated"}}},
-						{ID: "NSWEPA-00000042", DistanceM: 412.3, BearingDeg: 47, Fields: []Field{{"site_name", "Dry cleaner"}}},
-					},
-					Sources: src("NSW Environment Protection Authority", "© State of New South Wales (EPA) 2024")},
-				{ID: "vic-epa-priority-sites", Name: "Victoria EPA Priority Sites Register", ReleaseID: "r_bbbb", SchemaVersion: "2023-11",
-					RadiusM: 2000, Status: "no_data", Reason: "outside_coverage", Coverage: "none", Count: ptrInt(0),
-					Sources: src("EPA Victoria", "© State of Victoria (EPA Victoria) 2023")},
-			}},
-			{Key: "flood", Name: "Flooding", Map: flood, Layers: []ReportLayer{
-				{ID: "nsw-flood-planning-area", Name: "Flood planning areas", ReleaseID: "r_cccc", SchemaVersion: "2024-01",
-					RadiusM: 1000, Status: "no_data", Reason: "no_matches", Coverage: "complete", Count: ptrInt(0),
-					Sources: src("NSW State Emergency Service", "© NSW SES 2024")},
-				{ID: "bom-flood-warning-gauges", Name: "Flood warning gauges", ReleaseID: "r_dddd", SchemaVersion: "2024.1",
-					RadiusM: 10000, Status: "unavailable", Reason: "source_unavailable", Coverage: "unknown",
-					Sources: src("Bureau of Meteorology", "© Commonwealth of Australia (Bureau of Meteorology) 2024")},
-			}},
+		Site: ReportSite{Name: "12 Smith Street, Parramatta", Reference: "crm: DEAL-42", Addresses: []string{"12 Smith Street, PARRAMATTA NSW 2150"},
+			LotPlans: []string{"1/DP608976"}, Lon: 151.0036, Lat: -33.815, MGAZone: 56, Easting: 315223.7, Northing: 6256564.2,
+			AreaM2: 612.5, Jurisdiction: "NSW", Built: "23 November 2026 15:05 AEDT (UTC+11:00)"},
+		Locality: cover, SearchArea: Map{Site: cover.Site, Print: true, Rings: []float64{100, 250, 500, 1000, 2000}},
+		Overview: []OverviewLine{{Section: "Contamination", Key: "contamination", Finding: "On site", Detail: "NSW contaminated land notified to the EPA"},
+			{Section: "Flooding", Key: "flood", Finding: "None found", Detail: "1 layer unavailable"}},
+		Profile: []ProfileRow{
+			{Section: "Contamination", Layer: "NSW contaminated land notified to the EPA", Counts: band(1, 0, 0, 1, 0, 0, -1, -1), Total: &two},
+			{Section: "Contamination", Layer: "Victoria EPA Priority Sites Register", Counts: band(-1, -1, -1, -1, -1, -1, -1, -1), Total: &zero, Note: "Not covered: the data does not reach the site"},
+			{Section: "Flooding", Layer: "Flood planning areas", Counts: band(0, 0, 0, 0, 0, -1, -1, -1), Total: &zero},
+			{Section: "Flooding", Layer: "Flood warning gauges", Counts: band(-1, -1, -1, -1, -1, -1, -1, -1), Note: "Source unavailable: count unknown"},
 		},
-		Changes: []LayerChange{{LayerID: "nsw-epa-contaminated-land", OldRelease: "r_0000", NewRelease: "r_aaaa", Added: []string{"NSWEPA-00000042"}}},
+		SiteProfile: rows[:1],
+		Sections: []ReportSection{
+			{Key: "contamination", Name: "Contamination", Map: cover, MapRadiusM: 2000, NotCovered: []string{"Victoria EPA Priority Sites Register"},
+				Legend: []LegendEntry{{Style: 0, Name: "NSW contaminated land notified to the EPA", Kind: "point", Features: 6, Marks: 6, Keyed: 1}},
+				Layers: []ReportLayer{
+					{ID: "nsw-epa-contaminated-land", Name: "NSW contaminated land notified to the EPA", ReleaseID: "r_aaaa", SchemaVersion: "2024-03",
+						RadiusM: 2000, Status: "data_present", Coverage: "complete", Count: &two,
+						FieldNames: []string{"Name of the notified site", "EPA regulatory status"}, Rows: rows[1:], NotDrawn: rows[:1]},
+					{ID: "vic-epa-priority-sites", Name: "Victoria EPA Priority Sites Register", ReleaseID: "r_bbbb", SchemaVersion: "2023-11",
+						RadiusM: 2000, Status: "no_data", Reason: "outside_coverage", Coverage: "none", Count: &zero},
+				}},
+			{Key: "flood", Name: "Flooding", Map: flood, MapRadiusM: 2000, Warning: "No NSW register: a test warning.",
+				Legend: []LegendEntry{{Style: 0, Name: "Flood planning areas", Kind: "polygon", Features: 3}},
+				Layers: []ReportLayer{
+					{ID: "nsw-flood-planning-area", Name: "Flood planning areas", ReleaseID: "r_cccc", SchemaVersion: "2024-01",
+						RadiusM: 1000, Status: "no_data", Reason: "no_matches", Coverage: "complete", Count: &zero},
+					{ID: "bom-flood-warning-gauges", Name: "Flood warning gauges", ReleaseID: "r_dddd", SchemaVersion: "2024.1",
+						RadiusM: 10000, Status: "unavailable", Reason: "source_unavailable", Coverage: "unknown"},
+				}},
+		},
+		Changes: []LayerChange{{LayerID: "nsw-epa-contaminated-land", OldRelease: "r_0000", NewRelease: "r_aaaa", Added: []string{"NSWEPA-00000042"},
+			AddedCount: 1, Bands: []string{"250–500 m 0 → 1"}}},
+		Sources: []SourceRow{src("NSW contaminated land notified to the EPA", "NSW Environment Protection Authority", "© State of New South Wales (EPA) 2024"),
+			src("Flood warning gauges", "Bureau of Meteorology", "© Commonwealth of Australia (Bureau of Meteorology) 2024")},
+		Limitations: []string{Limitations, "Coverage. A second paragraph."},
 	}
 }
 
@@ -80,19 +118,23 @@ func TestPDFStatesEveryLine(t *testing.T) {
 	}
 	text := pdfText(t, pdf)
 	flat := strings.Join(strings.Fields(text), " ")
-	want := []string{r.Site.Name, r.ReportID, r.ReceiptID, "DEAL-42", "613 m²", "NSW",
-		"Records found", "No records", "Not covered", "Source unavailable",
-		"NSWEPA-00000042", "412 m", "NE", "on site", "Dry cleaner",
-		"Changes since revision 1", "added NSWEPA-00000042",
+	want := []string{r.Site.Name, r.ReportID, r.ReceiptID, "DEAL-42", "613 m²", "NSW", "1/DP608976", "PARRAMATTA NSW 2150",
+		"33.815000° S, 151.003600° E", "zone 56: 315223.7 mE, 6256564.2 mN", "AEDT (UTC+11:00)",
+		"Records found", "No records", "Not covered", "Source unavailable", "Statistical profile", "Site profile",
+		"NSWEPA-00000042", "412 m", "NE", "on site", "Dry cleaner", "EPA regulatory status", "Not drawn: 1 listed record",
+		"Changes since revision 1", "250–500 m 0 → 1", "No NSW register",
 		strings.Join(strings.Fields(Limitations), " ")}
 	for _, s := range r.Sections {
 		want = append(want, s.Name)
 		for _, l := range s.Layers {
-			want = append(want, l.Name, l.ReleaseID)
-			for _, src := range l.Sources {
-				want = append(want, src.Attribution, "Licence: "+src.Licence, src.Provider)
+			want = append(want, l.Name)
+			if l.Reason != "outside_coverage" {
+				want = append(want, l.ReleaseID)
 			}
 		}
+	}
+	for _, src := range r.Sources {
+		want = append(want, src.Attribution, src.Licence, strings.Fields(src.Provider)[0])
 	}
 	for _, w := range want {
 		if !strings.Contains(flat, w) {

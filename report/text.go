@@ -33,10 +33,11 @@ type faces struct {
 	title, subtitle, heading, body, small, label font.Face
 }
 
-func newFaces() *faces {
+// newFaces makes the faces at scale times their screen sizes.
+func newFaces(scale float64) *faces {
 	reg, bold := fonts()
 	mk := func(f *opentype.Font, size float64) font.Face {
-		face, err := opentype.NewFace(f, &opentype.FaceOptions{Size: size, DPI: 72, Hinting: font.HintingFull})
+		face, err := opentype.NewFace(f, &opentype.FaceOptions{Size: size * scale, DPI: 72, Hinting: font.HintingFull})
 		if err != nil {
 			panic("report: font face: " + err.Error())
 		}

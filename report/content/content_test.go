@@ -1,0 +1,191 @@
+package content
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paulmach/orb"
+)
+
+// east is a point m metres east of p (at about 34° S).
+func east(p orb.Point, m float64) orb.Point { return orb.Point{p[0] + m/(111_320*0.829), p[1]} }
+
+var origin = orb.Point{151.0036, -33.815}
+
+// lot is a 20 m square site at origin.
+var lot = orb.Polygon{{{151.0035, -33.8151}, {151.0037, -33.8151}, {151.0037, -33.8149}, {151.0035, -33.8149}, {151.0035, -33.8151}}}
+
+func points(prefix string, dists ...float64) []Feature {
+	var out []Feature
+	for i, d := range dists {
+		out = append(out, Feature{ID: fmt.Sprintf("%s-%02d", prefix, i), DistanceM: d, Geometry: east(origin, d+10),
+			Properties: func() map[string]any {
+				return map[string]any{"bore_id": "GW1", "probability_class": "High", "depth_m": 12.5}
+			}})
+	}
+	return out
+}
+
+func layer(id, section string, radius float64, states []string, fs []Feature) Layer {
+	n := len(fs)
+	l := Layer{ID: id, Name: "Layer " + id, SectionKey: section, SectionName: strings.ToUpper(section[:1]) + section[1:], Jurisdictions: states,
+		ReleaseID: "r_" + id, SchemaVersion: "1", RadiusM: radius, Status: "no_data", Reason: "no_matches", Coverage: "complete", Count: &n,
+		Features: fs, FieldSchema: json.RawMessage(`{"bore_id":{"type":"string"},"probability_class":{"type":"string","title":"Probability class"},"depth_m":{"type":"number","description":"Depth drilled"}}`),
+		Units: json.RawMessage(`{"depth_m":"m"}`)}
+	if n > 0 {
+		l.Status, l.Reason = "data_present", ""
+	}
+	return l
+}
+
+func sampleInput() Input {
+	return Input{ReportID: "r", RevisionID: "v", Revision: 1, Built: time.Date(2026, 11, 23, 23, 30, 0, 0, time.UTC),
+		Site: Site{ID: "s", Name: "Lot", AreaM2: 400, Jurisdiction: "NT", Geometry: lot},
+		Layers: []Layer{
+			layer("a", "contamination", 2000, []string{"NSW"}, nil),
+			layer("a2", "contamination", 2000, []string{"VIC"}, nil),
+			layer("b", "contamination", 10000, []string{"AUS"}, points("B", 0, 50, 120, 300, 700, 1500, 1999, 2500, 6000, 9000, 9500, 9900)),
+			layer("c", "water", 1000, []string{"AUS"}, points("C", 0, 0, 99.9, 100, 250, 999)),
+			layer("d", "water", 1000, []string{"QLD"}, nil),
+		},
+		Parcels: []Parcel{{Jurisdiction: "NT", CadastreID: "1/DP608976", Address: "1 Test Street, DARWIN NT 0800", Geometry: lot}}}
+}
+
+// TestBandsSumToMatched: every layer's bands sum to its matched count;
+// bands beyond the radius are nil, within it never nil.
+func TestBandsSumToMatched(t *testing.T) {
+	in := sampleInput()
+	out := Build(in)
+	for i, l := range in.Layers {
+		sum := 0
+		for j, c := range out.Layers[i].Bands {
+			if c == nil {
+				if Searched(j, l.RadiusM) {
+					t.Errorf("%s: band %s within %v m has no count", l.ID, Bands[j].Key, l.RadiusM)
+				}
+				continue
+			}
+			sum += *c
+		}
+		if sum != *l.Count {
+			t.Errorf("%s: bands sum to %d, matched %d", l.ID, sum, *l.Count)
+		}
+	}
+	// Band edges: 100 m is in 0-100 m, 100.1 in 100-250 m, 0 on site.
+	for _, tc := range []struct {
+		d    float64
+		want string
+	}{{0, "on_site"}, {0.01, "0_100m"}, {100, "0_100m"}, {100.1, "100_250m"}, {2000, "1_2km"}, {10000, "5_10km"}} {
+		if got := Bands[BandOf(tc.d)].Key; got != tc.want {
+			t.Errorf("BandOf(%v) = %s, want %s", tc.d, got, tc.want)
+		}
+	}
+}
+
+// TestMapKeys: every listed feature has a key unique in the report; the
+// drawn ones appear once on their section map, the others once in their
+// layer's not-drawn rows, and the tables and maps agree.
+func TestMapKeys(t *testing.T) {
+	out := Build(sampleInput())
+	onMap := map[int]int{}
+	for _, s := range out.Doc.Sections {
+		for _, ml := range s.Map.Layers {
+			for _, k := range ml.Keys {
+				if k > 0 {
+					onMap[k]++
+				}
+			}
+		}
+	}
+	notDrawn := map[int]int{}
+	rows := map[int]bool{}
+	for _, s := range out.Doc.Sections {
+		for _, l := range s.Layers {
+			for _, r := range l.NotDrawn {
+				notDrawn[r.Key]++
+			}
+			for _, r := range l.Rows {
+				rows[r.Key] = true
+			}
+		}
+	}
+	seen := map[int]bool{}
+	listed := 0
+	for _, f := range out.Layers {
+		for _, lf := range f.Listed {
+			listed++
+			if seen[lf.Key] {
+				t.Errorf("key %d used twice", lf.Key)
+			}
+			seen[lf.Key] = true
+			if got := onMap[lf.Key] + notDrawn[lf.Key]; got != 1 {
+				t.Errorf("key %d (%s) appears %d times on maps and not-drawn lists", lf.Key, lf.FeatureID, got)
+			}
+			if lf.Drawn != (onMap[lf.Key] == 1) || lf.Drawn != rows[lf.Key] {
+				t.Errorf("key %d: drawn %v, on the map %d, in the map's rows %v", lf.Key, lf.Drawn, onMap[lf.Key], rows[lf.Key])
+			}
+			if lf.Drawn && lf.DistanceM > f.MapRadiusM {
+				t.Errorf("key %d drawn at %v m beyond the map's %v m", lf.Key, lf.DistanceM, f.MapRadiusM)
+			}
+		}
+	}
+	if listed != Listed+6 {
+		t.Errorf("%d listed, want %d", listed, Listed+6)
+	}
+	// The site profile: the on-site features of every layer, first.
+	if got := len(out.Doc.SiteProfile); got != 3 {
+		t.Errorf("site profile has %d rows, want 3", got)
+	}
+}
+
+// TestCoverAndGaps: the cover's lot/plan, address, coordinates and local
+// time; a section whose state registers are all of other jurisdictions
+// says so.
+func TestCoverAndGaps(t *testing.T) {
+	out := Build(sampleInput())
+	s := out.Doc.Site
+	if len(s.LotPlans) != 1 || s.LotPlans[0] != "1/DP608976" || len(s.Addresses) != 1 || s.MGAZone != 56 {
+		t.Errorf("site %+v", s)
+	}
+	if s.Built != "24 November 2026 09:00 ACST (UTC+09:30)" {
+		t.Errorf("built %q", s.Built)
+	}
+	if math.Abs(s.Lat+33.815) > 1e-6 || math.Abs(s.Lon-151.0036) > 1e-6 {
+		t.Errorf("centroid %v %v", s.Lat, s.Lon)
+	}
+	var warned bool
+	for _, sec := range out.Doc.Sections {
+		if sec.Key == "contamination" && strings.Contains(sec.Warning, "no NT register") {
+			warned = true
+		}
+		if sec.Key == "water" && sec.Warning != "" {
+			t.Errorf("water warns %q", sec.Warning)
+		}
+	}
+	if !warned {
+		t.Error("the contamination section does not say the service holds no NT register")
+	}
+	if !strings.Contains(strings.Join(out.Doc.Limitations, " "), "Registers not held for NT") {
+		t.Error("the limitations do not name the NT gap")
+	}
+}
+
+func TestLabels(t *testing.T) {
+	f := NewFields(json.RawMessage(`{"probability_class":{"title":"Probability"},"depth_m":{"description":"Depth drilled"},"bore_id":{"type":"string"}}`),
+		json.RawMessage(`{"depth_m":"m"}`))
+	for name, want := range map[string]string{"probability_class": "Probability", "depth_m": "Depth drilled (m)", "bore_id": "Bore ID",
+		"record_updated_at": "Record updated at", "lga": "LGA"} {
+		if got := f.Label(name); got != want {
+			t.Errorf("Label(%s) = %q, want %q", name, got, want)
+		}
+	}
+	for _, text := range Text(Build(sampleInput()).Doc) {
+		if strings.Contains(text.Text, "probability_class") || strings.Contains(text.Text, "bore_id") {
+			t.Errorf("section %s prints a raw field name:\n%s", text.Heading, text.Text)
+		}
+	}
+}

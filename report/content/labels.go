@@ -1,0 +1,162 @@
+package content
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// fieldChars bounds one printed field value, in characters.
+const fieldChars = 80
+
+// fieldSpec is what the report reads of a field's JSON Schema fragment.
+type fieldSpec struct {
+	Title       string `json:"title"`
+	Description string `json:"description"`
+}
+
+// Fields labels a layer's fields for people: the field schema's title;
+// else its description when short; else the name made readable (never a
+// raw snake_case name), with the unit from the layer's units.
+type Fields struct {
+	labels map[string]string
+	units  map[string]string
+}
+
+// NewFields reads a layer's field schema and units (JSON objects keyed by
+// field name; either may be empty).
+func NewFields(schema, units json.RawMessage) Fields {
+	f := Fields{labels: map[string]string{}, units: map[string]string{}}
+	var specs map[string]fieldSpec
+	if len(schema) > 0 && json.Unmarshal(schema, &specs) == nil {
+		for k, s := range specs {
+			switch {
+			case strings.TrimSpace(s.Title) != "":
+				f.labels[k] = strings.TrimSpace(s.Title)
+			case s.Description != "" && utf8.RuneCountInString(s.Description) <= 48:
+				f.labels[k] = strings.TrimSuffix(strings.TrimSpace(s.Description), ".")
+			}
+		}
+	}
+	var us map[string]*string
+	if len(units) > 0 && json.Unmarshal(units, &us) == nil {
+		for k, u := range us {
+			if u != nil && *u != "" {
+				f.units[k] = *u
+			}
+		}
+	}
+	return f
+}
+
+// Label is the field's printed name, with its unit.
+func (f Fields) Label(name string) string {
+	l := cmp.Or(f.labels[name], Humanize(name))
+	if u := f.units[name]; u != "" {
+		l += " (" + u + ")"
+	}
+	return l
+}
+
+// Humanize makes a field name readable: "probability_class" ->
+// "Probability class", "bore_id" -> "Bore ID".
+func Humanize(name string) string {
+	words := strings.FieldsFunc(name, func(r rune) bool { return r == '_' || r == '-' || r == '.' || unicode.IsSpace(r) })
+	for i, w := range words {
+		switch strings.ToLower(w) {
+		case "id", "lga", "epa", "url", "pfas", "ahd", "gda", "mga", "abn":
+			words[i] = strings.ToUpper(w)
+			continue
+		case "m":
+			words[i] = "(m)"
+			continue
+		case "ha":
+			words[i] = "(ha)"
+			continue
+		}
+		if i == 0 {
+			r, n := utf8.DecodeRuneInString(w)
+			words[i] = string(unicode.ToUpper(r)) + w[n:]
+		}
+	}
+	if len(words) == 0 {
+		return name
+	}
+	return strings.Join(words, " ")
+}
+
+// Value prints a field value: text whitespace-folded and cut to
+// fieldChars, numbers as given, booleans as Yes/No, times in UTC.
+func Value(v any) string {
+	var s string
+	switch v := v.(type) {
+	case nil:
+		return "—"
+	case string:
+		s = v
+	case bool:
+		if v {
+			return "Yes"
+		}
+		return "No"
+	case float64:
+		s = strconv.FormatFloat(v, 'f', -1, 64)
+	case float32:
+		s = strconv.FormatFloat(float64(v), 'f', -1, 32)
+	case time.Time:
+		s = v.UTC().Format(time.RFC3339)
+	default:
+		s = fmt.Sprint(v)
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) > fieldChars {
+		r := []rune(s)
+		s = string(r[:fieldChars-1]) + "…"
+	}
+	return s
+}
+
+// keyFieldNames picks a listed feature's most telling fields, at most n:
+// names first, then statuses, classes and kinds, then other text, numbers
+// and flags, each group by field name; null values are skipped.
+func keyFieldNames(props map[string]any, n int) []string {
+	rank := func(k string) int {
+		switch {
+		case strings.Contains(k, "name"):
+			return 0
+		case strings.Contains(k, "status"), strings.Contains(k, "class"), strings.Contains(k, "type"),
+			strings.Contains(k, "category"), strings.Contains(k, "activity"):
+			return 1
+		}
+		switch props[k].(type) {
+		case string:
+			return 2
+		case bool:
+			return 4
+		}
+		return 3
+	}
+	keys := make([]string, 0, len(props))
+	for k, v := range props {
+		if v != nil {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a, b)) })
+	return keys[:min(len(keys), n)]
+}
+
+// Distance writes metres as "75 m", "1.2 km".
+func Distance(m float64) string {
+	if m >= 1000 {
+		return strconv.FormatFloat(math.Round(m/100)/10, 'f', -1, 64) + " km"
+	}
+	return strconv.FormatFloat(math.Round(m), 'f', -1, 64) + " m"
+}
