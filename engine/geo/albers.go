@@ -81,15 +81,17 @@ func (p *albers) phi(q float64) (float64, bool) {
 		return math.Copysign(math.Pi/2, q), true
 	}
 	phi := math.Asin(math.Max(-1, math.Min(1, q/2)))
+	var d float64
 	for i := 0; i < 30; i++ {
 		s, c := math.Sincos(phi)
 		es := p.e * s
 		om := 1 - es*es
-		d := om * om / (2 * c) * (q/(1-p.e2) - s/om + math.Log((1-es)/(1+es))/(2*p.e))
+		d = om * om / (2 * c) * (q/(1-p.e2) - s/om + math.Log((1-es)/(1+es))/(2*p.e))
 		phi += d
-		if math.Abs(d) < 1e-15 {
+		if math.Abs(d) < 1e-14 {
 			return phi, true
 		}
 	}
-	return phi, false
+	// Rounding can leave the last step oscillating near 1e-16 rad.
+	return phi, math.Abs(d) < 1e-11
 }

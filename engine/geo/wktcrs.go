@@ -128,7 +128,7 @@ func datumOf(geog *wktNode) wktDatum {
 		}
 		return datumUnknown
 	}
-	d := geog.child("DATUM", "GEODETICDATUM", "TRF")
+	d := geog.child("DATUM", "GEODETICDATUM", "TRF", "ENSEMBLE")
 	if d == nil {
 		return datumUnknown
 	}
@@ -137,7 +137,7 @@ func datumOf(geog *wktNode) wktDatum {
 		return datumGDA94
 	case "dgda2020", "gda2020", "geocentricdatumofaustralia2020":
 		return datumGDA2020
-	case "dwgs1984", "wgs1984", "wgs84", "worldgeodeticsystem1984":
+	case "dwgs1984", "wgs1984", "wgs84", "worldgeodeticsystem1984", "worldgeodeticsystem1984ensemble":
 		return datumWGS84
 	}
 	return datumUnknown
@@ -158,6 +158,11 @@ func identifyWKT(root *wktNode) (CRS, bool) {
 	case "PROJCS", "PROJCRS", "PROJECTEDCRS":
 	default:
 		return 0, false
+	}
+	if u := root.child("UNIT", "LENGTHUNIT"); u != nil && len(u.args) > 1 {
+		if v, ok := u.args[1].(float64); !ok || v != 1 {
+			return 0, false // not metres
+		}
 	}
 	geog := root.child("GEOGCS", "GEOGCRS", "BASEGEOGCRS", "BASEGEODCRS")
 	datum := datumOf(geog)
