@@ -29,6 +29,7 @@ type dbfField struct {
 	offset int    // within the record, after the deletion flag
 	length int
 	toText bool // a numeric field read into a string schema field
+	toBool bool // a numeric field read into a boolean schema field (GDAL writes booleans as N(1))
 }
 
 // readDBFHeader reads the header and field descriptors and leaves r at the
@@ -80,8 +81,9 @@ func readDBFHeader(r io.Reader, size int64, decode func([]byte) (string, bool), 
 			return nil, fmt.Errorf(".dbf: two fields map to %q", f.prop)
 		}
 		seen[f.prop] = true
-		if sf, ok := schema.Lookup(f.prop); ok && sf.Type == tiles.TypeString && (f.typ == 'N' || f.typ == 'F') {
-			f.toText = true
+		if sf, ok := schema.Lookup(f.prop); ok && (f.typ == 'N' || f.typ == 'F') {
+			f.toText = sf.Type == tiles.TypeString
+			f.toBool = sf.Type == tiles.TypeBoolean
 		}
 		t.fields = append(t.fields, f)
 	}
@@ -182,6 +184,15 @@ func (f *dbfField) value(raw []byte, decode func([]byte) (string, bool)) (any, e
 		}
 		if f.toText {
 			return s, nil
+		}
+		if f.toBool {
+			switch s {
+			case "0":
+				return false, nil
+			case "1":
+				return true, nil
+			}
+			return nil, fmt.Errorf("%q is not a boolean (0 or 1)", s)
 		}
 		return jsonNumber(s), nil
 	case 'L':
