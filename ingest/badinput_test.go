@@ -165,7 +165,7 @@ func TestBadFiles(t *testing.T) {
 		{"CSV unknown column", "c.csv", "wkt,name,colour\nPOINT(1 2),a,red\n", []string{`column "colour" is not a field`}},
 		{"CSV duplicate column", "c.csv", "wkt,name,Name\nPOINT(1 2),a,b\n", []string{`column "Name" appears twice`}},
 		{"unknown extension", "data.txt", good, []string{`unknown file extension ".txt"`}},
-		{"unsupported legacy crs", "c.geojson", `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"EPSG:3857"}},"features":[]}`,
+		{"unsupported legacy crs", "c.geojson", `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"EPSG:3111"}},"features":[]}`,
 			[]string{"unsupported crs"}},
 	}
 	for _, tc := range tests {
@@ -205,7 +205,7 @@ func TestBadOptions(t *testing.T) {
 	for name, mod := range map[string]func(*Options){
 		"no layer":     func(o *Options) { o.Layer = nil },
 		"no store":     func(o *Options) { o.Store = nil },
-		"bad crs":      func(o *Options) { o.SourceCRS = "EPSG:3857" },
+		"bad crs":      func(o *Options) { o.SourceCRS = "EPSG:3111" },
 		"negative max": func(o *Options) { o.MaxRejects = -1 },
 	} {
 		opt := b.opts()

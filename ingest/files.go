@@ -21,6 +21,9 @@ const (
 	formatSeq                      // RFC 8142 GeoJSON text sequence
 	formatCSV
 	formatParquet
+	formatShapefile  // .shp with its .shx, .dbf (.prj, .cpg)
+	formatZip        // a .zip holding one Shapefile
+	formatGeoPackage // .gpkg
 )
 
 type input struct {
@@ -40,6 +43,9 @@ var extensions = map[string]format{
 	".csv":        formatCSV,
 	".parquet":    formatParquet,
 	".geoparquet": formatParquet,
+	".shp":        formatShapefile,
+	".zip":        formatZip,
+	".gpkg":       formatGeoPackage,
 }
 
 func formatOf(name string) (format, error) {
@@ -48,9 +54,9 @@ func formatOf(name string) (format, error) {
 		return f, nil
 	}
 	if ext == "" {
-		return 0, errors.New("no file extension: name the file .geojson, .json, .ndjson, .geojsonl, .jsonl, .geojsons, .csv, .parquet or .geoparquet")
+		return 0, errors.New("no file extension: name the file .geojson, .json, .ndjson, .geojsonl, .jsonl, .geojsons, .csv, .parquet, .geoparquet, .shp, .zip (a zipped Shapefile) or .gpkg")
 	}
-	return 0, fmt.Errorf("unknown file extension %q: use .geojson, .json, .ndjson, .geojsonl, .jsonl, .geojsons, .csv, .parquet or .geoparquet", ext)
+	return 0, fmt.Errorf("unknown file extension %q: use .geojson, .json, .ndjson, .geojsonl, .jsonl, .geojsons, .csv, .parquet, .geoparquet, .shp, .zip (a zipped Shapefile) or .gpkg", ext)
 }
 
 // readFile reads one input into f.
@@ -68,6 +74,10 @@ func readFile(ctx context.Context, cfg *config, in input, f *feeder) error {
 		return readCSV(ctx, cfg, file, src, f)
 	case formatParquet:
 		return readParquet(ctx, cfg, in, file, src, f)
+	case formatShapefile, formatZip:
+		return readShapefile(ctx, cfg, in, src, f)
+	case formatGeoPackage:
+		return readGeoPackage(ctx, cfg, in, src, f)
 	}
 	return fmt.Errorf("unknown format")
 }
@@ -94,7 +104,10 @@ func readJSON(ctx context.Context, cfg *config, in input, file *os.File, src *so
 			// As for GeoParquet: the file's own CRS wins unless it is
 			// OGC:CRS84 (GeoJSON's default), when the flag applies.
 			c, err := legacyCRS(raw)
-			if err != nil || c == geo.CRS84 || c == src.crs {
+			if err != nil || c == geo.CRS84 {
+				return err
+			}
+			if c, err = cfg.reconcileCRS("crs member", true, c); err != nil || c == src.crs {
 				return err
 			}
 			if after {
@@ -128,7 +141,7 @@ func legacyCRS(raw []byte) (geo.CRS, error) {
 	if m.Type != "name" {
 		return 0, fmt.Errorf("crs member: only named CRSs are supported (type %q)", m.Type)
 	}
-	c, err := geo.ParseCRS(m.Properties.Name)
+	c, err := geo.ParseSourceCRS(m.Properties.Name)
 	if err != nil {
 		return 0, fmt.Errorf("crs member: %w", err)
 	}
@@ -144,9 +157,12 @@ func readParquet(ctx context.Context, cfg *config, in input, file *os.File, src 
 		return err
 	}
 	if info.CRS != "" && info.CRS != "OGC:CRS84" {
-		c, err := geo.ParseCRS(info.CRS)
+		c, err := geo.ParseSourceCRS(info.CRS)
 		if err != nil {
 			return fmt.Errorf("the file's crs: %w", err)
+		}
+		if c, err = cfg.reconcileCRS("GeoParquet crs", true, c); err != nil {
+			return err
 		}
 		src.crs = c
 	}

@@ -30,10 +30,20 @@ type Options struct {
 	// by ParseLayerDef.
 	Layer *LayerDef
 	// SourceCRS is the CRS of the input coordinates: OGC:CRS84 (default,
-	// also ""), EPSG:4326, EPSG:7844 or a GDA2020 MGA zone EPSG:7847..7858.
-	// A GeoParquet file whose own crs is something other than OGC:CRS84
-	// uses its own, as does a GeoJSON file with a legacy "crs" member.
+	// also ""), EPSG:4326, EPSG:7844, a GDA2020 MGA zone EPSG:7847..7858,
+	// or a publisher's CRS converted on the way in (geo.ParseSourceCRS):
+	// GDA94 EPSG:4283 and MGA94 EPSG:28348..28358 (to GDA2020 by the
+	// Helmert transformation EPSG:8048), Albers EPSG:3577 and EPSG:9473,
+	// Web Mercator EPSG:3857. A file that names its own CRS (a Shapefile's
+	// .prj, a GeoPackage's srs, a GeoParquet crs other than OGC:CRS84, a
+	// GeoJSON legacy "crs" member) uses it, and when SourceCRS is also set
+	// the two must agree, else the file is refused (*FileError). A
+	// Shapefile or GeoPackage naming no CRS whose coordinates are not
+	// longitude, latitude needs SourceCRS: a CRS is never guessed.
 	SourceCRS string
+	// Table names the feature table of a GeoPackage input. Default "":
+	// the GeoPackage's only feature table (several are an error).
+	Table string
 	// IDProperty names the property holding each feature's unique id.
 	// Default "": the GeoJSON feature's "id" member when present (and the
 	// feature_id of a GeoParquet tile), else "<file base name>:<row>".
@@ -133,6 +143,7 @@ const (
 type config struct {
 	Options
 	crs        geo.CRS
+	crsGiven   bool // SourceCRS was set: a file naming another CRS is an error
 	schema     tiles.FieldSchema
 	allowed    map[string]bool
 	idInSchema bool
@@ -160,9 +171,10 @@ func (o Options) config() (*config, error) {
 		crs = "OGC:CRS84"
 	}
 	var err error
-	if c.crs, err = geo.ParseCRS(crs); err != nil {
+	if c.crs, err = geo.ParseSourceCRS(crs); err != nil {
 		return nil, fmt.Errorf("ingest: source CRS: %w", err)
 	}
+	c.crsGiven = strings.TrimSpace(o.SourceCRS) != ""
 	switch {
 	case o.MaxRejects < 0:
 		return nil, errors.New("ingest: MaxRejects must not be negative")

@@ -9,8 +9,15 @@ import (
 )
 
 // LedgerPublisher publishes releases into the ledger catalogue: one
-// transaction inserts the release and moves the layer's current release.
-type LedgerPublisher struct{ Ledger *ledger.Ledger }
+// transaction inserts the release and moves the layer's current release
+// (or, with Stage, only inserts it: see ledger.PublishReleaseAs).
+type LedgerPublisher struct {
+	Ledger *ledger.Ledger
+	// Stage publishes the release without making it current.
+	Stage bool
+	// Actor is recorded in the release audit. Default "siteenv ingest".
+	Actor string
+}
 
 // Publish implements Publisher.
 func (p LedgerPublisher) Publish(ctx context.Context, def *LayerDef, m *tiles.Manifest) error {
@@ -50,5 +57,5 @@ func (p LedgerPublisher) Publish(ctx context.Context, def *LayerDef, m *tiles.Ma
 		Sources: sources, Coverage: coverage, ManifestKey: tiles.ManifestKey(m.LayerID, m.ReleaseID),
 		FeatureCount: m.FeatureCount, TileCount: len(m.Tiles), Bytes: bytes,
 	}
-	return p.Ledger.PublishRelease(ctx, y, rel)
+	return p.Ledger.PublishReleaseAs(ctx, y, rel, ledger.PublishMode{Stage: p.Stage, Actor: p.Actor})
 }

@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
@@ -54,44 +53,10 @@ type Release struct {
 // PublishRelease makes a written release visible in one transaction: the
 // section is created if new (free until priced with SetSection), the layer's
 // definition is updated, the release inserted (once; re-publishing the same
-// release is a no-op insert) and the layer's current release moved to it.
+// release is a no-op insert) and the layer's current release moved to it,
+// audited in release_events (see PublishReleaseAs).
 func (l *Ledger) PublishRelease(ctx context.Context, layer Layer, rel Release) error {
-	if layer.ID != rel.LayerID {
-		return fmt.Errorf("%w: release %s is not of layer %s", ErrInvalid, rel.ReleaseID, layer.ID)
-	}
-	now := l.now()
-	sectionName := layer.SectionName
-	if sectionName == "" {
-		sectionName = strings.ReplaceAll(layer.SectionKey, "_", " ")
-	}
-	err := l.tx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO sections (section_key, name, price, updated_at) VALUES ($1, $2, 0, $3)
-			ON CONFLICT (section_key) DO NOTHING`, layer.SectionKey, sectionName, now); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO layers (layer_id, section_key, name, description, schema_version, field_schema, units,
-				radius_max_m, sources, jurisdictions, coverage, geometry_types, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-			ON CONFLICT (layer_id) DO UPDATE SET section_key = excluded.section_key, name = excluded.name,
-				description = excluded.description, schema_version = excluded.schema_version, field_schema = excluded.field_schema,
-				units = excluded.units, radius_max_m = excluded.radius_max_m, sources = excluded.sources,
-				jurisdictions = excluded.jurisdictions, coverage = excluded.coverage, geometry_types = excluded.geometry_types,
-				updated_at = excluded.updated_at`,
-			layer.ID, layer.SectionKey, layer.Name, layer.Description, layer.SchemaVersion, layer.FieldSchema, layer.Units,
-			layer.RadiusMaxM, layer.Sources, layer.Jurisdictions, nullJSON(layer.Coverage), layer.GeometryTypes, now); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO releases (layer_id, release_id, schema_version, field_schema, units, sources, coverage,
-				manifest_key, feature_count, tile_count, bytes, published_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING`,
-			rel.LayerID, rel.ReleaseID, rel.SchemaVersion, rel.FieldSchema, rel.Units, rel.Sources, nullJSON(rel.Coverage),
-			rel.ManifestKey, rel.FeatureCount, rel.TileCount, rel.Bytes, now); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `UPDATE layers SET current_release_id = $2 WHERE layer_id = $1`, layer.ID, rel.ReleaseID)
-		return err
-	})
-	return translate(err)
+	return l.PublishReleaseAs(ctx, layer, rel, PublishMode{})
 }
 
 // nullJSON stores an absent or JSON-null document as SQL NULL.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"siteenv/engine/geo"
 	"siteenv/ingest"
 	"siteenv/store"
 )
@@ -49,7 +50,9 @@ func ingestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	dataDir := dataDirFlag(fs)
 	layerPath := fs.String("layer", "", "layer.json (required)")
-	srcCRS := fs.String("source-crs", "", "CRS of the inputs: OGC:CRS84 (default), EPSG:4326, EPSG:7844, EPSG:7847..7858")
+	srcCRS := fs.String("source-crs", "", "CRS of the inputs (default OGC:CRS84, or what the file names): "+geo.SourceCRSList)
+	table := fs.String("table", "", "GeoPackage feature table (default: the only one)")
+	stage := fs.Bool("stage", false, "publish the release without making it current (review it with siteenv release diff, then promote)")
 	idProp := fs.String("id-property", "", "property holding each feature's unique id")
 	maxRejects := fs.Int64("max-rejects", 0, "abort without publishing when more rows are rejected")
 	rejects := fs.String("rejects", "", "rejects CSV (file,row,reason); default <layer_id>.rejects.csv")
@@ -57,7 +60,7 @@ func ingestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError{err.Error()}
 	}
 	if *layerPath == "" || fs.NArg() == 0 {
-		return usageError{"usage: siteenv ingest --layer layer.json [--source-crs EPSG:N] [--id-property NAME] FILE..."}
+		return usageError{"usage: siteenv ingest --layer layer.json [--source-crs EPSG:N] [--table NAME] [--stage] [--id-property NAME] FILE..."}
 	}
 	def, err := ingest.ReadLayerDef(*layerPath)
 	if err != nil {
@@ -77,8 +80,8 @@ func ingestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	sum, err := ingest.Run(ctx, ingest.Options{
-		Layer: def, SourceCRS: *srcCRS, IDProperty: *idProp, MaxRejects: *maxRejects, RejectsPath: *rejects,
-		Store: st, Publisher: ingest.LedgerPublisher{Ledger: e.led}, Progress: os.Stderr,
+		Layer: def, SourceCRS: *srcCRS, Table: *table, IDProperty: *idProp, MaxRejects: *maxRejects, RejectsPath: *rejects,
+		Store: st, Publisher: ingest.LedgerPublisher{Ledger: e.led, Stage: *stage, Actor: actor("siteenv ingest")}, Progress: os.Stderr,
 	}, fs.Args()...)
 	if err != nil {
 		if sum.Rejected > 0 {

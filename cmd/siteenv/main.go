@@ -33,7 +33,12 @@ Usage:
   siteenv admin report import --account ID --site ID --file X.pdf [--created-at T]
           (a historical website report: PDF only, dataset scope and provenance unknown)
   siteenv ingest --layer layer.json [--source-crs EPSG:N] [--id-property NAME]
-          [--max-rejects N] [--rejects FILE] FILE...
+          [--max-rejects N] [--rejects FILE] [--table NAME] [--stage] FILE...
+          (GeoJSON, NDJSON, CSV, GeoParquet, Shapefile .shp or .zip, GeoPackage .gpkg)
+  siteenv release list --layer ID                  (every release: current, staged, previous)
+  siteenv release diff --layer ID [--from R1] [--to R2] [--out FILE.csv]
+          (added / removed / changed features; default current -> newest staged)
+  siteenv release promote --layer ID --release R   (make R current; also the rollback)
   siteenv ingest gazetteer --addresses FILE --parcels FILE
   siteenv demo [--scale small|medium|large] [--seed N]
   siteenv bench engine [--scale small|medium|large] [--queries N]   (engine vs PostGIS)
@@ -87,6 +92,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "ingest":
 		boundMemory()
 		return ingestCmd(ctx, args[1:], stdout, stderr)
+	case "release":
+		boundMemory()
+		return releaseCmd(ctx, args[1:], stdout, stderr)
 	case "demo":
 		boundMemory()
 		return demoCmd(ctx, args[1:], stdout, stderr)

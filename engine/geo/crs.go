@@ -39,9 +39,15 @@ const (
 // list. It matches ErrUnsupportedCRS.
 type UnsupportedCRSError struct {
 	Input string // the name or code as given, truncated to 64 bytes
+	// Source: the name was read as a source CRS of ingest
+	// (ParseSourceCRS), and the message lists those.
+	Source bool
 }
 
 func (e *UnsupportedCRSError) Error() string {
+	if e.Source {
+		return fmt.Sprintf("unsupported crs %q: supported are %s", e.Input, SourceCRSList)
+	}
 	return fmt.Sprintf("unsupported crs %q: supported are OGC:CRS84, EPSG:4326, EPSG:7844 and EPSG:7847..EPSG:7858 (GDA2020 MGA zones 47..58)", e.Input)
 }
 
@@ -144,12 +150,12 @@ func (c CRS) Zone() int {
 }
 
 // EPSG returns the EPSG code of c: 4326 for CRS84 (its EPSG equivalent up
-// to axis order), 0 for an invalid CRS.
+// to axis order), 0 for a CRS that is not a source CRS (IsSource).
 func (c CRS) EPSG() int {
 	switch {
 	case c == CRS84:
 		return 4326
-	case c.Valid():
+	case c.IsSource():
 		return int(c)
 	}
 	return 0
@@ -161,7 +167,7 @@ func (c CRS) String() string {
 	switch {
 	case c == CRS84:
 		return "OGC:CRS84"
-	case c.Valid():
+	case c.IsSource():
 		return "EPSG:" + strconv.Itoa(int(c))
 	}
 	return "CRS(" + strconv.Itoa(int(c)) + ")"
@@ -214,13 +220,17 @@ const mgaMaxOffsetDeg = 30
 // take x = easting, y = northing in metres. Non-finite input, or a position
 // whose longitude would be more than 30 degrees from the zone's central
 // meridian, gives a *DomainError; an invalid c gives an
-// *UnsupportedCRSError.
+// *UnsupportedCRSError. The source CRSs of ParseSourceCRS are converted
+// too (GDA94 ones through EPSG:8048 to GDA2020, see sourcecrs.go).
 func ToCRS84(c CRS, x, y float64) (lon, lat float64, err error) {
-	if !c.Valid() {
+	if !c.IsSource() {
 		return 0, 0, unsupported(c.String())
 	}
 	if !finite(x) || !finite(y) {
 		return 0, 0, &DomainError{CRS: c, X: x, Y: y, Reason: "not a finite number"}
+	}
+	if !c.Valid() {
+		return sourceToCRS84(c, x, y)
 	}
 	if c.IsGeographic() {
 		if err := checkLonLat(c, x, y); err != nil {
@@ -238,7 +248,7 @@ func ToCRS84(c CRS, x, y float64) (lon, lat float64, err error) {
 // FromCRS84 converts longitude, latitude in degrees to a position of c, the
 // inverse of ToCRS84, with the same errors.
 func FromCRS84(c CRS, lon, lat float64) (x, y float64, err error) {
-	if !c.Valid() {
+	if !c.IsSource() {
 		return 0, 0, unsupported(c.String())
 	}
 	if !finite(lon) || !finite(lat) {
@@ -249,6 +259,9 @@ func FromCRS84(c CRS, lon, lat float64) (x, y float64, err error) {
 	}
 	if c.IsGeographic() {
 		return lon, lat, nil
+	}
+	if !c.Valid() {
+		return sourceFromCRS84(c, lon, lat)
 	}
 	if math.Abs(angDiff(mgaCentralMeridian(c.Zone()), lon)) > mgaMaxOffsetDeg {
 		return 0, 0, &DomainError{CRS: CRS84, X: lon, Y: lat, Reason: fmt.Sprintf("more than %d degrees of longitude from the central meridian of %s", mgaMaxOffsetDeg, c)}
@@ -276,7 +289,7 @@ func checkLonLat(c CRS, lon, lat float64) error {
 //
 // Not safe for concurrent use with anything else touching g.
 func ReprojectToCRS84(c CRS, g orb.Geometry) (orb.Geometry, error) {
-	if !c.Valid() {
+	if !c.IsSource() {
 		return nil, unsupported(c.String())
 	}
 	if g == nil || c.IsGeographic() {

@@ -121,7 +121,7 @@ func TestToCRS84(t *testing.T) {
 		{"MGA 56", z56, 334475.546767, 6252780.548820, 151.2108, -33.8523, nil},
 		{"MGA Inf", z56, math.Inf(1), 6252780, 0, 0, ErrOutOfDomain},
 		{"MGA far east", z56, 5e7, 6252780, 0, 0, ErrOutOfDomain},
-		{"invalid crs", CRS(3857), 0, 0, 0, 0, ErrUnsupportedCRS},
+		{"invalid crs", CRS(3111), 0, 0, 0, 0, ErrUnsupportedCRS},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

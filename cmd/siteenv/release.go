@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"time"
+
+	"siteenv/ingest"
+	"siteenv/ledger"
+	"siteenv/tiles"
+)
+
+const releaseUsage = `usage:
+  siteenv release list --layer ID
+  siteenv release diff --layer ID [--from R1] [--to R2] [--out changes.csv]
+  siteenv release promote --layer ID --release R`
+
+// releaseCmd reviews a layer's releases: list them, compare two, make one
+// current (a staged one, or an earlier one: the rollback).
+func releaseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{releaseUsage}
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("release "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := dataDirFlag(fs)
+	layer := fs.String("layer", "", "layer id (required)")
+	var from, to, out, rel *string
+	switch sub {
+	case "list":
+	case "diff":
+		from = fs.String("from", "", "release to compare from (default: the current release)")
+		to = fs.String("to", "", "release to compare to (default: the newest staged release)")
+		out = fs.String("out", "", "CSV of the added, removed and changed features (default <layer>.<from>..<to>.csv; - for none)")
+	case "promote":
+		rel = fs.String("release", "", "release to make current (required)")
+	default:
+		return usageError{releaseUsage}
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return usageError{err.Error()}
+	}
+	if *layer == "" || fs.NArg() != 0 || (rel != nil && *rel == "") {
+		return usageError{releaseUsage}
+	}
+	e, err := openEnv(ctx, *dataDir, newLogger(stderr))
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	switch sub {
+	case "list":
+		return releaseList(ctx, e, *layer, stdout)
+	case "diff":
+		return releaseDiff(ctx, e, *layer, *from, *to, *out, stdout)
+	}
+	return releasePromote(ctx, e, *layer, *rel, stdout)
+}
+
+// releaseJSON is one release in `release list`.
+type releaseJSON struct {
+	ReleaseID   string        `json:"release_id"`
+	State       string        `json:"state"`
+	Features    int64         `json:"features"`
+	Tiles       int           `json:"tiles"`
+	Bytes       int64         `json:"bytes"`
+	IngestedAt  time.Time     `json:"ingested_at"`
+	SourceDates []sourceDates `json:"source_dates"`
+	Schema      string        `json:"schema_version"`
+}
+
+type sourceDates struct {
+	SourceVariantID   string  `json:"source_variant_id"`
+	SourcePublishedAt *string `json:"source_published_at"`
+	SourceEffectiveAt *string `json:"source_effective_at"`
+	RetrievedAt       *string `json:"retrieved_at"`
+}
+
+func releaseList(ctx context.Context, e *env, layer string, stdout io.Writer) error {
+	rs, err := e.led.ListReleases(ctx, layer)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return fmt.Errorf("no layer %q", layer)
+	}
+	if err != nil {
+		return err
+	}
+	out := struct {
+		LayerID  string        `json:"layer_id"`
+		Releases []releaseJSON `json:"releases"`
+	}{LayerID: layer, Releases: []releaseJSON{}}
+	for _, r := range rs {
+		var srcs []tiles.Source
+		_ = json.Unmarshal(r.Sources, &srcs)
+		dates := []sourceDates{}
+		for _, s := range srcs {
+			dates = append(dates, sourceDates{s.SourceVariantID, s.SourcePublishedAt, s.SourceEffectiveAt, s.RetrievedAt})
+		}
+		out.Releases = append(out.Releases, releaseJSON{ReleaseID: r.ReleaseID, State: r.State, Features: r.FeatureCount,
+			Tiles: r.TileCount, Bytes: r.Bytes, IngestedAt: r.PublishedAt.UTC(), SourceDates: dates, Schema: r.SchemaVersion})
+	}
+	return json.NewEncoder(stdout).Encode(out)
+}
+
+func releaseDiff(ctx context.Context, e *env, layer, from, to, out string, stdout io.Writer) error {
+	if from == "" || to == "" {
+		rs, err := e.led.ListReleases(ctx, layer)
+		if errors.Is(err, ledger.ErrNotFound) {
+			return fmt.Errorf("no layer %q", layer)
+		}
+		if err != nil {
+			return err
+		}
+		for _, r := range rs { // newest first
+			if from == "" && r.State == ledger.ReleaseCurrent {
+				from = r.ReleaseID
+			}
+			if to == "" && r.State == ledger.ReleaseStaged {
+				to = r.ReleaseID
+			}
+		}
+		if from == "" {
+			return fmt.Errorf("layer %q has no current release: name one with --from", layer)
+		}
+		if to == "" {
+			return fmt.Errorf("layer %q has no staged release: name one with --to", layer)
+		}
+	}
+	for _, r := range []string{from, to} {
+		if _, err := e.led.Release(ctx, layer, r); errors.Is(err, ledger.ErrNotFound) {
+			return fmt.Errorf("layer %q has no release %q", layer, r)
+		} else if err != nil {
+			return err
+		}
+	}
+	st, err := e.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	var w io.Writer
+	if out == "" {
+		out = fmt.Sprintf("%s.%s..%s.csv", layer, short(from), short(to))
+	}
+	var f *os.File
+	if out != "-" {
+		if f, err = os.Create(out); err != nil {
+			return err
+		}
+		w = f
+	}
+	start := time.Now()
+	sum, err := ingest.DiffReleases(ctx, st, layer, from, to, w)
+	sum.ElapsedS = time.Since(start).Seconds()
+	if f != nil {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(out)
+		} else {
+			sum.ChangesFile = out
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(sum)
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+func releasePromote(ctx context.Context, e *env, layer, rel string, stdout io.Writer) error {
+	prev, changed, err := e.led.PromoteRelease(ctx, layer, rel, actor("siteenv release promote"))
+	if errors.Is(err, ledger.ErrNotFound) {
+		return fmt.Errorf("layer %q has no release %q", layer, rel)
+	}
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(struct {
+		LayerID         string  `json:"layer_id"`
+		ReleaseID       string  `json:"release_id"`
+		PreviousRelease *string `json:"previous_release_id"`
+		Changed         bool    `json:"changed"`
+	}{layer, rel, prev, changed})
+}
+
+// actor names who ran a command, for the release audit.
+func actor(cmd string) string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return cmd + " (" + u.Username + ")"
+	}
+	return cmd
+}
