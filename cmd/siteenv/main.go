@@ -45,6 +45,7 @@ Environment: SITEENV_DATA_DIR, SITEENV_DATABASE_URL, SITEENV_STORE (file:///path
 s3://bucket/prefix with SITEENV_S3_ENDPOINT, SITEENV_S3_ACCESS_KEY, SITEENV_S3_SECRET_KEY),
 SITEENV_SECRET, SITEENV_LOG_LEVEL (debug|info|warn|error), SITEENV_ENGINE_MEMORY, SITEENV_STORE_RECENT,
 SITEENV_QUERY_ATTEMPT (default 120s), SITEENV_REPORT_ATTEMPT (default 10m), SITEENV_QUERY_SWEEP (default 30s),
+SITEENV_JOB_LEASE (default 5s: a killed replica's work is taken over within about 1.5 leases),
 SITEENV_PG_BIN (the embedded PostgreSQL's bin dir), SITEENV_METRICS_ADDR and
 SITEENV_METRICS_PUBLIC (serve's --metrics-addr and --metrics-public).
 `
