@@ -730,8 +730,8 @@ func TestCluster(t *testing.T) {
 
 	step("KillNineMidQueryAndReport", func(t *testing.T) {
 		// A fresh replica A2, alone, claims a query and a report build, both
-		// held on S3; B2 starts (default settings, idle); A2 is killed with
-		// SIGKILL. Its claims are no longer renewed, so B2 takes both over
+		// held on S3; A2 is killed with SIGKILL and B2 (default settings)
+		// starts. A2's claims are no longer renewed, so B2 takes both over
 		// within about 1.5 job leases (SITEENV_JOB_LEASE, default 5s) - not
 		// after the whole attempt (120 s for a query, 10 min for a report) -
 		// and finishes them: within 15 s of the kill, the report charged once.
@@ -769,11 +769,13 @@ func TestCluster(t *testing.T) {
 		if r := ca2.do("GET", "/sites/"+site, tn.key, nil); r.status != 200 {
 			t.Fatalf("GET /sites on A2 while its query waits on S3: %d %s", r.status, r.body)
 		}
-		b2 := c.replica(t)
-		cb2 := c.client(t, b2)
+		// (A replica starts only with S3 answering, so B2 starts after the
+		// kill: its start-up counts in the 15 s.)
 		a2.kill9()
 		killed := time.Now()
 		c.gate.resume()
+		b2 := c.replica(t)
+		cb2 := c.client(t, b2)
 		var qs, rs string
 		if !pollUntil(15*time.Second, 100*time.Millisecond, func() bool {
 			qs, rs = c.queryStatus(t, id), reportStatus()
