@@ -38,6 +38,9 @@ Usage:
   siteenv demo [--scale small|medium|large] [--seed N]
   siteenv bench engine [--scale small|medium|large] [--queries N]   (engine vs PostGIS)
   siteenv bench ingest [--scale small|medium|large]                 (ingest vs ogr2ogr)
+  siteenv bench api [--scale small|medium|large] [--clients 1,2,8]  (HTTP load: latency per route)
+  siteenv version                      (version, commit and Go version; also --version)
+  siteenv COMMAND --help               (the command's own usage)
 
 Every command takes --data-dir (or SITEENV_DATA_DIR) and reaches the same
 database and store as serve, whether or not a server is running.
@@ -74,6 +77,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return usageError{"a command is required"}
+	}
+	switch {
+	case args[0] == "version" || args[0] == "--version":
+		printVersion(stdout)
+		return nil
+	case args[0] != "help" && helpRequested(args[1:]):
+		if u := commandUsage(args); u != "" {
+			fmt.Fprint(stdout, u)
+			return nil
+		}
+		fmt.Fprint(stdout, usage)
+		return nil
 	}
 	if args[0] != "help" && args[0] != "-h" && args[0] != "--help" {
 		if err := checkEnv(); err != nil {
