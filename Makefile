@@ -16,7 +16,7 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build the binary to bin/siteenv
-	$(GO) build -o $(BIN) ./cmd/siteenv
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/siteenv
 
 run: build ## build, then serve on 127.0.0.1:8080 with the embedded database, file store and demo data
 	$(BIN) serve --addr $(ADDR) --data-dir $(DATA_DIR) --demo

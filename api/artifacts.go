@@ -103,6 +103,8 @@ func (s *Server) createDelivery(r *request) error {
 	}
 	// The body holds a secret link: no cache may keep it.
 	r.ctx.Response.Header.Set("Cache-Control", "no-store")
+	url := BasePath + "/deliveries/" + d.Capability
+	r.ctx.Response.Header.Set("Location", url)
 	return r.writeJSON(201, struct {
 		APIVersion string    `json:"api_version"`
 		DeliveryID uuid.UUID `json:"delivery_id"`
@@ -110,7 +112,7 @@ func (s *Server) createDelivery(r *request) error {
 		URL        string    `json:"url"`
 		ExpiresAt  time.Time `json:"expires_at"`
 		SHA256     string    `json:"sha256"`
-	}{"1", d.ID, d.ArtifactID, BasePath + "/deliveries/" + d.Capability, d.ExpiresAt.UTC(), d.SHA256})
+	}{"1", d.ID, d.ArtifactID, url, d.ExpiresAt.UTC(), d.SHA256})
 }
 
 var errDeliveryUnknown = newProblem(CodeNotFound, "This download link is not valid; obtain a fresh one with POST /artifacts/{artifact_id}/deliveries.")
@@ -157,6 +159,12 @@ func (s *Server) getDelivery(r *request) error {
 	h.Set("Accept-Ranges", "bytes")
 	h.Set("ETag", etag)
 	h.Set("Repr-Digest", "sha-256=:"+base64.StdEncoding.EncodeToString(sum)+":")
+	if etagMatches(string(r.ctx.Request.Header.Peek("If-None-Match")), etag) {
+		// The client holds these bytes already (RFC 9110 13.1.2): no body,
+		// and no Range applies.
+		r.ctx.SetStatusCode(304)
+		return nil
+	}
 	off, length, partial, err := parseRange(string(r.ctx.Request.Header.Peek("Range")), string(r.ctx.Request.Header.Peek("If-Range")), etag, a.Size)
 	if err != nil {
 		return err

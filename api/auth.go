@@ -19,7 +19,7 @@ import (
 // revoked or unknown key, or a missing scope, is refused before anything is
 // counted.
 func (s *Server) admit(r *request) error {
-	if string(r.ctx.Method()) != "GET" {
+	if m := string(r.ctx.Method()); m != "GET" && m != "HEAD" {
 		ta := s.phases.Start()
 		err := s.authenticate(r)
 		s.phases.Done(phase.Auth, ta)
@@ -75,8 +75,13 @@ func (s *Server) prefetchFor(r *request) ledger.Prefetch {
 	return nil
 }
 
-// bearer reads the key from the Authorization header.
+// bearer reads the key from the Authorization header. Two Authorization
+// headers are refused (invalid_request): a proxy that reads the last one
+// would authenticate another key than the one used here.
 func bearer(r *request) (string, error) {
+	if len(r.ctx.Request.Header.PeekAll("Authorization")) > 1 {
+		return "", invalid("Send exactly one Authorization header.", FieldError{Field: "Authorization", Message: "sent more than once"})
+	}
 	h := string(r.ctx.Request.Header.Peek("Authorization"))
 	scheme, key, ok := strings.Cut(h, " ")
 	if h == "" {

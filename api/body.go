@@ -25,7 +25,7 @@ func decodeBody(contentType string, body []byte, dst any) error {
 		return newProblem(CodeUnsupportedMediaType, "Send the body as application/json (Content-Type header missing).")
 	}
 	mt, params, err := mime.ParseMediaType(contentType)
-	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+	if err != nil || mt != "application/json" {
 		return newProblem(CodeUnsupportedMediaType, "Send the body as application/json.")
 	}
 	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {

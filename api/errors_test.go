@@ -108,7 +108,7 @@ func TestRoutingErrors(t *testing.T) {
 
 	r = h.do("DELETE", "/context", k.Secret, nil)
 	r.problem(t, "method_not_allowed", 405)
-	if r.header.Get("Allow") != "GET" {
+	if r.header.Get("Allow") != "GET, HEAD" {
 		t.Fatalf("Allow %q", r.header.Get("Allow"))
 	}
 	assertProblemShape(t, r)

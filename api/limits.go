@@ -48,9 +48,10 @@ const (
 	maxCursorLen             = 4096
 )
 
-// limitReads counts every authenticated GET against the account's read budget.
+// limitReads counts every authenticated GET (and HEAD) against the
+// account's read budget.
 func (s *Server) limitReads(r *request) error {
-	if string(r.ctx.Method()) != "GET" {
+	if m := string(r.ctx.Method()); m != "GET" && m != "HEAD" {
 		return nil
 	}
 	return s.rateLimit(r, ledger.BucketReads, readsPerMinute)

@@ -31,19 +31,27 @@ func newRouter(ops []openapi.Operation, handlers map[string]handlerFunc) *router
 	return r
 }
 
-// match finds the route for method and path (relative to /api/v1). When the
-// path exists under other methods only, allow lists them.
+// match finds the route for method and path (relative to /api/v1). HEAD
+// matches the GET route (RFC 9110 9.3.2: the server omits the body). When
+// the path exists under other methods only, allow lists them.
 func (r *router) match(method, path string) (rt *route, params map[string]string, allow []string) {
 	segs := strings.Split(strings.Trim(path, "/"), "/")
+	want := method
+	if method == "HEAD" {
+		want = "GET"
+	}
 	for _, cand := range r.routes {
 		p, ok := matchSegments(cand.segments, segs)
 		if !ok {
 			continue
 		}
-		if cand.op.Method == method {
+		if cand.op.Method == want {
 			return cand, p, nil
 		}
 		allow = append(allow, cand.op.Method)
+		if cand.op.Method == "GET" {
+			allow = append(allow, "HEAD")
+		}
 	}
 	sort.Strings(allow)
 	return nil, nil, allow

@@ -728,14 +728,18 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
-	step("KillNineMidQuery", func(t *testing.T) {
-		// A fresh replica alone claims a query and blocks on S3; it is
-		// killed; B, started after the claim, requeues the query once the
-		// attempt expires and completes it.
-		timings := []string{"SITEENV_QUERY_ATTEMPT=4s", "SITEENV_QUERY_SWEEP=1s"}
-		a2 := c.replica(t, timings...)
+	step("KillNineMidQueryAndReport", func(t *testing.T) {
+		// A fresh replica A2, alone, claims a query and a report build, both
+		// held on S3; A2 is killed with SIGKILL and B2 (default settings)
+		// starts. A2's claims are no longer renewed, so B2 takes both over
+		// within about 1.5 job leases (SITEENV_JOB_LEASE, default 5s) - not
+		// after the whole attempt (120 s for a query, 10 min for a report) -
+		// and finishes them: within 15 s of the kill, the report charged once.
+		const price = 30
+		cli(t, c.e, "admin", "config", "set", "report-price", fmt.Sprint(price))
+		a2 := c.replica(t)
 		ca2 := c.client(t, a2)
-		tn := c.tenant(t, 0)
+		tn := c.tenant(t, 1000)
 		site := createSite(t, ca2, tn.key, 1, nil)
 		c.gate.pause()
 		defer c.gate.resume()
@@ -744,28 +748,73 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("POST /queries with S3 held: %d %s", q.status, q.body)
 		}
 		id := q.json(t)["query_id"].(string)
+		rr := ca2.do("POST", "/reports", tn.key, map[string]any{"site_id": site}, "Idempotency-Key", "kill-report-"+uuid.NewString())
+		if rr.status != 202 || rr.json(t)["credits_charged"] != float64(price) {
+			t.Fatalf("POST /reports with S3 held: %d %s", rr.status, rr.body)
+		}
+		reportID := rr.json(t)["report_id"].(string)
+		reportStatus := func() string {
+			r, err := c.l.Report(context.Background(), tn.account, uuid.MustParse(reportID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Status
+		}
 		c.waitStatus(t, id, "running", 30*time.Second) // claimed by A2, the only replica
+		if !pollUntil(30*time.Second, 50*time.Millisecond, func() bool { return reportStatus() == ledger.ReportRunning }) {
+			t.Fatalf("the report build was not claimed: %s", reportStatus())
+		}
 		// Tiles load lazily, per query: the held S3 read stalls only the
 		// query; A2 serves what needs no tile meanwhile.
 		if r := ca2.do("GET", "/sites/"+site, tn.key, nil); r.status != 200 {
 			t.Fatalf("GET /sites on A2 while its query waits on S3: %d %s", r.status, r.body)
 		}
+		// (A replica starts only with S3 answering, so B2 starts after the
+		// kill: its start-up counts in the 15 s.)
 		a2.kill9()
+		killed := time.Now()
 		c.gate.resume()
-		b2 := c.replica(t, timings...)
+		b2 := c.replica(t)
 		cb2 := c.client(t, b2)
+		var qs, rs string
+		if !pollUntil(15*time.Second, 100*time.Millisecond, func() bool {
+			qs, rs = c.queryStatus(t, id), reportStatus()
+			return qs == ledger.QuerySucceeded && rs == ledger.ReportCompleted
+		}) {
+			t.Fatalf("15 s after A2's kill -9: query %s, report %s; want both finished on B2", qs, rs)
+		}
+		t.Logf("query and report finished on B2 %v after A2 was killed", time.Since(killed).Round(time.Millisecond))
 		awaitQuery(t, cb2, tn.key, id)
 		got := pageResults(t, []*client{cb2}, tn.key, id)
 		if strings.Join(featureIDs(got), ",") != strings.Join(featureIDs(doneFeatures), ",") {
-			t.Fatalf("after kill -9 and requeue: %v, want %v", featureIDs(got), featureIDs(doneFeatures))
+			t.Fatalf("after kill -9 and takeover: %v, want %v", featureIDs(got), featureIDs(doneFeatures))
 		}
 		list, err := c.l.ListQueries(context.Background(), tn.account, ledger.QueryFilter{Limit: 10, Snapshot: time.Now().Add(time.Hour)})
 		if err != nil || len(list) != 1 {
 			t.Fatalf("the account has %d queries (%v), want exactly the one", len(list), err)
 		}
-		// Two attempts: A's, which died with A, and B's, which completed.
+		// Two attempts: A2's, which died with A2, and B2's, which completed.
 		if list[0].Attempts != 2 {
-			t.Fatalf("the query took %d attempts, want 2 (A's, then B's)", list[0].Attempts)
+			t.Fatalf("the query took %d attempts, want 2 (A2's, then B2's)", list[0].Attempts)
+		}
+		rep := cb2.do("GET", "/reports/"+reportID, tn.key, nil).json(t)["report"].(map[string]any)
+		if revs := rep["revisions"].(map[string]any); revs["count"] != float64(1) {
+			t.Fatalf("report after takeover: %v", rep)
+		}
+		// Charged once, never refunded.
+		hist := cb2.do("GET", "/purchases?limit=100&kind=report", tn.key, nil).json(t)
+		items, _ := hist["purchases"].([]any)
+		if len(items) != 1 {
+			t.Fatalf("%d report purchases, want 1", len(items))
+		}
+		if p := items[0].(map[string]any); p["credits_charged"] != float64(price) || p["credits_refunded"] != float64(0) {
+			t.Fatalf("purchase charged %v, refunded %v", p["credits_charged"], p["credits_refunded"])
+		}
+		if got := balance(t, cb2, tn.key); got != 1000-price {
+			t.Fatalf("balance %d, want %d", got, 1000-price)
+		}
+		if out := cli(t, c.e, "admin", "ledger", "check"); out["ok"] != true {
+			t.Fatalf("siteenv admin ledger check: %v", out)
 		}
 		b2.terminate()
 	})

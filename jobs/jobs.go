@@ -42,6 +42,11 @@ type Config struct {
 	ReportWorkers int
 	// ReportAttempt bounds one report build; default 10 min.
 	ReportAttempt time.Duration
+	// Lease is how long a claim on a query or a report outlives its last
+	// renewal; default 5 s. The living owner renews it every Lease/3, and
+	// every replica looks for lapsed claims every Lease/2 (lease.go), so a
+	// crashed replica's work is requeued within about 1.5 leases.
+	Lease time.Duration
 	// MaxReportBytes is the largest report PDF; default and ceiling
 	// MaxPDFBytes (the contract's artifact limit). A larger PDF fails its
 	// report output_too_large at once, with a refund.
@@ -105,6 +110,9 @@ func (c *Config) fill() {
 	if c.ReportAttempt == 0 {
 		c.ReportAttempt = 10 * time.Minute
 	}
+	if c.Lease == 0 {
+		c.Lease = 5 * time.Second
+	}
 	if c.MaxReportBytes == 0 {
 		c.MaxReportBytes = MaxPDFBytes
 	}
@@ -143,10 +151,14 @@ func (c *Config) validate() error {
 		{"QueueLimit", c.QueueLimit < 0, c.QueueLimit}, {"Retain", c.Retain < 0, c.Retain},
 		{"Poll", c.Poll < 0, c.Poll}, {"Sweep", c.Sweep < 0, c.Sweep},
 		{"ReportWorkers", c.ReportWorkers < 0, c.ReportWorkers}, {"ReportAttempt", c.ReportAttempt < 0, c.ReportAttempt},
+		{"Lease", c.Lease < 0, c.Lease},
 	} {
 		if f.negative {
 			return fmt.Errorf("%w: %s must not be negative (0 takes the default), got %v", ErrInvalidConfig, f.name, f.value)
 		}
+	}
+	if c.Lease < 30*time.Millisecond {
+		return fmt.Errorf("%w: Lease must be at least 30ms (renewed every Lease/3), got %v", ErrInvalidConfig, c.Lease)
 	}
 	if c.MaxReportBytes > MaxPDFBytes {
 		return fmt.Errorf("%w: MaxReportBytes must be at most %d (the artifact limit), got %d", ErrInvalidConfig, MaxPDFBytes, c.MaxReportBytes)
@@ -181,12 +193,16 @@ type Runner struct {
 		started      bool
 		stopClaiming context.CancelFunc
 		interrupt    context.CancelCauseFunc
+		// stopRenewal ends claim renewal and waits for it.
+		stopRenewal func()
 		// requeueErrs are interrupted attempts that could not be handed back
 		// (their claims expire and the janitor of any replica requeues them).
 		requeueErrs []error
 	}
 	// running counts the workers' and janitor's goroutines.
 	running sync.WaitGroup
+	// claims are the claims this process's attempts hold and renew.
+	claims heldClaims
 }
 
 // Validate fills a copy of c with the defaults and reports the first field
@@ -264,6 +280,18 @@ func (r *Runner) Start(ctx context.Context) {
 		defer r.running.Done()
 		r.janitor(claimCtx)
 	}()
+	// Renewal lasts as long as attempts may: Stop ends it once the
+	// workers have exited.
+	renewCtx, stopRenewal := context.WithCancel(context.WithoutCancel(ctx))
+	renewed := make(chan struct{})
+	r.mu.stopRenewal = func() {
+		stopRenewal()
+		<-renewed
+	}
+	go func() {
+		defer close(renewed)
+		r.renewClaims(renewCtx)
+	}()
 }
 
 // Stop stops claiming, lets the attempts in flight finish until ctx ends,
@@ -279,7 +307,7 @@ func (r *Runner) Stop(ctx context.Context) error {
 		r.mu.Unlock()
 		return nil
 	}
-	stopClaiming, interrupt := r.mu.stopClaiming, r.mu.interrupt
+	stopClaiming, interrupt, stopRenewal := r.mu.stopClaiming, r.mu.interrupt, r.mu.stopRenewal
 	r.mu.Unlock()
 	stopClaiming()
 	done := make(chan struct{})
@@ -294,6 +322,7 @@ func (r *Runner) Stop(ctx context.Context) error {
 		<-done
 	}
 	interrupt(nil) // releases the context
+	stopRenewal()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	err := errors.Join(r.mu.requeueErrs...)
@@ -400,14 +429,26 @@ func (r *Runner) work(claimCtx, execCtx context.Context) {
 func (r *Runner) janitor(ctx context.Context) {
 	t := time.NewTicker(r.cfg.Sweep)
 	defer t.Stop()
+	// Lapsed claims are looked for every Lease/2, more often than the
+	// whole sweep.
+	rt := time.NewTicker(r.cfg.Lease / 2)
+	defer rt.Stop()
 	for {
 		if err := r.Sweep(ctx); err != nil && ctx.Err() == nil {
 			r.cfg.Logger.Error("query janitor", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	recover:
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				break recover
+			case <-rt.C:
+				if err := r.Recover(ctx); err != nil && ctx.Err() == nil {
+					r.cfg.Logger.Error("job recovery", "err", err)
+				}
+			}
 		}
 	}
 }
@@ -417,16 +458,8 @@ func (r *Runner) janitor(ctx context.Context) {
 // refunded once) and deletes expired results. Expired payloads are never
 // restored.
 func (r *Runner) Sweep(ctx context.Context) error {
-	if err := r.led.FailStaleQueries(ctx, r.cfg.QueueLimit, r.cfg.MaxAttempts); err != nil {
+	if err := r.Recover(ctx); err != nil {
 		return err
-	}
-	failed, err := r.led.FailStaleReports(ctx, r.cfg.MaxAttempts)
-	if err != nil {
-		return err
-	}
-	for _, id := range failed {
-		r.cfg.Logger.Error("report build failed: its attempts expired", "report_id", id, "reason_code", ReasonInternalError,
-			"max_attempts", r.cfg.MaxAttempts)
 	}
 	keys, err := r.led.ExpireResults(ctx)
 	if err != nil {
@@ -456,13 +489,14 @@ const requeueTimeout = 10 * time.Second
 // short by execCtx is requeued.
 func (r *Runner) runOnce(claimCtx, execCtx context.Context) (bool, error) {
 	tc := r.cfg.Phases.Start()
-	q, err := r.led.ClaimQuery(claimCtx, r.cfg.MaxRunning, r.cfg.Attempt)
+	q, err := r.led.ClaimQuery(claimCtx, r.cfg.MaxRunning, r.cfg.Lease)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
+	defer r.claims.hold(queryClaim, ledger.JobClaim{ID: q.ID, Attempt: q.Attempts})()
 	r.cfg.Phases.Done(phase.Claim, tc)
 	var row ledger.Query // the finished row, when this attempt kept one
 	defer r.finished(q.ID, &row)

@@ -140,13 +140,14 @@ func (r *Runner) RunReportOnce(ctx context.Context) (bool, error) {
 
 // runReportOnce claims under claimCtx and builds under execCtx.
 func (r *Runner) runReportOnce(claimCtx, execCtx context.Context) (bool, error) {
-	rep, err := r.led.ClaimReport(claimCtx, r.cfg.ReportAttempt)
+	rep, err := r.led.ClaimReport(claimCtx, r.cfg.Lease)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
+	defer r.claims.hold(reportClaim, ledger.JobClaim{ID: rep.ID, Attempt: rep.Attempts})()
 	log := r.cfg.Logger.With("report_id", rep.ID, "attempt", rep.Attempts)
 	began := time.Now()
 	actx, cancel := context.WithTimeoutCause(execCtx, r.cfg.ReportAttempt, errAttemptTimeout)

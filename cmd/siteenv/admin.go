@@ -91,6 +91,19 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				p.Datasets = []string{}
 			default:
 				p.Datasets = splitList(*datasets)
+				// A typo would make a key that can never read the layer
+				// meant: every id must name a layer of the catalogue.
+				var unknown []string
+				for _, id := range p.Datasets {
+					if _, err := l.Layer(ctx, id); errors.Is(err, ledger.ErrNotFound) {
+						unknown = append(unknown, id)
+					} else if err != nil {
+						return nil, err
+					}
+				}
+				if len(unknown) > 0 {
+					return nil, usageError{fmt.Sprintf("--datasets: no layer %s in the catalogue (ingest it first, or see GET /layers)", strings.Join(unknown, ", "))}
+				}
 			}
 			if *spend != "" {
 				n, err := strconv.ParseInt(*spend, 10, 64)

@@ -43,6 +43,9 @@ Usage:
   siteenv demo [--scale small|medium|large] [--seed N]
   siteenv bench engine [--scale small|medium|large] [--queries N]   (engine vs PostGIS)
   siteenv bench ingest [--scale small|medium|large]                 (ingest vs ogr2ogr)
+  siteenv bench api [--scale small|medium|large] [--clients 1,2,8]  (HTTP load: latency per route)
+  siteenv version                      (version, commit and Go version; also --version)
+  siteenv COMMAND --help               (the command's own usage)
 
 Every command takes --data-dir (or SITEENV_DATA_DIR) and reaches the same
 database and store as serve, whether or not a server is running.
@@ -50,6 +53,7 @@ Environment: SITEENV_DATA_DIR, SITEENV_DATABASE_URL, SITEENV_STORE (file:///path
 s3://bucket/prefix with SITEENV_S3_ENDPOINT, SITEENV_S3_ACCESS_KEY, SITEENV_S3_SECRET_KEY),
 SITEENV_SECRET, SITEENV_LOG_LEVEL (debug|info|warn|error), SITEENV_ENGINE_MEMORY, SITEENV_STORE_RECENT,
 SITEENV_QUERY_ATTEMPT (default 120s), SITEENV_REPORT_ATTEMPT (default 10m), SITEENV_QUERY_SWEEP (default 30s),
+SITEENV_JOB_LEASE (default 5s: a killed replica's work is taken over within about 1.5 leases),
 SITEENV_PG_BIN (the embedded PostgreSQL's bin dir), SITEENV_METRICS_ADDR and
 SITEENV_METRICS_PUBLIC (serve's --metrics-addr and --metrics-public).
 `
@@ -78,6 +82,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return usageError{"a command is required"}
+	}
+	switch {
+	case args[0] == "version" || args[0] == "--version":
+		printVersion(stdout)
+		return nil
+	case args[0] != "help" && helpRequested(args[1:]):
+		if u := commandUsage(args); u != "" {
+			fmt.Fprint(stdout, u)
+			return nil
+		}
+		fmt.Fprint(stdout, usage)
+		return nil
 	}
 	if args[0] != "help" && args[0] != "-h" && args[0] != "--help" {
 		if err := checkEnv(); err != nil {

@@ -123,6 +123,15 @@ func TestServeAndAdminShareTheEmbeddedCluster(t *testing.T) {
 		t.Fatalf("context %s", body)
 	}
 
+	// --datasets names layers of the catalogue: a typo is refused, nothing created.
+	if _, err := cli(t, "admin", "key", "create", "--account", id, "--scopes", "sites:read", "--datasets", "nsw-flood-planning-area,no-such-layer"); err == nil ||
+		!strings.Contains(err.Error(), "no-such-layer") || strings.Contains(err.Error(), "nsw-flood-planning-area,") {
+		t.Fatalf("--datasets with an unknown layer: %v", err)
+	}
+	if _, err := cli(t, "admin", "key", "create", "--account", id, "--scopes", "sites:read", "--datasets", "nsw-flood-planning-area,au-groundwater-bores"); err != nil {
+		t.Fatalf("--datasets with demo layers: %v", err)
+	}
+
 	// An additional key on the same integration shares the cap.
 	k2, err := cli(t, "admin", "key", "create", "--account", id, "--scopes", "sites:read", "--datasets", "none", "--integration", key["integration_id"].(string), "--principal", "human")
 	if err != nil {

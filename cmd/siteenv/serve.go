@@ -247,13 +247,16 @@ func byteSize(name string, zeroOK bool, def int64) (int64, error) {
 // default 30s), and SITEENV_REPORT_ATTEMPT (the same claim for a report
 // build; default 10m), as Go durations such as 90s or 2m. Operators lower them to
 // recover a crashed replica's queries sooner; the cluster tests use seconds.
+// SITEENV_JOB_LEASE (default 5s) is how long a claim outlives its owner's
+// last renewal: a killed replica's queries and report builds are requeued
+// within about 1.5 leases, whatever the attempt limits.
 func queryTimings() (jobs.Config, error) {
 	var cfg jobs.Config
 	for _, v := range []struct {
 		name string
 		dst  *time.Duration
 	}{{"SITEENV_QUERY_ATTEMPT", &cfg.Attempt}, {"SITEENV_REPORT_ATTEMPT", &cfg.ReportAttempt},
-		{"SITEENV_QUERY_SWEEP", &cfg.Sweep}} {
+		{"SITEENV_QUERY_SWEEP", &cfg.Sweep}, {"SITEENV_JOB_LEASE", &cfg.Lease}} {
 		s := strings.TrimSpace(os.Getenv(v.name))
 		if s == "" {
 			continue

@@ -233,21 +233,31 @@ func (v *Validator) Validate(req *http.Request, status int, header http.Header, 
 		checkProblem(status, header, body, requestID, ok, add)
 	}
 
+	// HEAD is GET without a body (RFC 9110 9.3.2): the GET operation's
+	// status and headers, and no body at all.
+	head := req.Method == http.MethodHead
+	if head {
+		if len(body) > 0 {
+			add("HEAD answered with a %d-byte body", len(body))
+		}
+		req = req.Clone(req.Context())
+		req.Method = http.MethodGet
+	}
 	route, _, err := v.router.FindRoute(req)
 	switch {
 	case err == nil:
-		v.validateRoute(req, route, status, header, body, add)
+		v.validateRoute(req, route, status, header, body, head, add)
 	case errors.Is(err, routers.ErrPathNotFound):
 		if !slices.Contains(unknownPathStatuses, status) {
 			add("path is not in the document: want status 404 (or one of %v), got %d", unknownPathStatuses, status)
 		} else {
-			v.validateRoute(req, v.syntheticRoute(unknownPathStatuses), status, header, body, add)
+			v.validateRoute(req, v.syntheticRoute(unknownPathStatuses), status, header, body, head, add)
 		}
 	case errors.Is(err, routers.ErrMethodNotAllowed):
 		if !slices.Contains(methodNotAllowedStatuses, status) {
 			add("method is not documented for this path: want status 405 (or one of %v), got %d", methodNotAllowedStatuses, status)
 		} else {
-			v.validateRoute(req, v.syntheticRoute(methodNotAllowedStatuses), status, header, body, add)
+			v.validateRoute(req, v.syntheticRoute(methodNotAllowedStatuses), status, header, body, head, add)
 			if status == http.StatusMethodNotAllowed {
 				v.checkAllow(req, header, add)
 			}
@@ -284,8 +294,9 @@ func quoteBody(header http.Header, body []byte) string {
 	return string(body)
 }
 
-func (v *Validator) validateRoute(req *http.Request, route *routers.Route, status int, header http.Header, body []byte, add func(string, ...any)) {
+func (v *Validator) validateRoute(req *http.Request, route *routers.Route, status int, header http.Header, body []byte, head bool, add func(string, ...any)) {
 	opts := &openapi3filter.Options{
+		ExcludeResponseBody:   head,
 		IncludeResponseStatus: true,
 		MultiError:            true,
 		AuthenticationFunc:    openapi3filter.NoopAuthenticationFunc,
