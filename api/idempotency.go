@@ -88,6 +88,13 @@ func (s *Server) idempotent(r *request, logical any, op func() error) error {
 	}
 }
 
+// relaxedCompletion are the operations whose stored response and audit
+// record commit relaxed (ledger.CompleteIdempotencyAuditedRelaxed): free,
+// with frozen inputs, so a crash can at worst forget a query answered in its
+// last moments (DESIGN.md, "Durability"; README, "Durability on the request
+// path"). Paid operations and POST /sites stay durable.
+var relaxedCompletion = map[string]bool{"create_query": true}
+
 // claimSettleTimeout bounds storing or releasing a claim once the request's
 // work is done, even when the request's own deadline has passed: an unsettled
 // claim would otherwise hold its key until its lease lapses.
@@ -131,7 +138,11 @@ func (s *Server) runFirst(r *request, key string, token uuid.UUID, op func() err
 	if a, ok := activityOf(r); ok {
 		// The request's audit record commits with the stored response: one
 		// durable commit for both instead of two.
-		err = s.led.CompleteIdempotencyAudited(settle, integration, key, token, rec, r.principal.AccountID, a)
+		complete := s.led.CompleteIdempotencyAudited
+		if relaxedCompletion[r.op.ID] {
+			complete = s.led.CompleteIdempotencyAuditedRelaxed
+		}
+		err = complete(settle, integration, key, token, rec, r.principal.AccountID, a)
 		if err == nil || errors.Is(err, ledger.ErrClaimLost) {
 			r.audited = a.HTTPStatus
 		}

@@ -200,9 +200,6 @@ func (s *Server) createQuery(r *request) error {
 		Geometry bool
 	}{req.Site, req.LayerIDs, *req.RadiusM, includeGeometry}
 	return s.idempotent(r, logical, func() error {
-		if err := s.rateLimit(r, ledger.BucketQueryAdmissions, queryAdmissionsPerMinute); err != nil {
-			return err
-		}
 		tl := r.phases.Start()
 		site, err := s.siteForQuery(r, sel)
 		if err != nil {
@@ -252,22 +249,17 @@ func (s *Server) createQuery(r *request) error {
 		if len(fe) > 0 {
 			return invalid("The radius exceeds a selected layer's limit.", fe...)
 		}
-		q, err := s.led.CreateQuery(r.c, ledger.Query{AccountID: r.principal.AccountID, IntegrationID: r.principal.IntegrationID,
+		// Every refusal above (400, 403, 404, 422) came before the admission
+		// is counted: only a request that can run uses one.
+		q, err := s.admitQuery(r, ledger.Query{AccountID: r.principal.AccountID, IntegrationID: r.principal.IntegrationID,
 			SiteID: site.ID, SiteGeometry: site.Geometry, RadiusM: *req.RadiusM, LayerIDs: req.LayerIDs,
-			IncludeGeometry: includeGeometry, Frozen: frozen},
-			ledger.QueryLimits{MaxQueued: Limits["max_queued_queries"], MaxRetainedBytes: Limits["max_retained_result_bytes"]})
+			IncludeGeometry: includeGeometry, Frozen: frozen})
 		if err != nil {
 			return err
 		}
 		r.resourceType, r.resourceID = "query", q.ID.String()
 		r.phases.Done(phase.Ledger, tl)
-		var done ledger.Query // the finished row, when the runner handed it over
-		if s.runner != nil {
-			tw := r.phases.Start()
-			s.runner.Notify()
-			done, _ = s.runner.Wait(r.c, q.ID, time.Duration(wait)*time.Second)
-			r.phases.Done(phase.Wait, tw)
-		}
+		done := s.runQuery(r, q, time.Duration(wait)*time.Second) // the finished row, when handed over
 		tl = r.phases.Start()
 		// The wait is honoured when this process ran it (another replica's
 		// runner cannot be waited on here), and wait=0 always is.

@@ -181,6 +181,9 @@ type Runner struct {
 		started      bool
 		stopClaiming context.CancelFunc
 		interrupt    context.CancelCauseFunc
+		// claimCtx and execCtx are Start's: RunNow (inrequest.go) runs
+		// attempts under execCtx while claimCtx is live.
+		claimCtx, execCtx context.Context
 		// requeueErrs are interrupted attempts that could not be handed back
 		// (their claims expire and the janitor of any replica requeues them).
 		requeueErrs []error
@@ -245,6 +248,7 @@ func (r *Runner) Start(ctx context.Context) {
 		return
 	}
 	r.mu.started, r.mu.stopClaiming, r.mu.interrupt = true, stopClaiming, interrupt
+	r.mu.claimCtx, r.mu.execCtx = claimCtx, execCtx
 	for i := 0; i < r.cfg.Workers; i++ {
 		r.running.Add(1)
 		go func() {
@@ -280,8 +284,9 @@ func (r *Runner) Stop(ctx context.Context) error {
 		return nil
 	}
 	stopClaiming, interrupt := r.mu.stopClaiming, r.mu.interrupt
-	r.mu.Unlock()
+	// Under mu: RunNow adds to running only while claimCtx is live.
 	stopClaiming()
+	r.mu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		r.running.Wait()
