@@ -771,6 +771,10 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 			}
 		}
 		keys := a.keys[nw+k*len(qs) : nw+(k+1)*len(qs)]
+		before, err := a.ledgerCost(ctx)
+		if err != nil {
+			return nil, err
+		}
 		ap, err := a.apiPass(ctx, reqs, keys, c, run+"-"+strconv.Itoa(k), st, ao, rs)
 		if k == 0 && opt.CPUProfile != nil {
 			pprof.StopCPUProfile()
@@ -779,6 +783,11 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 			return nil, fmt.Errorf("bench: API: %w", err)
 		}
 		phases := a.timer.Snapshot()
+		create := summarize(a.timer.Requests("create_query"))
+		after, err := a.ledgerCost(ctx)
+		if err != nil {
+			return nil, err
+		}
 		log.Info("bench: PostGIS pass", "queries", len(qs), "clients", c)
 		pp, err := postgisPass(ctx, pg, ds, qs, c, po)
 		if err != nil {
@@ -786,7 +795,8 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 		}
 		pp.busy = true // queries/s as the API's
 
-		r.Passes = append(r.Passes, apiPassReport{Clients: c, API: ap.summary(), PostGIS: pp.summary(), Phases: phases})
+		r.Passes = append(r.Passes, apiPassReport{Clients: c, API: ap.summary(), PostGIS: pp.summary(), Phases: phases,
+			Ledger: after.minus(before), CreateServer: create})
 		if k == 0 {
 			r.apiLat, r.pgLat = ap.lat, pp.lat
 		}

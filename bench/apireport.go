@@ -19,6 +19,10 @@ type apiPassReport struct {
 	Clients      int
 	API, PostGIS latency
 	Phases       []phase.Sum
+	// Ledger is what the pass cost the ledger's PostgreSQL (ledgerCost).
+	Ledger ledgerCost
+	// CreateServer is POST /queries' time inside the server.
+	CreateServer latency
 }
 
 // APIReport is what RunAPI measured.
@@ -151,6 +155,11 @@ func (r *APIReport) Print(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 	for _, p := range r.Passes {
+		fmt.Fprintf(w, "API pass with %d client(s): POST /queries inside the server p50 %.3f ms, p99 %.3f ms, mean %.3f ms\n",
+			p.Clients, ms(p.CreateServer.P50), ms(p.CreateServer.P99), ms(p.CreateServer.Mean))
+		q := float64(max(r.Queries, 1))
+		fmt.Fprintf(w, "  ledger per query (every request of the pass, runner and background writers included, counted): %.2f round trips, %.2f statements; WAL %.2f writes, %.2f flushes (pg_stat_wal)\n",
+			float64(p.Ledger.Trips)/q, float64(p.Ledger.Statements)/q, float64(p.Ledger.WALWrites)/q, float64(p.Ledger.WALSyncs)/q)
 		fmt.Fprintf(w, "server-side time per phase, API pass with %d client(s), per query of the mix:\n", p.Clients)
 		printPhases(w, p.Phases, r.Queries)
 	}
