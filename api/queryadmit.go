@@ -14,7 +14,7 @@ import (
 // workers, without a claim and a hand-over.
 type nowRunner interface {
 	RunNow(ctx context.Context, q ledger.Query, d time.Duration) (row ledger.Query, done, accepted bool)
-	RunLimits() (maxRunning int, attempt time.Duration)
+	RunLimits() (maxRunning int, attempt time.Duration, ok bool)
 }
 
 // admitQuery counts the query against the account's admissions and stores
@@ -27,8 +27,7 @@ func (s *Server) admitQuery(r *request, q ledger.Query) (ledger.Query, error) {
 		PerMinute:   queryAdmissionsPerMinute,
 	}
 	if nr, ok := s.runner.(nowRunner); ok {
-		lim.RunNow = true
-		lim.MaxRunning, lim.Attempt = nr.RunLimits()
+		lim.MaxRunning, lim.Attempt, lim.RunNow = nr.RunLimits()
 	}
 	res, err := s.led.AdmitQuery(r.c, q, lim)
 	if errors.Is(err, ledger.ErrRateLimited) || err == nil || errors.Is(err, ledger.ErrCapacity) {

@@ -56,9 +56,12 @@ func (r *Runner) RunNow(ctx context.Context, q ledger.Query, d time.Duration) (r
 }
 
 // RunLimits are the running limits RunNow's caller admits under: the
-// account's MaxRunning and one Attempt.
-func (r *Runner) RunLimits() (maxRunning int, attempt time.Duration) {
-	return r.cfg.MaxRunning, r.cfg.Attempt
+// account's MaxRunning and one Attempt; ok is false while the runner is not
+// started or is stopping (RunNow would refuse: admit the query queued).
+func (r *Runner) RunLimits() (maxRunning int, attempt time.Duration, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cfg.MaxRunning, r.cfg.Attempt, r.mu.started && r.mu.claimCtx.Err() == nil
 }
 
 // attemptNow is runOnce's attempt of an already claimed q under execCtx:
