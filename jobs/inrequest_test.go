@@ -1,0 +1,99 @@
+package jobs_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"siteenv/jobs"
+	"siteenv/ledger"
+)
+
+// admit admits a 100 m query of the release as POST /queries does, running
+// for this process when runNow.
+func (b *bundle) admit(runNow bool, attempt time.Duration) ledger.Query {
+	b.t.Helper()
+	res, err := b.led.AdmitQuery(b.ctx, ledger.Query{AccountID: b.account, IntegrationID: b.integ, SiteID: b.site,
+		SiteGeometry: b.siteGeometry(), RadiusM: 100, LayerIDs: []string{layerID}, Frozen: b.frozen},
+		ledger.AdmitLimits{QueryLimits: ledger.QueryLimits{MaxQueued: 1000, MaxRetainedBytes: 1 << 30}, PerMinute: 1000,
+			RunNow: runNow, MaxRunning: 4, Attempt: attempt})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return res.Query
+}
+
+// A query admitted running is executed by RunNow in the request, and its
+// finished row handed back: no worker claims it.
+func TestRunNowExecutesAnAdmittedQuery(t *testing.T) {
+	b := setup(t)
+	r := b.runner(jobs.Config{Workers: 1}, nil)
+	if _, _, ok := r.RunLimits(); ok {
+		t.Fatal("RunLimits ok before Start")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r.Start(ctx)
+	defer r.Stop(context.Background()) //nolint:errcheck // asserted below
+	if _, _, ok := r.RunLimits(); !ok {
+		t.Fatal("RunLimits not ok once started")
+	}
+	q := b.admit(true, time.Minute)
+	if q.Status != ledger.QueryRunning || q.Attempts != 1 {
+		t.Fatalf("admitted %s, attempts %d; want running, 1", q.Status, q.Attempts)
+	}
+	row, done, accepted := r.RunNow(b.ctx, q, 30*time.Second)
+	if !accepted || !done {
+		t.Fatalf("RunNow accepted %v done %v", accepted, done)
+	}
+	if row.ID != q.ID || row.Status != ledger.QuerySucceeded || featureCount(t, row) != 2 {
+		t.Fatalf("handed row %+v", row)
+	}
+	stored := b.get(q.ID)
+	if stored.Status != ledger.QuerySucceeded || featureCount(t, stored) != 2 || stored.Attempts != 1 {
+		t.Fatalf("stored %s, attempts %d", stored.Status, stored.Attempts)
+	}
+	if err := r.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := r.RunLimits(); ok {
+		t.Fatal("RunLimits ok after Stop")
+	}
+	if _, _, accepted := r.RunNow(b.ctx, b.admit(true, time.Minute), time.Second); accepted {
+		t.Fatal("RunNow accepted a query after Stop")
+	}
+}
+
+// A process that dies after admitting a query running (before or while
+// running it) leaves it running until its attempt lapses; then any
+// replica's janitor requeues it and a worker computes it from its frozen
+// inputs.
+func TestQueryAdmittedRunningSurvivesItsProcess(t *testing.T) {
+	b := setup(t)
+	q := b.admit(true, time.Minute)
+	// The admitting process is gone: nobody runs it. Another replica:
+	r := b.runner(jobs.Config{Workers: 1, Attempt: time.Minute}, nil)
+	if ran, err := r.RunOnce(b.ctx); err != nil || ran {
+		t.Fatalf("a worker claimed a query held by its admitting process: ran %v, %v", ran, err)
+	}
+	if err := r.Sweep(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.status(q.ID); s != ledger.QueryRunning {
+		t.Fatalf("requeued before its attempt lapsed: %s", s)
+	}
+	b.clk.Advance(time.Minute + time.Second)
+	if err := r.Sweep(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.status(q.ID); s != ledger.QueryQueued {
+		t.Fatalf("after the attempt lapsed: %s, want queued", s)
+	}
+	if ran, err := r.RunOnce(b.ctx); err != nil || !ran {
+		t.Fatalf("RunOnce: ran %v, %v", ran, err)
+	}
+	got := b.get(q.ID)
+	if got.Status != ledger.QuerySucceeded || featureCount(t, got) != 2 || got.Attempts != 2 {
+		t.Fatalf("after takeover: %s, attempts %d", got.Status, got.Attempts)
+	}
+}
