@@ -43,15 +43,10 @@ func (s *Server) idempotent(r *request, logical any, op func() error) error {
 	if err != nil {
 		return err
 	}
-	enc, err := json.Marshal(logical)
+	fp, err := idemFingerprint(r, logical)
 	if err != nil {
 		return err
 	}
-	h := sha256.New()
-	h.Write([]byte(r.op.ID))
-	h.Write([]byte{0})
-	h.Write(enc)
-	fp := h.Sum(nil)
 
 	integration := r.principal.IntegrationID
 	deadline := time.Now().Add(s.cfg.IdempotencyWait)
@@ -94,6 +89,20 @@ func (s *Server) idempotent(r *request, logical any, op func() error) error {
 // last moments (DESIGN.md, "Durability"; README, "Durability on the request
 // path"). Paid operations and POST /sites stay durable.
 var relaxedCompletion = map[string]bool{"create_query": true}
+
+// idemFingerprint is what identifies a logical request under its key: the
+// operation and logical's JSON encoding, hashed.
+func idemFingerprint(r *request, logical any) ([]byte, error) {
+	enc, err := json.Marshal(logical)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	h.Write([]byte(r.op.ID))
+	h.Write([]byte{0})
+	h.Write(enc)
+	return h.Sum(nil), nil
+}
 
 // claimSettleTimeout bounds storing or releasing a claim once the request's
 // work is done, even when the request's own deadline has passed: an unsettled

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/google/uuid"
+
 	"siteenv/internal/phase"
 	"siteenv/ledger"
 )
@@ -68,4 +70,77 @@ func (s *Server) runQuery(r *request, q ledger.Query, d time.Duration) ledger.Qu
 	s.runner.Notify()
 	done, _ := s.runner.Wait(r.c, q.ID, d)
 	return done
+}
+
+// createQueryAtOnce is POST /queries' admission in one round trip
+// (ledger.AdmitQueryBatch: the idempotency claim, the site's registration,
+// its sections and the query in one pipelined transaction), for a site
+// given as a point or a geometry. handled is false when the request must
+// take the step-by-step path (s.idempotent): another kind of site, or any
+// check that refuses or differs (a used Idempotency-Key, a site the key
+// may not create, a section not granted, a layer refused, a site too
+// large), since that path answers each case exactly; nothing was written
+// or counted then. Once the claim is fresh the request is this one's, and
+// it is answered and settled as on that path (runFirst).
+func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask queryAsk) (handled bool, _ error) {
+	if sel.Kind != kindPoint && sel.Kind != kindProjectedPoint && sel.Kind != kindGeometry {
+		return false, nil
+	}
+	key, err := r.idempotencyKey()
+	if err != nil {
+		return false, nil
+	}
+	fp, err := idemFingerprint(r, logical)
+	if err != nil {
+		return false, nil
+	}
+	tl := r.phases.Start()
+	g, _, err := s.boundary(r, sel, "site")
+	if err != nil {
+		return false, nil
+	}
+	site, err := s.newSite(r, g)
+	if err != nil || site.AreaM2 > maxSiteAreaM2 {
+		return false, nil
+	}
+	catalogue, err := s.layersForQuery(r, ask.layerIDs)
+	if err != nil {
+		return false, nil
+	}
+	frozen, sections, err := s.freezeLayers(r, ask, catalogue, nil)
+	if err != nil {
+		return false, nil
+	}
+	lim := ledger.AdmitLimits{
+		QueryLimits: ledger.QueryLimits{MaxQueued: Limits["max_queued_queries"], MaxRetainedBytes: Limits["max_retained_result_bytes"]},
+		PerMinute:   queryAdmissionsPerMinute,
+	}
+	if nr, ok := s.runner.(nowRunner); ok {
+		lim.MaxRunning, lim.Attempt, lim.RunNow = nr.RunLimits()
+	}
+	res, err := s.led.AdmitQueryBatch(r.c, ledger.AdmitRequest{Integration: r.principal.IntegrationID, IdemKey: key, Operation: r.op.ID,
+		Fingerprint: fp, Site: site, CreateSite: r.principal.HasScope(ledger.ScopeSitesWrite), Sections: sections,
+		Query: ledger.Query{AccountID: r.principal.AccountID, IntegrationID: r.principal.IntegrationID, RadiusM: ask.radiusM,
+			LayerIDs: ask.layerIDs, IncludeGeometry: ask.includeGeometry, Frozen: frozen},
+		Limits: lim})
+	r.phases.Done(phase.Ledger, tl)
+	if errors.Is(err, ledger.ErrAdmissionCheck) {
+		return false, nil
+	}
+	if err != nil && res.Token == uuid.Nil {
+		// Nothing claimed (the ledger failed): answered as any failure.
+		return true, err
+	}
+	return true, s.runFirst(r, key, res.Token, func() error {
+		if err != nil {
+			// Over the rate or the account's capacity: the claim is
+			// released (429) and the site stays registered.
+			if rerr := s.checkRate(r, ledger.BucketQueryAdmissions, queryAdmissionsPerMinute, res.Window); rerr != nil {
+				return rerr
+			}
+			return err
+		}
+		_ = s.checkRate(r, ledger.BucketQueryAdmissions, queryAdmissionsPerMinute, res.Window)
+		return s.answerQuery(r, res.Query, ask)
+	})
 }

@@ -44,7 +44,11 @@ type AdmitResult struct {
 // until $16, when the account runs fewer than $17 queries. The counter's
 // value is returned with the inserted status (NULL: not inserted). rc is
 // read twice, so PostgreSQL evaluates it once (a CTE of a volatile call).
-const admitQuerySQL = `WITH rc AS (SELECT rate_count($2::uuid, 'query_admissions', $13::bigint) AS v),
+const admitQuerySQL = `WITH ` + admitQueryCTEs
+
+// admitQueryCTEs is admitQuerySQL after its WITH: AdmitQueryBatch puts the
+// site's own CTE before it.
+const admitQueryCTEs = `rc AS (SELECT rate_count($2::uuid, 'query_admissions', $13::bigint) AS v),
 	ins AS (
 		INSERT INTO queries (query_id, account_id, integration_id, site_id, site_geometry, radius_m, layer_ids,
 			include_geometry, frozen, status, created_at, attempts, started_at, claimed_until)
