@@ -118,6 +118,12 @@ func (s *Server) runFirst(r *request, key string, token uuid.UUID, op func() err
 	defer cancel()
 	settled := false
 	defer func() {
+		// A finish this request did not store is stored by its attempt.
+		if p := r.pendingFinish; p != nil {
+			p.Decline()
+		}
+	}()
+	defer func() {
 		if !settled { // op panicked: forget the claim, then let Handle answer.
 			if rerr := s.led.ReleaseIdempotency(settle, integration, key, token); rerr != nil {
 				s.log.Error("idempotency release failed", "request_id", r.id, "err", rerr)
@@ -144,6 +150,9 @@ func (s *Server) runFirst(r *request, key string, token uuid.UUID, op func() err
 		Body:        append([]byte(nil), r.ctx.Response.Body()...),
 	}
 	tc := r.phases.Start()
+	if a, ok := activityOf(r); ok && r.pendingFinish != nil {
+		return s.completeWithFinish(r, settle, key, token, rec, a, tc)
+	}
 	if a, ok := activityOf(r); ok {
 		// The request's audit record commits with the stored response: one
 		// durable commit for both instead of two.
@@ -167,6 +176,43 @@ func (s *Server) runFirst(r *request, key string, token uuid.UUID, op func() err
 		return nil
 	}
 	return err
+}
+
+// completeWithFinish stores the finish of the query the request ran with
+// its response and audit record, in one relaxed statement
+// (ledger.FinishQueryCompleted), and tells the attempt (Stored). A query
+// no longer running (cancelled or taken over before its finish was
+// stored) was answered as finished wrongly: the answer becomes a retryable
+// internal_error and the claim is released, so a retry runs it afresh.
+func (s *Server) completeWithFinish(r *request, settle context.Context, key string, token uuid.UUID, rec ledger.IdemResponse, a ledger.Activity, tc time.Time) error {
+	p := r.pendingFinish
+	integration := r.principal.IntegrationID
+	kept, err := s.led.FinishQueryCompleted(settle, p.QueryFinish, integration, key, token, rec, r.principal.AccountID, a)
+	r.phases.Done(phase.Idempotency, tc)
+	switch {
+	case err != nil && !errors.Is(err, ledger.ErrClaimLost):
+		p.Decline() // the attempt stores its finish itself
+		return err
+	case !kept:
+		p.Stored(false, nil)
+		s.log.Warn("query no longer running when its answer was stored", "request_id", r.id, "query_id", p.Row.ID)
+		r.ctx.Response.Reset()
+		r.ctx.Response.Header.Set("X-Request-Id", r.id)
+		pr := &Problem{Code: CodeInternalError, Detail: "The query changed while it was answered; retry with the same Idempotency-Key.", RetryAfter: 1}
+		r.problemCode = string(pr.Code)
+		s.writeProblem(r.ctx, r.id, pr)
+		if rerr := s.led.ReleaseIdempotency(settle, integration, key, token); rerr != nil {
+			s.log.Error("idempotency release failed", "request_id", r.id, "err", rerr)
+		}
+		return nil
+	}
+	p.Stored(true, nil)
+	s.finished.put(p.Row)
+	r.audited = a.HTTPStatus
+	if errors.Is(err, ledger.ErrClaimLost) {
+		s.log.Warn("idempotency claim lost before completion", "request_id", r.id, "operation", r.op.ID)
+	}
+	return nil
 }
 
 // replay writes a stored first response.

@@ -306,7 +306,9 @@ func (s *Server) answerQuery(r *request, q ledger.Query, ask queryAsk) error {
 	var err error
 	if done.ID == q.ID && done.AccountID == r.principal.AccountID && finished(done.Status) {
 		q = done
-		s.finished.put(q)
+		if r.pendingFinish == nil { // else cached once stored (runFirst)
+			s.finished.put(q)
+		}
 	} else if q, err = s.query(r, q.ID); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"siteenv/internal/phase"
+	"siteenv/jobs"
 	"siteenv/ledger"
 )
 
@@ -15,7 +16,7 @@ import (
 // a query admitted running in this process executes at once, beside the
 // workers, without a claim and a hand-over.
 type nowRunner interface {
-	RunNow(ctx context.Context, q ledger.Query, d time.Duration) (row ledger.Query, done, accepted bool)
+	RunNow(ctx context.Context, q ledger.Query, d time.Duration) jobs.NowResult
 	RunLimits() (maxRunning int, attempt time.Duration, ok bool)
 }
 
@@ -44,19 +45,21 @@ func (s *Server) admitQuery(r *request, q ledger.Query) (ledger.Query, error) {
 // up to d for it; a queued q is left to the runner's workers, woken and
 // waited for as before. It returns the finished row when one was handed
 // over (its ID is then q's), else the zero Query: the caller reads the
-// ledger.
+// ledger. A finish handed over by the in-request attempt is the request's
+// to store (r.pendingFinish, runFirst) and its row is returned.
 func (s *Server) runQuery(r *request, q ledger.Query, d time.Duration) ledger.Query {
 	if s.runner == nil {
 		return ledger.Query{}
 	}
 	defer r.phases.Done(phase.Wait, r.phases.Start())
 	if nr, ok := s.runner.(nowRunner); ok && q.Status == ledger.QueryRunning {
-		row, done, accepted := nr.RunNow(r.c, q, d)
-		if accepted {
-			if done {
-				return row
+		res := nr.RunNow(r.c, q, d)
+		if res.Accepted {
+			if res.Finish != nil {
+				r.pendingFinish = res.Finish
+				return res.Finish.Row
 			}
-			return ledger.Query{}
+			return res.Row
 		}
 		// The runner is stopping: hand the query to the queue, where a
 		// worker of this or another replica claims it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"siteenv/ledger"
@@ -17,42 +18,115 @@ import (
 // does, and a crash of the process leaves the query running until its
 // attempt lapses, when any replica's janitor requeues it (FailStaleQueries).
 
+// NowResult is what RunNow saw of its attempt within its wait.
+type NowResult struct {
+	// Accepted is false when the runner is not started or is stopping:
+	// nothing ran, and the caller must hand the query back (RequeueQuery).
+	Accepted bool
+	// Finish, when set, is the attempt's finish handed to the caller: the
+	// result is stored, and the caller must store the finish
+	// (PendingFinish.Stored, after ledger.FinishQueryCompleted) or hand it
+	// back (PendingFinish.Decline), in every case.
+	Finish *PendingFinish
+	// Row is the finished row when the attempt stored it itself within the
+	// wait (Row.ID is then the query's).
+	Row ledger.Query
+}
+
+// PendingFinish is an in-request attempt's finish, handed to the request
+// that waits for it so that the request stores it with its own response in
+// one round trip (ledger.FinishQueryCompleted). The attempt waits for the
+// request's word: Stored, or Decline (then it stores the finish itself).
+type PendingFinish struct {
+	ledger.QueryFinish
+	reply chan finishReply
+	once  sync.Once
+}
+
+type finishReply struct {
+	row      ledger.Query
+	kept     bool
+	err      error
+	declined bool
+}
+
+// Stored reports that the caller stored the finish (kept: the query was
+// still running) or failed to (err).
+func (p *PendingFinish) Stored(kept bool, err error) {
+	p.once.Do(func() { p.reply <- finishReply{row: p.Row, kept: kept, err: err} })
+}
+
+// Decline hands the finish back to the attempt, which stores it itself. A
+// no-op after Stored: callers defer it.
+func (p *PendingFinish) Decline() {
+	p.once.Do(func() { p.reply <- finishReply{declined: true} })
+}
+
+// handoffKey carries an in-request attempt's hand-off channel in its
+// context (finishQuery).
+type handoffKey struct{}
+
 // RunNow executes q, which the caller admitted running for this process
-// (ledger.AdmitQuery with AdmitLimits.RunNow and this runner's MaxRunning and
-// Attempt), and waits up to d for it. It returns the finished row when the
-// attempt kept one within d (done); the attempt goes on after d, as a
-// worker's would. accepted is false when the runner is not started or is
-// stopping: nothing ran, and the caller must hand q back (RequeueQuery).
-func (r *Runner) RunNow(ctx context.Context, q ledger.Query, d time.Duration) (row ledger.Query, done, accepted bool) {
+// (ledger.AdmitQuery or AdmitQueryBatch with AdmitLimits.RunNow and this
+// runner's MaxRunning and Attempt), and waits up to d for it. When the
+// attempt finishes within d its finish is handed over (NowResult.Finish);
+// after d the attempt goes on and stores it itself, as a worker's would.
+func (r *Runner) RunNow(ctx context.Context, q ledger.Query, d time.Duration) NowResult {
 	r.mu.Lock()
 	if !r.mu.started || r.mu.claimCtx.Err() != nil {
 		r.mu.Unlock()
-		return ledger.Query{}, false, false
+		return NowResult{}
 	}
 	execCtx := r.mu.execCtx
 	r.running.Add(1)
 	r.mu.Unlock()
 	out := make(chan ledger.Query, 1)
+	handoff := make(chan *PendingFinish) // unbuffered: taken only while RunNow waits
 	go func() {
 		defer r.running.Done()
 		var row ledger.Query
 		defer func() { out <- row }() // buffered: never blocks
-		if err := r.attemptNow(execCtx, q, &row); err != nil {
+		if err := r.attemptNow(context.WithValue(execCtx, handoffKey{}, handoff), q, &row); err != nil {
 			r.cfg.Logger.Error("query attempt", "query_id", q.ID, "err", err)
 		}
 	}()
 	if d <= 0 {
-		return ledger.Query{}, false, true
+		return NowResult{Accepted: true}
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case row = <-out:
-		return row, row.ID == q.ID, true
+	case p := <-handoff:
+		return NowResult{Accepted: true, Finish: p}
+	case row := <-out:
+		if row.ID == q.ID {
+			return NowResult{Accepted: true, Row: row}
+		}
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	return ledger.Query{}, false, true
+	return NowResult{Accepted: true}
+}
+
+// finishQuery stores an attempt's finish (FinishQueryRow), or, for an
+// in-request attempt whose request is still waiting, hands it to the
+// request and takes the request's word on it.
+func (r *Runner) finishQuery(ctx context.Context, q ledger.Query, status string, outcome []ledger.LayerOutcome, key string, size int64, count *int64) (ledger.Query, bool, error) {
+	if h, ok := ctx.Value(handoffKey{}).(chan *PendingFinish); ok {
+		f, err := r.led.PrepareFinish(q, status, outcome, key, size, count, r.cfg.Retain)
+		if err != nil {
+			return ledger.Query{}, false, err
+		}
+		p := &PendingFinish{QueryFinish: f, reply: make(chan finishReply, 1)}
+		select {
+		case h <- p:
+			if rep := <-p.reply; !rep.declined {
+				return rep.row, rep.kept, rep.err
+			}
+		default: // the request stopped waiting
+		}
+	}
+	return r.led.FinishQueryRow(context.WithoutCancel(ctx), q, status, outcome, key, size, count, r.cfg.Retain)
 }
 
 // RunLimits are the running limits RunNow's caller admits under: the

@@ -42,16 +42,47 @@ func TestRunNowExecutesAnAdmittedQuery(t *testing.T) {
 	if q.Status != ledger.QueryRunning || q.Attempts != 1 {
 		t.Fatalf("admitted %s, attempts %d; want running, 1", q.Status, q.Attempts)
 	}
-	row, done, accepted := r.RunNow(b.ctx, q, 30*time.Second)
-	if !accepted || !done {
-		t.Fatalf("RunNow accepted %v done %v", accepted, done)
+	res := r.RunNow(b.ctx, q, 30*time.Second)
+	if !res.Accepted || res.Finish == nil {
+		t.Fatalf("RunNow %+v: want its finish handed over", res)
 	}
-	if row.ID != q.ID || row.Status != ledger.QuerySucceeded || featureCount(t, row) != 2 {
+	if row := res.Finish.Row; row.ID != q.ID || row.Status != ledger.QuerySucceeded || featureCount(t, row) != 2 {
 		t.Fatalf("handed row %+v", row)
 	}
+	if s := b.status(q.ID); s != ledger.QueryRunning {
+		t.Fatalf("stored before the request stored it: %s", s)
+	}
+	// The request declines (say its response failed): the attempt stores
+	// the finish itself.
+	res.Finish.Decline()
+	b.waitFor("the attempt's own finish", func() bool { return b.status(q.ID) == ledger.QuerySucceeded })
 	stored := b.get(q.ID)
-	if stored.Status != ledger.QuerySucceeded || featureCount(t, stored) != 2 || stored.Attempts != 1 {
+	if featureCount(t, stored) != 2 || stored.Attempts != 1 {
 		t.Fatalf("stored %s, attempts %d", stored.Status, stored.Attempts)
+	}
+	// Stored by the request with its response, in one statement.
+	q2 := b.admit(true, time.Minute)
+	res = r.RunNow(b.ctx, q2, 30*time.Second)
+	if res.Finish == nil {
+		t.Fatalf("RunNow %+v", res)
+	}
+	claim, err := b.led.ClaimIdempotency(b.ctx, b.integ, "key-2", "create_query", []byte("f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := b.led.FinishQueryCompleted(b.ctx, res.Finish.QueryFinish, b.integ, "key-2", claim.Token,
+		ledger.IdemResponse{Status: 200, ContentType: "application/json", Body: []byte("{}")}, b.account,
+		ledger.Activity{Operation: "create_query", Outcome: "completed", RequestID: q2.ID, HTTPStatus: 200})
+	res.Finish.Stored(kept, err)
+	if !kept || err != nil {
+		t.Fatalf("FinishQueryCompleted kept %v, %v", kept, err)
+	}
+	if got := b.get(q2.ID); got.Status != ledger.QuerySucceeded || featureCount(t, got) != 2 ||
+		!got.ComputedAt.Equal(*res.Finish.Row.ComputedAt) || !got.ExpiresAt.Equal(*res.Finish.Row.ExpiresAt) {
+		t.Fatalf("stored %+v; handed %+v", got, res.Finish.Row)
+	}
+	if replay, err := b.led.ClaimIdempotency(b.ctx, b.integ, "key-2", "create_query", []byte("f")); err != nil || replay.State != ledger.IdemReplay {
+		t.Fatalf("the stored response: %+v, %v", replay, err)
 	}
 	if err := r.Stop(context.Background()); err != nil {
 		t.Fatal(err)
@@ -59,7 +90,7 @@ func TestRunNowExecutesAnAdmittedQuery(t *testing.T) {
 	if _, _, ok := r.RunLimits(); ok {
 		t.Fatal("RunLimits ok after Stop")
 	}
-	if _, _, accepted := r.RunNow(b.ctx, b.admit(true, time.Minute), time.Second); accepted {
+	if res := r.RunNow(b.ctx, b.admit(true, time.Minute), time.Second); res.Accepted {
 		t.Fatal("RunNow accepted a query after Stop")
 	}
 }
