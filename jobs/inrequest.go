@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"siteenv/internal/phase"
 	"siteenv/ledger"
 )
 
@@ -108,9 +109,10 @@ func (r *Runner) RunNow(ctx context.Context, q ledger.Query, d time.Duration) No
 	return NowResult{Accepted: true}
 }
 
-// finishQuery stores an attempt's finish (FinishQueryRow), or, for an
-// in-request attempt whose request is still waiting, hands it to the
-// request and takes the request's word on it.
+// finishQuery stores an attempt's finish (FinishQueryRow, timed as the
+// Finish phase), or, for an in-request attempt whose request is still
+// waiting, hands it to the request and takes the request's word on it (the
+// request times its store as its own).
 func (r *Runner) finishQuery(ctx context.Context, q ledger.Query, status string, outcome []ledger.LayerOutcome, key string, size int64, count *int64) (ledger.Query, bool, error) {
 	if h, ok := ctx.Value(handoffKey{}).(chan *PendingFinish); ok {
 		f, err := r.led.PrepareFinish(q, status, outcome, key, size, count, r.cfg.Retain)
@@ -126,6 +128,7 @@ func (r *Runner) finishQuery(ctx context.Context, q ledger.Query, status string,
 		default: // the request stopped waiting
 		}
 	}
+	defer r.cfg.Phases.Done(phase.Finish, r.cfg.Phases.Start())
 	return r.led.FinishQueryRow(context.WithoutCancel(ctx), q, status, outcome, key, size, count, r.cfg.Retain)
 }
 

@@ -677,7 +677,6 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded, row
 	if failed == 0 {
 		count = &total
 	}
-	defer r.cfg.Phases.Done(phase.Finish, r.cfg.Phases.Start())
 	// Not abandoned halfway once the result is stored: a cancellation from
 	// here on is settled by FinishQuery (then the result is deleted).
 	done, kept, err := r.finishQuery(ctx, q, status, outcome, key, size, count)
