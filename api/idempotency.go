@@ -43,15 +43,10 @@ func (s *Server) idempotent(r *request, logical any, op func() error) error {
 	if err != nil {
 		return err
 	}
-	enc, err := json.Marshal(logical)
+	fp, err := idemFingerprint(r, logical)
 	if err != nil {
 		return err
 	}
-	h := sha256.New()
-	h.Write([]byte(r.op.ID))
-	h.Write([]byte{0})
-	h.Write(enc)
-	fp := h.Sum(nil)
 
 	integration := r.principal.IntegrationID
 	deadline := time.Now().Add(s.cfg.IdempotencyWait)
@@ -88,6 +83,27 @@ func (s *Server) idempotent(r *request, logical any, op func() error) error {
 	}
 }
 
+// relaxedCompletion are the operations whose stored response and audit
+// record commit relaxed (ledger.CompleteIdempotencyAuditedRelaxed): free,
+// with frozen inputs, so a crash can at worst forget a query answered in its
+// last moments (DESIGN.md, "Durability"; README, "Durability on the request
+// path"). Paid operations and POST /sites stay durable.
+var relaxedCompletion = map[string]bool{"create_query": true}
+
+// idemFingerprint is what identifies a logical request under its key: the
+// operation and logical's JSON encoding, hashed.
+func idemFingerprint(r *request, logical any) ([]byte, error) {
+	enc, err := json.Marshal(logical)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	h.Write([]byte(r.op.ID))
+	h.Write([]byte{0})
+	h.Write(enc)
+	return h.Sum(nil), nil
+}
+
 // claimSettleTimeout bounds storing or releasing a claim once the request's
 // work is done, even when the request's own deadline has passed: an unsettled
 // claim would otherwise hold its key until its lease lapses.
@@ -101,6 +117,12 @@ func (s *Server) runFirst(r *request, key string, token uuid.UUID, op func() err
 	settle, cancel := context.WithTimeout(context.WithoutCancel(r.c), claimSettleTimeout)
 	defer cancel()
 	settled := false
+	defer func() {
+		// A finish this request did not store is stored by its attempt.
+		if p := r.pendingFinish; p != nil {
+			p.Decline()
+		}
+	}()
 	defer func() {
 		if !settled { // op panicked: forget the claim, then let Handle answer.
 			if rerr := s.led.ReleaseIdempotency(settle, integration, key, token); rerr != nil {
@@ -128,10 +150,17 @@ func (s *Server) runFirst(r *request, key string, token uuid.UUID, op func() err
 		Body:        append([]byte(nil), r.ctx.Response.Body()...),
 	}
 	tc := r.phases.Start()
+	if a, ok := activityOf(r); ok && r.pendingFinish != nil {
+		return s.completeWithFinish(r, settle, key, token, rec, a, tc)
+	}
 	if a, ok := activityOf(r); ok {
 		// The request's audit record commits with the stored response: one
 		// durable commit for both instead of two.
-		err = s.led.CompleteIdempotencyAudited(settle, integration, key, token, rec, r.principal.AccountID, a)
+		complete := s.led.CompleteIdempotencyAudited
+		if relaxedCompletion[r.op.ID] {
+			complete = s.led.CompleteIdempotencyAuditedRelaxed
+		}
+		err = complete(settle, integration, key, token, rec, r.principal.AccountID, a)
 		if err == nil || errors.Is(err, ledger.ErrClaimLost) {
 			r.audited = a.HTTPStatus
 		}
@@ -147,6 +176,43 @@ func (s *Server) runFirst(r *request, key string, token uuid.UUID, op func() err
 		return nil
 	}
 	return err
+}
+
+// completeWithFinish stores the finish of the query the request ran with
+// its response and audit record, in one relaxed statement
+// (ledger.FinishQueryCompleted), and tells the attempt (Stored). A query
+// no longer running (cancelled or taken over before its finish was
+// stored) was answered as finished wrongly: the answer becomes a retryable
+// internal_error and the claim is released, so a retry runs it afresh.
+func (s *Server) completeWithFinish(r *request, settle context.Context, key string, token uuid.UUID, rec ledger.IdemResponse, a ledger.Activity, tc time.Time) error {
+	p := r.pendingFinish
+	integration := r.principal.IntegrationID
+	kept, err := s.led.FinishQueryCompleted(settle, p.QueryFinish, integration, key, token, rec, r.principal.AccountID, a)
+	r.phases.Done(phase.Idempotency, tc)
+	switch {
+	case err != nil && !errors.Is(err, ledger.ErrClaimLost):
+		p.Decline() // the attempt stores its finish itself
+		return err
+	case !kept:
+		p.Stored(false, nil)
+		s.log.Warn("query no longer running when its answer was stored", "request_id", r.id, "query_id", p.Row.ID)
+		r.ctx.Response.Reset()
+		r.ctx.Response.Header.Set("X-Request-Id", r.id)
+		pr := &Problem{Code: CodeInternalError, Detail: "The query changed while it was answered; retry with the same Idempotency-Key.", RetryAfter: 1}
+		r.problemCode = string(pr.Code)
+		s.writeProblem(r.ctx, r.id, pr)
+		if rerr := s.led.ReleaseIdempotency(settle, integration, key, token); rerr != nil {
+			s.log.Error("idempotency release failed", "request_id", r.id, "err", rerr)
+		}
+		return nil
+	}
+	p.Stored(true, nil)
+	s.finished.put(p.Row)
+	r.audited = a.HTTPStatus
+	if errors.Is(err, ledger.ErrClaimLost) {
+		s.log.Warn("idempotency claim lost before completion", "request_id", r.id, "operation", r.op.ID)
+	}
+	return nil
 }
 
 // replay writes a stored first response.

@@ -199,10 +199,11 @@ func (s *Server) createQuery(r *request) error {
 		Radius   float64
 		Geometry bool
 	}{req.Site, req.LayerIDs, *req.RadiusM, includeGeometry}
+	ask := queryAsk{layerIDs: req.LayerIDs, radiusM: *req.RadiusM, includeGeometry: includeGeometry, wait: wait, pageSize: pageSize}
+	if handled, err := s.createQueryAtOnce(r, sel, logical, ask); handled {
+		return err
+	}
 	return s.idempotent(r, logical, func() error {
-		if err := s.rateLimit(r, ledger.BucketQueryAdmissions, queryAdmissionsPerMinute); err != nil {
-			return err
-		}
 		tl := r.phases.Start()
 		site, err := s.siteForQuery(r, sel)
 		if err != nil {
@@ -217,82 +218,114 @@ func (s *Server) createQuery(r *request) error {
 		if err != nil {
 			return err
 		}
-		var frozen []ledger.FrozenLayer
-		var fe []FieldError
-		for i, id := range req.LayerIDs {
-			field := fmt.Sprintf("layer_ids[%d]", i)
-			// A layer the key may not use is answered exactly like a missing one.
-			if !r.principal.PermitsDataset(id) {
-				return &placedError{err: ledger.ErrNotFound, place: atLayer, field: field, name: id}
-			}
-			lr, ok := catalogue[id]
-			if !ok {
-				return &placedError{err: ledger.ErrNotFound, place: atLayer, field: field, name: id}
-			}
-			y := lr.Layer
-			if y.SectionPrice > 0 && !sa.Granted[y.SectionKey] {
-				return &Problem{Code: CodeAccessRequired, Detail: fmt.Sprintf("Section %s must be acquired for this site before querying %s (POST /access/acquisitions).", y.SectionKey, id),
-					FieldErrors: []FieldError{{Field: field, Message: "section " + y.SectionKey + " not acquired for this site"}}}
-			}
-			if *req.RadiusM > y.RadiusMaxM {
-				fe = append(fe, FieldError{Field: "radius_m", Message: fmt.Sprintf("layer %s allows at most %g m", id, y.RadiusMaxM)})
-			}
-			fl := ledger.FrozenLayer{LayerID: id, SectionKey: y.SectionKey, SchemaVersion: y.SchemaVersion, FieldSchema: y.FieldSchema,
-				Sources: y.Sources, Coverage: y.Coverage, ReleaseID: y.CurrentReleaseID}
-			if y.CurrentReleaseID != nil {
-				// Freeze the release's own captured schema and provenance.
-				rel := lr.Release
-				if rel == nil {
-					return fmt.Errorf("api: layer %s: current release %s: %w", id, *y.CurrentReleaseID, ledger.ErrNotFound)
-				}
-				fl.SchemaVersion, fl.FieldSchema, fl.Sources, fl.Coverage = rel.SchemaVersion, rel.FieldSchema, rel.Sources, rel.Coverage
-			}
-			frozen = append(frozen, fl)
-		}
-		if len(fe) > 0 {
-			return invalid("The radius exceeds a selected layer's limit.", fe...)
-		}
-		q, err := s.led.CreateQuery(r.c, ledger.Query{AccountID: r.principal.AccountID, IntegrationID: r.principal.IntegrationID,
-			SiteID: site.ID, SiteGeometry: site.Geometry, RadiusM: *req.RadiusM, LayerIDs: req.LayerIDs,
-			IncludeGeometry: includeGeometry, Frozen: frozen},
-			ledger.QueryLimits{MaxQueued: Limits["max_queued_queries"], MaxRetainedBytes: Limits["max_retained_result_bytes"]})
+		frozen, _, err := s.freezeLayers(r, ask, catalogue, func(section string) bool { return sa.Granted[section] })
 		if err != nil {
 			return err
 		}
-		r.resourceType, r.resourceID = "query", q.ID.String()
-		r.phases.Done(phase.Ledger, tl)
-		var done ledger.Query // the finished row, when the runner handed it over
-		if s.runner != nil {
-			tw := r.phases.Start()
-			s.runner.Notify()
-			done, _ = s.runner.Wait(r.c, q.ID, time.Duration(wait)*time.Second)
-			r.phases.Done(phase.Wait, tw)
-		}
-		tl = r.phases.Start()
-		// The wait is honoured when this process ran it (another replica's
-		// runner cannot be waited on here), and wait=0 always is.
-		honoured := r.ctx.Request.Header.Peek("Prefer") != nil && (s.runner != nil || wait == 0)
-		if done.ID == q.ID && done.AccountID == r.principal.AccountID && finished(done.Status) {
-			q = done
-			s.finished.put(q)
-		} else if q, err = s.query(r, q.ID); err != nil {
+		// Every refusal above (400, 403, 404, 422) came before the admission
+		// is counted: only a request that can run uses one.
+		q, err := s.admitQuery(r, ledger.Query{AccountID: r.principal.AccountID, IntegrationID: r.principal.IntegrationID,
+			SiteID: site.ID, SiteGeometry: site.Geometry, RadiusM: *req.RadiusM, LayerIDs: req.LayerIDs,
+			IncludeGeometry: includeGeometry, Frozen: frozen})
+		if err != nil {
 			return err
 		}
 		r.phases.Done(phase.Ledger, tl)
-		body := queryView(q)
-		if honoured {
-			r.ctx.Response.Header.Set("Preference-Applied", "wait="+strconv.Itoa(wait))
-		}
-		if !finished(q.Status) {
-			r.ctx.Response.Header.Set("Location", body.QueryURL)
-			r.ctx.Response.Header.Set("Retry-After", "1")
-			return r.writeJSON(202, body)
-		}
-		if err := s.fillPage(r, q, &body, 0, 0, pageSize, includeGeometry, binding(strconv.FormatBool(includeGeometry))); err != nil {
-			return err
-		}
-		return r.writeQuery(200, &body)
+		return s.answerQuery(r, q, ask)
 	})
+}
+
+// queryAsk is what of a POST /queries request its admission and its answer
+// use.
+type queryAsk struct {
+	layerIDs        []string
+	radiusM         float64
+	includeGeometry bool
+	wait, pageSize  int
+}
+
+// freezeLayers checks the request's layers against the catalogue, in the
+// order of the request: a layer the key may not use or that does not exist
+// is not_found, a section the site lacks access_required (granted nil: not
+// checked; the sections that must be granted are returned instead), a
+// radius over a layer's limit invalid_request. It returns the layers as the
+// query freezes them.
+func (s *Server) freezeLayers(r *request, ask queryAsk, catalogue map[string]ledger.LayerRelease, granted func(section string) bool) ([]ledger.FrozenLayer, []string, error) {
+	var frozen []ledger.FrozenLayer
+	var sections []string
+	var fe []FieldError
+	for i, id := range ask.layerIDs {
+		field := fmt.Sprintf("layer_ids[%d]", i)
+		// A layer the key may not use is answered exactly like a missing one.
+		if !r.principal.PermitsDataset(id) {
+			return nil, nil, &placedError{err: ledger.ErrNotFound, place: atLayer, field: field, name: id}
+		}
+		lr, ok := catalogue[id]
+		if !ok {
+			return nil, nil, &placedError{err: ledger.ErrNotFound, place: atLayer, field: field, name: id}
+		}
+		y := lr.Layer
+		if y.SectionPrice > 0 {
+			if granted == nil {
+				sections = append(sections, y.SectionKey)
+			} else if !granted(y.SectionKey) {
+				return nil, nil, &Problem{Code: CodeAccessRequired, Detail: fmt.Sprintf("Section %s must be acquired for this site before querying %s (POST /access/acquisitions).", y.SectionKey, id),
+					FieldErrors: []FieldError{{Field: field, Message: "section " + y.SectionKey + " not acquired for this site"}}}
+			}
+		}
+		if ask.radiusM > y.RadiusMaxM {
+			fe = append(fe, FieldError{Field: "radius_m", Message: fmt.Sprintf("layer %s allows at most %g m", id, y.RadiusMaxM)})
+		}
+		fl := ledger.FrozenLayer{LayerID: id, SectionKey: y.SectionKey, SchemaVersion: y.SchemaVersion, FieldSchema: y.FieldSchema,
+			Sources: y.Sources, Coverage: y.Coverage, ReleaseID: y.CurrentReleaseID}
+		if y.CurrentReleaseID != nil {
+			// Freeze the release's own captured schema and provenance.
+			rel := lr.Release
+			if rel == nil {
+				return nil, nil, fmt.Errorf("api: layer %s: current release %s: %w", id, *y.CurrentReleaseID, ledger.ErrNotFound)
+			}
+			fl.SchemaVersion, fl.FieldSchema, fl.Sources, fl.Coverage = rel.SchemaVersion, rel.FieldSchema, rel.Sources, rel.Coverage
+		}
+		frozen = append(frozen, fl)
+	}
+	if len(fe) > 0 {
+		return nil, nil, invalid("The radius exceeds a selected layer's limit.", fe...)
+	}
+	return frozen, sections, nil
+}
+
+// answerQuery runs the admitted q (runQuery) and answers POST /queries: 200
+// with the first page when it finished within the wait, else 202.
+func (s *Server) answerQuery(r *request, q ledger.Query, ask queryAsk) error {
+	r.resourceType, r.resourceID = "query", q.ID.String()
+	done := s.runQuery(r, q, time.Duration(ask.wait)*time.Second) // the finished row, when handed over
+	tl := r.phases.Start()
+	// The wait is honoured when this process ran it (another replica's
+	// runner cannot be waited on here), and wait=0 always is.
+	honoured := r.ctx.Request.Header.Peek("Prefer") != nil && (s.runner != nil || ask.wait == 0)
+	var err error
+	if done.ID == q.ID && done.AccountID == r.principal.AccountID && finished(done.Status) {
+		q = done
+		if r.pendingFinish == nil { // else cached once stored (runFirst)
+			s.finished.put(q)
+		}
+	} else if q, err = s.query(r, q.ID); err != nil {
+		return err
+	}
+	r.phases.Done(phase.Ledger, tl)
+	body := queryView(q)
+	if honoured {
+		r.ctx.Response.Header.Set("Preference-Applied", "wait="+strconv.Itoa(ask.wait))
+	}
+	if !finished(q.Status) {
+		r.ctx.Response.Header.Set("Location", body.QueryURL)
+		r.ctx.Response.Header.Set("Retry-After", "1")
+		return r.writeJSON(202, body)
+	}
+	if err := s.fillPage(r, q, &body, 0, 0, ask.pageSize, ask.includeGeometry, binding(strconv.FormatBool(ask.includeGeometry))); err != nil {
+		return err
+	}
+	return r.writeQuery(200, &body)
 }
 
 // siteForQuery resolves the selector to an active, eligible site of the account.

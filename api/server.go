@@ -23,6 +23,7 @@ import (
 	"siteenv/clock"
 	"siteenv/engine"
 	"siteenv/internal/phase"
+	"siteenv/jobs"
 	"siteenv/ledger"
 	"siteenv/store"
 )
@@ -303,6 +304,9 @@ type request struct {
 	// prefetch is the handler's first read, made with the key lookup
 	// (Server.prefetchFor); nil: none.
 	prefetch ledger.Prefetch
+	// pendingFinish is the finish of a query this request ran and
+	// answered, stored with its idempotent response (runFirst); nil: none.
+	pendingFinish *jobs.PendingFinish
 }
 
 // Handle is the fasthttp handler.

@@ -45,6 +45,9 @@ const (
 	// DefaultAPIQueries is a prefix of the engine bench's mix (the mix is
 	// drawn from one seeded stream, so the first n queries are the same).
 	DefaultAPIQueries = 2000
+	// DefaultSmallQueries is the small-query mix's size for the command
+	// (APIOptions.SmallQueries: 0 runs none).
+	DefaultSmallQueries = 300
 	// DefaultReads are the authenticated reads of the read pass, half GET
 	// /context and half GET /layers.
 	DefaultReads = 20_000
@@ -84,6 +87,9 @@ type APIOptions struct {
 	Clients []int
 	// Reads of the authenticated read pass. Default DefaultReads.
 	Reads int
+	// SmallQueries of the small-query mix (smallmix.go), run with every
+	// client count after the mix; 0: none.
+	SmallQueries int
 	// MaxFeaturesPerLayer keeps only the first features of each layer
 	// (tests use a few hundred). Default 0: all.
 	MaxFeaturesPerLayer int64
@@ -124,6 +130,8 @@ func (o *APIOptions) fill() error {
 		return fmt.Errorf("bench: queries must be at least 1, not %d", o.Queries)
 	case o.Reads < 0:
 		return fmt.Errorf("bench: reads must not be negative")
+	case o.SmallQueries < 0:
+		return fmt.Errorf("bench: small queries must not be negative")
 	}
 	for _, c := range o.Clients {
 		if c < 1 || c > 64 {
@@ -708,6 +716,14 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	small, err := makeSmallMix(opt.SmallQueries, w.anchors, len(ds.layers), opt.Seed)
+	if err != nil {
+		return nil, err
+	}
+	smallReqs, err := apiQueries(ds, small)
+	if err != nil {
+		return nil, err
+	}
 	e := engine.New(ds.store, engine.Options{MemoryBudget: benchMemoryBudget})
 	for _, l := range ds.layers {
 		if err := e.Preload(ctx, l.id, l.release); err != nil {
@@ -717,7 +733,7 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 	log.Info("bench: starting the API (durable ledger, accounts, server)")
 	nw := min(warmupQueries, len(qs))
 	nSeq := min(opt.Reads, sequentialReads)
-	a, err := startAPI(ctx, dir, g, ds, e, nw+len(opt.Clients)*len(qs), readAccounts(opt.Reads)+readAccounts(nSeq), log)
+	a, err := startAPI(ctx, dir, g, ds, e, nw+len(opt.Clients)*(len(qs)+len(small)), readAccounts(opt.Reads)+readAccounts(nSeq), log)
 	if err != nil {
 		return nil, err
 	}
@@ -735,7 +751,7 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 	if err := pg.load(ctx, ds, 2); err != nil {
 		return nil, err
 	}
-	if err := pg.openQueryConns(ctx, maxClients, qs); err != nil {
+	if err := pg.openQueryConns(ctx, maxClients, append(slices.Clip(qs), small...)); err != nil {
 		return nil, err
 	}
 	if err := settle(ctx, log, a.cluster.DSN("siteenv"), pg.cluster.DSN("bench")); err != nil {
@@ -771,6 +787,10 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 			}
 		}
 		keys := a.keys[nw+k*len(qs) : nw+(k+1)*len(qs)]
+		before, err := a.ledgerCost(ctx)
+		if err != nil {
+			return nil, err
+		}
 		ap, err := a.apiPass(ctx, reqs, keys, c, run+"-"+strconv.Itoa(k), st, ao, rs)
 		if k == 0 && opt.CPUProfile != nil {
 			pprof.StopCPUProfile()
@@ -779,6 +799,11 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 			return nil, fmt.Errorf("bench: API: %w", err)
 		}
 		phases := a.timer.Snapshot()
+		create := summarize(a.timer.Requests("create_query"))
+		after, err := a.ledgerCost(ctx)
+		if err != nil {
+			return nil, err
+		}
 		log.Info("bench: PostGIS pass", "queries", len(qs), "clients", c)
 		pp, err := postgisPass(ctx, pg, ds, qs, c, po)
 		if err != nil {
@@ -786,7 +811,8 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 		}
 		pp.busy = true // queries/s as the API's
 
-		r.Passes = append(r.Passes, apiPassReport{Clients: c, API: ap.summary(), PostGIS: pp.summary(), Phases: phases})
+		r.Passes = append(r.Passes, apiPassReport{Clients: c, API: ap.summary(), PostGIS: pp.summary(), Phases: phases,
+			Ledger: after.minus(before), CreateServer: create})
 		if k == 0 {
 			r.apiLat, r.pgLat = ap.lat, pp.lat
 		}
@@ -799,6 +825,45 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 	}
 	if r.Comparison, err = compare(ctx, e, pg, ds, qs, apiOut, pgOut); err != nil {
 		return nil, err
+	}
+	if len(small) > 0 {
+		r.SmallQueries = len(small)
+		smallAPI, smallPG := make([][]outcome, len(small)), make([][]outcome, len(small))
+		base := nw + len(opt.Clients)*len(qs)
+		for k, c := range opt.Clients {
+			log.Info("bench: API pass, small-query mix", "queries", len(small), "clients", c)
+			a.timer.Reset()
+			var ao, po [][]outcome
+			if k == 0 {
+				ao, po = smallAPI, smallPG
+			}
+			before, err := a.ledgerCost(ctx)
+			if err != nil {
+				return nil, err
+			}
+			keys := a.keys[base+k*len(small) : base+(k+1)*len(small)]
+			ap, err := a.apiPass(ctx, smallReqs, keys, c, run+"-small-"+strconv.Itoa(k), st, ao, nil)
+			if err != nil {
+				return nil, fmt.Errorf("bench: API, small-query mix: %w", err)
+			}
+			phases := a.timer.Snapshot()
+			create := summarize(a.timer.Requests("create_query"))
+			after, err := a.ledgerCost(ctx)
+			if err != nil {
+				return nil, err
+			}
+			log.Info("bench: PostGIS pass, small-query mix", "queries", len(small), "clients", c)
+			pp, err := postgisPass(ctx, pg, ds, small, c, po)
+			if err != nil {
+				return nil, fmt.Errorf("bench: postgis, small-query mix: %w", err)
+			}
+			pp.busy = true
+			r.SmallPasses = append(r.SmallPasses, apiPassReport{Clients: c, API: ap.summary(), PostGIS: pp.summary(), Phases: phases,
+				Ledger: after.minus(before), CreateServer: create})
+		}
+		if r.SmallComparison, err = compare(ctx, e, pg, ds, small, smallAPI, smallPG); err != nil {
+			return nil, err
+		}
 	}
 	if opt.Reads > 0 {
 		log.Info("bench: read pass", "reads", opt.Reads, "clients", readClients)

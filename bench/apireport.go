@@ -19,6 +19,10 @@ type apiPassReport struct {
 	Clients      int
 	API, PostGIS latency
 	Phases       []phase.Sum
+	// Ledger is what the pass cost the ledger's PostgreSQL (ledgerCost).
+	Ledger ledgerCost
+	// CreateServer is POST /queries' time inside the server.
+	CreateServer latency
 }
 
 // APIReport is what RunAPI measured.
@@ -39,7 +43,12 @@ type APIReport struct {
 	Load           string // load average at the start and the end
 	LoadAfter      string
 
-	Passes                            []apiPassReport
+	Passes []apiPassReport
+	// SmallQueries, SmallPasses and SmallComparison are the small-query
+	// mix's (smallmix.go): its size, its passes, its check.
+	SmallQueries                      int
+	SmallPasses                       []apiPassReport
+	SmallComparison                   comparison
 	Requests, Pages, Polls, Throttled int64
 	RateLimited                       int64 // of Throttled, answered 429
 	// Waited is the time clients slept on Retry-After, left out of the
@@ -65,6 +74,9 @@ type APIReport struct {
 // boundary cases.
 func (r *APIReport) Err() error {
 	c := r.Comparison
+	sc := r.SmallComparison
+	c.EngineWrong, c.CoverageWrong, c.Unexplained, c.Differing = c.EngineWrong+sc.EngineWrong, c.CoverageWrong+sc.CoverageWrong,
+		c.Unexplained+sc.Unexplained, c.Differing+sc.Differing
 	if c.EngineWrong+c.CoverageWrong == 0 && c.Unexplained == 0 {
 		return nil
 	}
@@ -138,8 +150,31 @@ func (r *APIReport) Print(w io.Writer) {
 		row("mean"+n, ms(p.API.Mean), ms(p.PostGIS.Mean), "ms")
 		row("queries/s"+n, p.API.QPS, p.PostGIS.QPS, "q/s")
 	}
+	for _, p := range r.SmallPasses {
+		n := fmt.Sprintf(", %d client", p.Clients)
+		if p.Clients > 1 {
+			n += "s"
+		}
+		row("small mix p50"+n, ms(p.API.P50), ms(p.PostGIS.P50), "ms")
+		row("small mix p99"+n, ms(p.API.P99), ms(p.PostGIS.P99), "ms")
+		row("small mix mean"+n, ms(p.API.Mean), ms(p.PostGIS.Mean), "ms")
+		row("small mix queries/s"+n, p.API.QPS, p.PostGIS.QPS, "q/s")
+	}
 	tw.Flush()
 	fmt.Fprintln(w)
+	if r.SmallQueries > 0 {
+		sc := r.SmallComparison
+		fmt.Fprintf(w, "small mix: %d queries (60%% points, 40%% lots up to about 300 m across, near the clustered features; radius log-uniform 10 m - 10 km; 1, 3 or 5 layers)\n", r.SmallQueries)
+		fmt.Fprintf(w, "small mix check (first pass): %d layer results compared, %s features matched; %d differ, %d within 1 cm of the radius, %d API wrong, %d PostGIS wrong, %d unexplained, %d wrong outside_coverage\n",
+			sc.Compared, group(sc.Matched), sc.Differing, sc.Boundary, sc.EngineWrong, sc.PostGISWrong, sc.Unexplained, sc.CoverageWrong)
+		for _, p := range r.SmallPasses {
+			q := float64(max(r.SmallQueries, 1))
+			fmt.Fprintf(w, "small mix, %d client(s): POST /queries inside the server p50 %.3f ms, p99 %.3f ms; ledger per query %.2f round trips, %.2f statements; WAL %.2f writes, %.2f flushes\n",
+				p.Clients, ms(p.CreateServer.P50), ms(p.CreateServer.P99), float64(p.Ledger.Trips)/q, float64(p.Ledger.Statements)/q,
+				float64(p.Ledger.WALWrites)/q, float64(p.Ledger.WALSyncs)/q)
+		}
+		fmt.Fprintln(w)
+	}
 
 	if r.ReadCount > 0 {
 		fmt.Fprintf(w, "authenticated reads (GET /context and GET /layers alternately, %d clients, %d requests): %.0f reads/s; client p50 %.3f ms, p99 %.3f ms\n",
@@ -151,8 +186,17 @@ func (r *APIReport) Print(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 	for _, p := range r.Passes {
+		fmt.Fprintf(w, "API pass with %d client(s): POST /queries inside the server p50 %.3f ms, p99 %.3f ms, mean %.3f ms\n",
+			p.Clients, ms(p.CreateServer.P50), ms(p.CreateServer.P99), ms(p.CreateServer.Mean))
+		q := float64(max(r.Queries, 1))
+		fmt.Fprintf(w, "  ledger per query (every request of the pass, runner and background writers included, counted): %.2f round trips, %.2f statements; WAL %.2f writes, %.2f flushes (pg_stat_wal)\n",
+			float64(p.Ledger.Trips)/q, float64(p.Ledger.Statements)/q, float64(p.Ledger.WALWrites)/q, float64(p.Ledger.WALSyncs)/q)
 		fmt.Fprintf(w, "server-side time per phase, API pass with %d client(s), per query of the mix:\n", p.Clients)
 		printPhases(w, p.Phases, r.Queries)
+	}
+	for _, p := range r.SmallPasses {
+		fmt.Fprintf(w, "server-side time per phase, small-query mix with %d client(s), per query:\n", p.Clients)
+		printPhases(w, p.Phases, r.SmallQueries)
 	}
 	if r.ReadCount > 0 {
 		fmt.Fprintf(w, "server-side time per phase, read pass, per read:\n")

@@ -203,6 +203,8 @@ type workload struct {
 	gen *synth.Generator
 	ds  *dataset
 	mix []query
+	// anchors are the feature positions the mix's sites sit near.
+	anchors []orb.Point
 }
 
 // prepareWorkload makes a work directory under workDir (named for the
@@ -223,10 +225,9 @@ func prepareWorkload(ctx context.Context, name, workDir string, scale synth.Scal
 	if w.ds, err = buildDataset(ctx, w.gen, w.dir, maxPerLayer, log); err != nil {
 		return w, err
 	}
-	anchors, err := sampleAnchors(ctx, w.ds, anchorCount, seed)
-	if err != nil {
+	if w.anchors, err = sampleAnchors(ctx, w.ds, anchorCount, seed); err != nil {
 		return w, err
 	}
-	w.mix, err = makeMix(queries, anchors, len(w.ds.layers), seed)
+	w.mix, err = makeMix(queries, w.anchors, len(w.ds.layers), seed)
 	return w, err
 }

@@ -195,6 +195,9 @@ type Runner struct {
 		interrupt    context.CancelCauseFunc
 		// stopRenewal ends claim renewal and waits for it.
 		stopRenewal func()
+		// claimCtx and execCtx are Start's: RunNow (inrequest.go) runs
+		// attempts under execCtx while claimCtx is live.
+		claimCtx, execCtx context.Context
 		// requeueErrs are interrupted attempts that could not be handed back
 		// (their claims expire and the janitor of any replica requeues them).
 		requeueErrs []error
@@ -261,6 +264,7 @@ func (r *Runner) Start(ctx context.Context) {
 		return
 	}
 	r.mu.started, r.mu.stopClaiming, r.mu.interrupt = true, stopClaiming, interrupt
+	r.mu.claimCtx, r.mu.execCtx = claimCtx, execCtx
 	for i := 0; i < r.cfg.Workers; i++ {
 		r.running.Add(1)
 		go func() {
@@ -308,8 +312,9 @@ func (r *Runner) Stop(ctx context.Context) error {
 		return nil
 	}
 	stopClaiming, interrupt, stopRenewal := r.mu.stopClaiming, r.mu.interrupt, r.mu.stopRenewal
-	r.mu.Unlock()
+	// Under mu: RunNow adds to running only while claimCtx is live.
 	stopClaiming()
+	r.mu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		r.running.Wait()
@@ -706,10 +711,9 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded, row
 	if failed == 0 {
 		count = &total
 	}
-	defer r.cfg.Phases.Done(phase.Finish, r.cfg.Phases.Start())
 	// Not abandoned halfway once the result is stored: a cancellation from
 	// here on is settled by FinishQuery (then the result is deleted).
-	done, kept, err := r.led.FinishQueryRow(context.WithoutCancel(ctx), q, status, outcome, key, size, count, r.cfg.Retain)
+	done, kept, err := r.finishQuery(ctx, q, status, outcome, key, size, count)
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,8 @@ type Ledger struct {
 	// faultHook, set only by tests, fails or stalls multi-step transactions
 	// at named points to prove they commit whole or not at all.
 	faultHook func(ctx context.Context, point string) error
+	// trips counts round trips and statements (roundtrips.go).
+	trips *roundTrips
 }
 
 func (l *Ledger) fault(ctx context.Context, point string) error {
@@ -82,11 +84,13 @@ func Open(ctx context.Context, dsn string, opt Options) (*Ledger, error) {
 		registerUUID(c.TypeMap())
 		return nil
 	}
+	trips := &roundTrips{}
+	cfg.ConnConfig.Tracer = trips
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: connect: %w", unavailable(err))
 	}
-	l := &Ledger{pool: pool, clock: opt.Clock, log: opt.Logger, lease: opt.IdempotencyLease}
+	l := &Ledger{pool: pool, clock: opt.Clock, log: opt.Logger, lease: opt.IdempotencyLease, trips: trips}
 	l.activity.linger = opt.ActivityLinger
 	if err := l.migrate(ctx); err != nil {
 		pool.Close()

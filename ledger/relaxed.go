@@ -10,9 +10,10 @@ import (
 
 // Relaxed commits.
 //
-// Money, receipts, grants, idempotency records and published releases commit
-// durably (synchronous_commit on: the commit waits for its WAL to reach
-// disk). A few other writes commit with synchronous_commit off: the commit
+// Money, receipts, grants, the idempotency records of paid operations and
+// of POST /sites, and published releases commit durably (synchronous_commit
+// on: the commit waits for its WAL to reach disk). A few other writes
+// commit with synchronous_commit off: the commit
 // returns once its WAL is in memory, and the WAL writer flushes it within
 // 3 x wal_writer_delay (600 ms by default). A crash of PostgreSQL (not of
 // siteenv) in that window loses those commits whole (never part of one: the
@@ -20,6 +21,14 @@ import (
 // any later durable commit makes every earlier relaxed one durable too.
 //
 // What uses it, and what a crash could lose (see README, "Durability"):
+//   - POST /queries as a whole (free, its inputs frozen): its admission
+//     (AdmitQueryBatch: claim, site, query row) and its answer
+//     (FinishQueryCompleted: finish, stored response, audit record;
+//     CompleteIdempotencyAuditedRelaxed on the step-by-step path). A crash
+//     can lose an answer already sent, whole, with its query and its site:
+//     the client's retry with the same key runs the query afresh. Any
+//     later durable commit flushes it (TestRelaxedQueryAnswerAfterCrash).
+//     The items below describe the step-by-step path's parts.
 //   - SaveSite (a site registered by POST /sites or POST /queries): both run
 //     under an idempotency claim, and the response naming the site is sent
 //     only after the durable idempotency commit, which flushes the site with

@@ -17,7 +17,7 @@ const benchUsage = `usage:
   siteenv bench engine [--scale small|medium|large] [--queries 10000] [--seed N] [--workers 2]
           [--strict] [--cpuprofile FILE] [--data-dir DIR]
   siteenv bench ingest [--scale small|medium|large] [--seed N] [--layers id,id] [--data-dir DIR]
-  siteenv bench api [--scale small|medium|large] [--clients 1,2,8] [--queries 2000] [--reads 20000]
+  siteenv bench api [--scale small|medium|large] [--clients 1,2,8] [--queries 2000] [--small 300] [--reads 20000]
           [--seed N] [--out DIR] [--cpuprofile FILE] [--data-dir DIR]`
 
 // benchCmd runs the benchmarks of package bench. Their scratch data (file
@@ -125,6 +125,7 @@ func benchAPI(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	scale := fs.String("scale", "medium", "small (~200k features), medium (~2M) or large (~20M)")
 	clients := fs.String("clients", "1,2,8", "comma-separated client counts of the passes")
 	queries := fs.Int("queries", bench.DefaultAPIQueries, "queries in the mix (a prefix of bench engine's)")
+	small := fs.Int("small", bench.DefaultSmallQueries, "queries of the small-query mix (points and lots up to ~300 m, 1-5 layers; 0: none)")
 	reads := fs.Int("reads", bench.DefaultReads, "authenticated reads of the read pass (0: none)")
 	seed := fs.Int64("seed", bench.DefaultSeed, "seed of the data and the query mix")
 	out := fs.String("out", "", "directory for api-report.txt, api-cdf.svg and api-queries.tsv (default <data-dir>/bench)")
@@ -152,7 +153,7 @@ func benchAPI(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		*out = work
 	}
 	opt := bench.APIOptions{
-		WorkDir: work, OutDir: *out, Scale: sc, Seed: *seed, Queries: *queries, Clients: cs, Reads: *reads, Logger: newLogger(stderr),
+		WorkDir: work, OutDir: *out, Scale: sc, Seed: *seed, Queries: *queries, Clients: cs, Reads: *reads, SmallQueries: *small, Logger: newLogger(stderr),
 	}
 	if *cpuProfile != "" {
 		f, err := createProfile(*cpuProfile)

@@ -1,0 +1,149 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"siteenv/internal/phase"
+	"siteenv/jobs"
+	"siteenv/ledger"
+)
+
+// nowRunner is the in-request part of the job runner (jobs.Runner.RunNow):
+// a query admitted running in this process executes at once, beside the
+// workers, without a claim and a hand-over.
+type nowRunner interface {
+	RunNow(ctx context.Context, q ledger.Query, d time.Duration) jobs.NowResult
+	RunLimits() (maxRunning int, lease time.Duration, ok bool)
+}
+
+// admitQuery counts the query against the account's admissions and stores
+// it, in one round trip (ledger.AdmitQuery): running, for this process to
+// execute, when the server has a runner that runs queries in the request
+// and the account runs fewer than its limit; queued otherwise.
+func (s *Server) admitQuery(r *request, q ledger.Query) (ledger.Query, error) {
+	lim := ledger.AdmitLimits{
+		QueryLimits: ledger.QueryLimits{MaxQueued: Limits["max_queued_queries"], MaxRetainedBytes: Limits["max_retained_result_bytes"]},
+		PerMinute:   queryAdmissionsPerMinute,
+	}
+	if nr, ok := s.runner.(nowRunner); ok {
+		lim.MaxRunning, lim.Lease, lim.RunNow = nr.RunLimits()
+	}
+	res, err := s.led.AdmitQuery(r.c, q, lim)
+	if errors.Is(err, ledger.ErrRateLimited) || err == nil || errors.Is(err, ledger.ErrCapacity) {
+		if rerr := s.checkRate(r, ledger.BucketQueryAdmissions, queryAdmissionsPerMinute, res.Window); rerr != nil {
+			return ledger.Query{}, rerr
+		}
+	}
+	return res.Query, err
+}
+
+// runQuery runs q in this request when it was admitted running, and waits
+// up to d for it; a queued q is left to the runner's workers, woken and
+// waited for as before. It returns the finished row when one was handed
+// over (its ID is then q's), else the zero Query: the caller reads the
+// ledger. A finish handed over by the in-request attempt is the request's
+// to store (r.pendingFinish, runFirst) and its row is returned.
+func (s *Server) runQuery(r *request, q ledger.Query, d time.Duration) ledger.Query {
+	if s.runner == nil {
+		return ledger.Query{}
+	}
+	defer r.phases.Done(phase.Wait, r.phases.Start())
+	if nr, ok := s.runner.(nowRunner); ok && q.Status == ledger.QueryRunning {
+		res := nr.RunNow(r.c, q, d)
+		if res.Accepted {
+			if res.Finish != nil {
+				r.pendingFinish = res.Finish
+				return res.Finish.Row
+			}
+			return res.Row
+		}
+		// The runner is stopping: hand the query to the queue, where a
+		// worker of this or another replica claims it.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.c), claimSettleTimeout)
+		defer cancel()
+		if _, err := s.led.RequeueQuery(ctx, q.ID); err != nil {
+			s.log.Warn("requeue of a query admitted running failed; its attempt lapses and the janitor requeues it",
+				"query_id", q.ID, "err", err)
+		}
+	}
+	s.runner.Notify()
+	done, _ := s.runner.Wait(r.c, q.ID, d)
+	return done
+}
+
+// createQueryAtOnce is POST /queries' admission in one round trip
+// (ledger.AdmitQueryBatch: the idempotency claim, the site's registration,
+// its sections and the query in one pipelined transaction), for a site
+// given as a point or a geometry. handled is false when the request must
+// take the step-by-step path (s.idempotent): another kind of site, or any
+// check that refuses or differs (a used Idempotency-Key, a site the key
+// may not create, a section not granted, a layer refused, a site too
+// large), since that path answers each case exactly; nothing was written
+// or counted then. Once the claim is fresh the request is this one's, and
+// it is answered and settled as on that path (runFirst).
+func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask queryAsk) (handled bool, _ error) {
+	if sel.Kind != kindPoint && sel.Kind != kindProjectedPoint && sel.Kind != kindGeometry {
+		return false, nil
+	}
+	key, err := r.idempotencyKey()
+	if err != nil {
+		return false, nil
+	}
+	fp, err := idemFingerprint(r, logical)
+	if err != nil {
+		return false, nil
+	}
+	tl := r.phases.Start()
+	g, _, err := s.boundary(r, sel, "site")
+	if err != nil {
+		return false, nil
+	}
+	site, err := s.newSite(r, g)
+	if err != nil || site.AreaM2 > maxSiteAreaM2 {
+		return false, nil
+	}
+	catalogue, err := s.layersForQuery(r, ask.layerIDs)
+	if err != nil {
+		return false, nil
+	}
+	frozen, sections, err := s.freezeLayers(r, ask, catalogue, nil)
+	if err != nil {
+		return false, nil
+	}
+	lim := ledger.AdmitLimits{
+		QueryLimits: ledger.QueryLimits{MaxQueued: Limits["max_queued_queries"], MaxRetainedBytes: Limits["max_retained_result_bytes"]},
+		PerMinute:   queryAdmissionsPerMinute,
+	}
+	if nr, ok := s.runner.(nowRunner); ok {
+		lim.MaxRunning, lim.Lease, lim.RunNow = nr.RunLimits()
+	}
+	res, err := s.led.AdmitQueryBatch(r.c, ledger.AdmitRequest{Integration: r.principal.IntegrationID, IdemKey: key, Operation: r.op.ID,
+		Fingerprint: fp, Site: site, CreateSite: r.principal.HasScope(ledger.ScopeSitesWrite), Sections: sections,
+		Query: ledger.Query{AccountID: r.principal.AccountID, IntegrationID: r.principal.IntegrationID, RadiusM: ask.radiusM,
+			LayerIDs: ask.layerIDs, IncludeGeometry: ask.includeGeometry, Frozen: frozen},
+		Limits: lim})
+	r.phases.Done(phase.Ledger, tl)
+	if errors.Is(err, ledger.ErrAdmissionCheck) {
+		return false, nil
+	}
+	if err != nil && res.Token == uuid.Nil {
+		// Nothing claimed (the ledger failed): answered as any failure.
+		return true, err
+	}
+	return true, s.runFirst(r, key, res.Token, func() error {
+		if err != nil {
+			// Over the rate or the account's capacity: the claim is
+			// released (429) and the site stays registered.
+			if rerr := s.checkRate(r, ledger.BucketQueryAdmissions, queryAdmissionsPerMinute, res.Window); rerr != nil {
+				return rerr
+			}
+			return err
+		}
+		_ = s.checkRate(r, ledger.BucketQueryAdmissions, queryAdmissionsPerMinute, res.Window)
+		return s.answerQuery(r, res.Query, ask)
+	})
+}

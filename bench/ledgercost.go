@@ -1,0 +1,47 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ledgerCost is what the API cost its ledger's PostgreSQL: the round trips
+// and statements the ledger's pool sent (ledger.RoundTrips) and the WAL
+// writes and flushes (fsyncs) the server made (pg_stat_wal: every backend,
+// the WAL writer and the checkpointer).
+type ledgerCost struct {
+	Trips, Statements   int64
+	WALWrites, WALSyncs int64
+}
+
+func (c ledgerCost) minus(o ledgerCost) ledgerCost {
+	return ledgerCost{Trips: c.Trips - o.Trips, Statements: c.Statements - o.Statements,
+		WALWrites: c.WALWrites - o.WALWrites, WALSyncs: c.WALSyncs - o.WALSyncs}
+}
+
+// walStatsSettle is how long ledgerCost waits before reading pg_stat_wal: a
+// backend reports its WAL counts when it goes idle, and one that reported
+// less than a second earlier reports again only after PostgreSQL's idle
+// interval (10 s).
+const walStatsSettle = 11 * time.Second
+
+// ledgerCost reads the counts so far, once every backend has reported.
+func (a *apiSide) ledgerCost(ctx context.Context) (ledgerCost, error) {
+	rt := a.led.RoundTrips()
+	if err := sleepCtx(ctx, walStatsSettle); err != nil {
+		return ledgerCost{}, err
+	}
+	c := ledgerCost{Trips: rt.Trips, Statements: rt.Statements}
+	conn, err := pgx.Connect(ctx, a.cluster.DSN("siteenv"))
+	if err != nil {
+		return ledgerCost{}, err
+	}
+	defer conn.Close(ctx)
+	if err := conn.QueryRow(ctx, `SELECT wal_write, wal_sync FROM pg_stat_wal`).Scan(&c.WALWrites, &c.WALSyncs); err != nil {
+		return ledgerCost{}, fmt.Errorf("bench: pg_stat_wal: %w", err)
+	}
+	return c, nil
+}

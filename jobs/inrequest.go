@@ -1,0 +1,180 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"siteenv/internal/phase"
+	"siteenv/ledger"
+)
+
+// The in-request path: POST /queries admits a query running in its own
+// process (ledger.AdmitQuery with RunNow) and executes it at once, beside
+// the workers, instead of queueing it for a worker's claim (two round trips)
+// and a hand-over. The attempt is the workers' own (execute: engine, result
+// write, FinishQueryRow); it stops, requeues or fails exactly as a worker's
+// does, and a crash of the process leaves the query running until its
+// attempt lapses, when any replica's janitor requeues it (FailStaleQueries).
+
+// NowResult is what RunNow saw of its attempt within its wait.
+type NowResult struct {
+	// Accepted is false when the runner is not started or is stopping:
+	// nothing ran, and the caller must hand the query back (RequeueQuery).
+	Accepted bool
+	// Finish, when set, is the attempt's finish handed to the caller: the
+	// result is stored, and the caller must store the finish
+	// (PendingFinish.Stored, after ledger.FinishQueryCompleted) or hand it
+	// back (PendingFinish.Decline), in every case.
+	Finish *PendingFinish
+	// Row is the finished row when the attempt stored it itself within the
+	// wait (Row.ID is then the query's).
+	Row ledger.Query
+}
+
+// PendingFinish is an in-request attempt's finish, handed to the request
+// that waits for it so that the request stores it with its own response in
+// one round trip (ledger.FinishQueryCompleted). The attempt waits for the
+// request's word: Stored, or Decline (then it stores the finish itself).
+type PendingFinish struct {
+	ledger.QueryFinish
+	reply chan finishReply
+	once  sync.Once
+}
+
+type finishReply struct {
+	row      ledger.Query
+	kept     bool
+	err      error
+	declined bool
+}
+
+// Stored reports that the caller stored the finish (kept: the query was
+// still running) or failed to (err).
+func (p *PendingFinish) Stored(kept bool, err error) {
+	p.once.Do(func() { p.reply <- finishReply{row: p.Row, kept: kept, err: err} })
+}
+
+// Decline hands the finish back to the attempt, which stores it itself. A
+// no-op after Stored: callers defer it.
+func (p *PendingFinish) Decline() {
+	p.once.Do(func() { p.reply <- finishReply{declined: true} })
+}
+
+// handoffKey carries an in-request attempt's hand-off channel in its
+// context (finishQuery).
+type handoffKey struct{}
+
+// RunNow executes q, which the caller admitted running for this process
+// (ledger.AdmitQuery or AdmitQueryBatch with AdmitLimits.RunNow and this
+// runner's MaxRunning and Attempt), and waits up to d for it. When the
+// attempt finishes within d its finish is handed over (NowResult.Finish);
+// after d the attempt goes on and stores it itself, as a worker's would.
+func (r *Runner) RunNow(ctx context.Context, q ledger.Query, d time.Duration) NowResult {
+	r.mu.Lock()
+	if !r.mu.started || r.mu.claimCtx.Err() != nil {
+		r.mu.Unlock()
+		return NowResult{}
+	}
+	execCtx := r.mu.execCtx
+	r.running.Add(1)
+	r.mu.Unlock()
+	out := make(chan ledger.Query, 1)
+	handoff := make(chan *PendingFinish) // unbuffered: taken only while RunNow waits
+	go func() {
+		defer r.running.Done()
+		var row ledger.Query
+		defer func() { out <- row }() // buffered: never blocks
+		if err := r.attemptNow(context.WithValue(execCtx, handoffKey{}, handoff), q, &row); err != nil {
+			r.cfg.Logger.Error("query attempt", "query_id", q.ID, "err", err)
+		}
+	}()
+	if d <= 0 {
+		return NowResult{Accepted: true}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case p := <-handoff:
+		return NowResult{Accepted: true, Finish: p}
+	case row := <-out:
+		if row.ID == q.ID {
+			return NowResult{Accepted: true, Row: row}
+		}
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return NowResult{Accepted: true}
+}
+
+// finishQuery stores an attempt's finish (FinishQueryRow, timed as the
+// Finish phase), or, for an in-request attempt whose request is still
+// waiting, hands it to the request and takes the request's word on it (the
+// request times its store as its own).
+func (r *Runner) finishQuery(ctx context.Context, q ledger.Query, status string, outcome []ledger.LayerOutcome, key string, size int64, count *int64) (ledger.Query, bool, error) {
+	if h, ok := ctx.Value(handoffKey{}).(chan *PendingFinish); ok {
+		f, err := r.led.PrepareFinish(q, status, outcome, key, size, count, r.cfg.Retain)
+		if err != nil {
+			return ledger.Query{}, false, err
+		}
+		p := &PendingFinish{QueryFinish: f, reply: make(chan finishReply, 1)}
+		select {
+		case h <- p:
+			if rep := <-p.reply; !rep.declined {
+				return rep.row, rep.kept, rep.err
+			}
+		default: // the request stopped waiting
+		}
+	}
+	defer r.cfg.Phases.Done(phase.Finish, r.cfg.Phases.Start())
+	return r.led.FinishQueryRow(context.WithoutCancel(ctx), q, status, outcome, key, size, count, r.cfg.Retain)
+}
+
+// RunLimits are the running limits RunNow's caller admits under: the
+// account's MaxRunning and the claim's Lease; ok is false while the runner is not
+// started or is stopping (RunNow would refuse: admit the query queued).
+func (r *Runner) RunLimits() (maxRunning int, lease time.Duration, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// The admitted query's claim is a lease like a worker's (lease.go):
+	// attemptNow holds it, so this process renews it while the attempt
+	// lives, and a crash lets any replica take it over within a lease.
+	return r.cfg.MaxRunning, r.cfg.Lease, r.mu.started && r.mu.claimCtx.Err() == nil
+}
+
+// attemptNow is runOnce's attempt of an already claimed q under execCtx:
+// bounded by Attempt, stopped by a cancellation of the query, requeued when
+// Stop's deadline interrupts it. row receives the finished row when kept.
+func (r *Runner) attemptNow(execCtx context.Context, q ledger.Query, row *ledger.Query) error {
+	defer r.claims.hold(queryClaim, ledger.JobClaim{ID: q.ID, Attempt: q.Attempts})()
+	began := time.Now()
+	tctx, cancelTimeout := context.WithTimeoutCause(execCtx, r.cfg.Attempt, errAttemptTimeout)
+	defer cancelTimeout()
+	actx, cancel := context.WithCancelCause(tctx)
+	defer cancel(nil)
+	stop := r.watchCancel(actx, q.ID, cancel)
+	var rec recorded
+	err := r.execute(actx, q, &rec, row)
+	stop()
+	if obs := r.cfg.ObserveAttempt; obs != nil {
+		obs(attemptOutcome(actx, err, rec), time.Since(began))
+	}
+	if errors.Is(context.Cause(actx), errCancelled) {
+		return nil // DELETE cancelled it: nothing to record
+	}
+	if !interrupted(actx) {
+		return err
+	}
+	rctx, cancelRequeue := context.WithTimeout(context.WithoutCancel(execCtx), requeueTimeout)
+	defer cancelRequeue()
+	if _, rerr := r.led.RequeueQuery(rctx, q.ID); rerr != nil {
+		rerr = fmt.Errorf("jobs: requeue interrupted query %s: %w", q.ID, rerr)
+		r.mu.Lock()
+		r.mu.requeueErrs = append(r.mu.requeueErrs, rerr)
+		r.mu.Unlock()
+		return rerr
+	}
+	return nil
+}

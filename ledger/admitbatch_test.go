@@ -1,0 +1,91 @@
+package ledger_test
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"siteenv/ledger"
+)
+
+// AdmitQueryBatch claims, registers the site and admits in one
+// transaction; a failed check (a used key, a section not granted, a site
+// the key may not create) writes and counts nothing, so the step-by-step
+// path that follows finds everything as it was.
+func TestAdmitQueryBatchIsAllOrNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a, err := b.led.CreateAccount(b.ctx, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := b.led.CreateKey(b.ctx, ledger.KeyParams{Account: a.ID, Scopes: []string{"queries:run", "sites:write"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := ledger.Site{AccountID: a.ID, Geometry: json.RawMessage(`{"type":"Point","coordinates":[151,-33.8]}`), Fingerprint: "fp-a",
+		Bounds: [4]float64{151, -33.8, 151, -33.8}}
+	ask := func(idemKey string, sections []string, create bool, fingerprint string) ledger.AdmitRequest {
+		s := site
+		s.Fingerprint = fingerprint
+		return ledger.AdmitRequest{Integration: k.IntegrationID, IdemKey: idemKey, Operation: "create_query", Fingerprint: []byte("f"),
+			Site: s, CreateSite: create, Sections: sections,
+			Query: ledger.Query{AccountID: a.ID, IntegrationID: k.IntegrationID, RadiusM: 100, LayerIDs: []string{"l"},
+				Frozen: []ledger.FrozenLayer{{LayerID: "l"}}},
+			Limits: ledger.AdmitLimits{QueryLimits: ledger.QueryLimits{MaxQueued: 10, MaxRetainedBytes: 1 << 30}, PerMinute: 2,
+				RunNow: true, MaxRunning: 4, Lease: time.Minute}}
+	}
+	hits := func() int {
+		w, err := b.led.Peek(b.ctx, a.ID, ledger.BucketQueryAdmissions, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w.Hits
+	}
+	// Refused checks: nothing counted, no claim, no site.
+	for _, c := range []struct {
+		name string
+		ar   ledger.AdmitRequest
+	}{
+		{"section not granted", ask("k1", []string{"water"}, true, "fp-a")},
+		{"site the key may not create", ask("k1", nil, false, "fp-a")},
+	} {
+		if _, err := b.led.AdmitQueryBatch(b.ctx, c.ar); !errors.Is(err, ledger.ErrAdmissionCheck) {
+			t.Fatalf("%s: %v, want ErrAdmissionCheck", c.name, err)
+		}
+		if n := hits(); n != 0 {
+			t.Fatalf("%s: %d admissions counted", c.name, n)
+		}
+		if sites, err := b.led.ListSites(b.ctx, a.ID, ledger.SiteFilter{Limit: 10}); err != nil || len(sites) != 0 {
+			t.Fatalf("%s: sites left registered: %v, %v", c.name, sites, err)
+		}
+	}
+	res, err := b.led.AdmitQueryBatch(b.ctx, ask("k1", nil, true, "fp-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.SiteCreated || res.Query.Status != ledger.QueryRunning || res.Query.SiteID != res.Site.ID || hits() != 1 {
+		t.Fatalf("admitted %+v, %d hits", res, hits())
+	}
+	got, err := b.led.Query(b.ctx, a.ID, res.Query.ID)
+	if err != nil || got.Status != ledger.QueryRunning || got.Attempts != 1 || got.SiteID != res.Site.ID {
+		t.Fatalf("stored %+v, %v", got, err)
+	}
+	// The key is claimed now: a second use fails its check, counting nothing.
+	if _, err := b.led.AdmitQueryBatch(b.ctx, ask("k1", nil, true, "fp-a")); !errors.Is(err, ledger.ErrAdmissionCheck) {
+		t.Fatalf("reused key: %v", err)
+	}
+	if claim, err := b.led.ClaimIdempotency(b.ctx, k.IntegrationID, "k1", "create_query", []byte("f")); err != nil || claim.State != ledger.IdemInFlight {
+		t.Fatalf("the first claim: %+v, %v", claim, err)
+	}
+	// The existing site is found, not created again; the limit (2) holds.
+	res2, err := b.led.AdmitQueryBatch(b.ctx, ask("k2", nil, false, "fp-a"))
+	if err != nil || res2.SiteCreated || res2.Site.ID != res.Site.ID {
+		t.Fatalf("second admission %+v, %v", res2, err)
+	}
+	res3, err := b.led.AdmitQueryBatch(b.ctx, ask("k3", nil, true, "fp-a"))
+	if !errors.Is(err, ledger.ErrRateLimited) || res3.Token.String() == "00000000-0000-0000-0000-000000000000" || res3.Window.Hits != 3 {
+		t.Fatalf("third admission %+v, %v; want ErrRateLimited with its claim", res3, err)
+	}
+}

@@ -1,0 +1,151 @@
+package ledger_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"siteenv/clock"
+	"siteenv/ledger"
+	"siteenv/ledger/pgembed"
+)
+
+// TestRelaxedQueryAnswerAfterCrash: POST /queries commits its admission
+// (claim, site, query) and its answer (finish, stored response, audit
+// record) relaxed. A PostgreSQL crash then loses both or neither: a retry
+// with the same Idempotency-Key either replays the answer, whose query is
+// stored finished, or runs afresh, the query unknown. A durable commit
+// made after them (anything paid) flushes them: they survive.
+func TestRelaxedQueryAnswerAfterCrash(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "relaxed-crash-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil { // the server's OS user must reach it
+		t.Fatal(err)
+	}
+	c, err := pgembed.Start(ctx, filepath.Join(dir, "pg"), pgembed.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(context.Background()) //nolint:errcheck
+	c.Supervise(ctx)
+	clk := clock.NewFake(time.Date(2026, 11, 22, 10, 0, 30, 0, time.UTC))
+	open := func() *ledger.Ledger {
+		t.Helper()
+		for {
+			l, err := ledger.Open(ctx, c.DSN("siteenv"), ledger.Options{Clock: clk, MaxConns: 2, Logger: slog.New(slog.DiscardHandler)})
+			if err == nil {
+				return l
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("PostgreSQL is not back: %v", err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	crash := func() {
+		t.Helper()
+		pidFile, err := os.ReadFile(filepath.Join(dir, "pg", "data", "postmaster.pid"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(pidFile), "\n", 2)[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		for syscall.Kill(pid, 0) == nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	l := open()
+	acct, err := l.CreateAccount(ctx, "crash", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := l.CreateKey(ctx, ledger.KeyParams{Account: acct.ID, Scopes: []string{"queries:run", "sites:write"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// answer admits and answers one query under idemKey, all relaxed.
+	answer := func(l *ledger.Ledger, idemKey, fingerprint string) uuid.UUID {
+		t.Helper()
+		res, err := l.AdmitQueryBatch(ctx, ledger.AdmitRequest{Integration: k.IntegrationID, IdemKey: idemKey, Operation: "create_query",
+			Fingerprint: []byte("f"), CreateSite: true,
+			Site: ledger.Site{AccountID: acct.ID, Geometry: json.RawMessage(`{"type":"Point","coordinates":[151,-33.8]}`), Fingerprint: fingerprint},
+			Query: ledger.Query{AccountID: acct.ID, IntegrationID: k.IntegrationID, RadiusM: 100, LayerIDs: []string{"l"},
+				Frozen: []ledger.FrozenLayer{{LayerID: "l"}}},
+			Limits: ledger.AdmitLimits{QueryLimits: ledger.QueryLimits{MaxQueued: 10, MaxRetainedBytes: 1 << 30}, PerMinute: 10,
+				RunNow: true, MaxRunning: 4, Lease: time.Minute}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := l.PrepareFinish(res.Query, ledger.QuerySucceeded, []ledger.LayerOutcome{{LayerID: "l", DataStatus: "available", Coverage: "full"}},
+			"", 0, nil, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept, err := l.FinishQueryCompleted(ctx, f, k.IntegrationID, idemKey, res.Token,
+			ledger.IdemResponse{Status: 200, ContentType: "application/json", Body: []byte(`{"query_id":"` + res.Query.ID.String() + `"}`)},
+			acct.ID, ledger.Activity{Operation: "create_query", Outcome: "completed", RequestID: uuid.New(), HTTPStatus: 200})
+		if err != nil || !kept {
+			t.Fatalf("answer %s: kept %v, %v", idemKey, kept, err)
+		}
+		return res.Query.ID
+	}
+	// retry is the client's retry after the crash: a replay of a stored
+	// answer whose query is finished, or a fresh claim with no query.
+	retry := func(l *ledger.Ledger, idemKey string, id uuid.UUID) (replayed bool) {
+		t.Helper()
+		claim, err := l.ClaimIdempotency(ctx, k.IntegrationID, idemKey, "create_query", []byte("f"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, qerr := l.Query(ctx, acct.ID, id)
+		switch claim.State {
+		case ledger.IdemReplay:
+			if qerr != nil || q.Status != ledger.QuerySucceeded || !strings.Contains(string(claim.Response.Body), id.String()) {
+				t.Fatalf("%s: the answer survived but its query is %+v, %v", idemKey, q, qerr)
+			}
+			return true
+		case ledger.IdemFresh:
+			if !errors.Is(qerr, ledger.ErrNotFound) {
+				t.Fatalf("%s: the answer was lost but its query is %+v, %v", idemKey, q, qerr)
+			}
+			return false
+		}
+		t.Fatalf("%s: claim state %v after the crash", idemKey, claim.State)
+		return false
+	}
+	flushed := answer(l, "flushed", "fp-1")
+	if _, err := l.CreateAccount(ctx, "a durable commit", 0); err != nil {
+		t.Fatal(err)
+	}
+	last := answer(l, "last", "fp-2")
+	l.Close()
+	crash()
+
+	l = open()
+	defer l.Close()
+	if !retry(l, "flushed", flushed) {
+		t.Fatal("an answer followed by a durable commit was lost in the crash")
+	}
+	t.Logf("the last answer before the crash (no durable commit after it) was kept: %v", retry(l, "last", last))
+}

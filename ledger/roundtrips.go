@@ -1,0 +1,46 @@
+package ledger
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RoundTrips counts what the ledger sends PostgreSQL: every Exec, Query or
+// QueryRow on the pool is one round trip and one statement, and every
+// pipelined batch one round trip of its statements. The count covers the
+// whole process (requests, the runner, the janitor, lease renewal, the
+// audit writer); siteenv bench api reads it around a pass to report the
+// round trips per query. A statement prepared on first use on a connection
+// costs one more round trip that is not counted.
+type RoundTrips struct {
+	Trips, Statements int64
+}
+
+// roundTrips is the pool's pgx tracer behind Ledger.RoundTrips.
+type roundTrips struct{ trips, statements atomic.Int64 }
+
+func (t *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	t.trips.Add(1)
+	t.statements.Add(1)
+	return ctx
+}
+
+func (t *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (t *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	t.trips.Add(1)
+	return ctx
+}
+
+func (t *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	t.statements.Add(1)
+}
+
+func (t *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// RoundTrips reads the counts so far.
+func (l *Ledger) RoundTrips() RoundTrips {
+	return RoundTrips{Trips: l.trips.trips.Load(), Statements: l.trips.statements.Load()}
+}
