@@ -170,18 +170,24 @@ func corridor(r *rand.Rand, f heavyFrame, n int) orb.Ring {
 }
 
 // patch is a star-shaped ring of n vertices about (cx, cy): strictly
-// increasing angles, radius radius*(0.35..1) from a few harmonics, finer
-// spurs and per-vertex noise (a fire-prone patch following gullies).
+// increasing angles, radius radius*(0.35..1) from a few harmonics (lobes
+// and spurs following gullies) and a rough edge: a mean-reverting random
+// walk whose steps are about twice the spacing of the vertices, so the
+// boundary is a few times longer than the smooth outline, as a traced
+// vegetation edge is (not a comb of independent radii, whose length would
+// grow with the vertex count).
 func patch(r *rand.Rand, f heavyFrame, cx, cy, radius float64, n int) orb.Ring {
-	var amp, phase [6]float64
-	harm := [6]float64{2, 3, 5, 11, 23, 47}
-	budget := 0.5
+	var amp, phase [7]float64
+	harm := [7]float64{2, 3, 5, 11, 23, 47, 97}
+	budget := 0.49
 	for k := range amp {
 		amp[k] = budget * (0.3 + 0.4*r.Float64())
 		budget -= amp[k]
 		phase[k] = r.Float64() * 2 * math.Pi
 	}
 	start := r.Float64() * 2 * math.Pi
+	step := 2 * 2 * math.Pi / float64(n) // of the radius: about twice the spacing
+	rough := 0.0
 	ring := make(orb.Ring, 0, n+1)
 	for i := range n {
 		t := start + (float64(i)+0.3*(r.Float64()-0.5))*2*math.Pi/float64(n)
@@ -189,8 +195,9 @@ func patch(r *rand.Rand, f heavyFrame, cx, cy, radius float64, n int) orb.Ring {
 		for k := range amp {
 			v += amp[k] * math.Sin(harm[k]*t+phase[k])
 		}
-		v += 0.03 * (r.Float64() - 0.5)
-		// v lies within -0.52..0.52: rr within 0.35..1 of radius.
+		rough = math.Max(-0.01, math.Min(0.01, 0.995*rough+step*r.NormFloat64()))
+		v += rough
+		// v lies within -0.5..0.5: rr within 0.36..0.99 of radius.
 		rr := radius * (0.675 + 0.62*v)
 		ring = append(ring, f.at(cx+rr*math.Cos(t), cy+rr*math.Sin(t)))
 	}
