@@ -40,8 +40,8 @@ const (
 	// minHeavyWKB: a WKB this short holds too few positions to have an
 	// edge index under any threshold (the tests lower it to 2).
 	minHeavyWKB = 2 * 16
-	edgeLeaf        = 8
-	edgeFanout      = 8
+	edgeLeaf    = 8
+	edgeFanout  = 8
 )
 
 // heavyGeom is a decoded feature with an edge index. Immutable once built,
