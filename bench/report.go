@@ -46,6 +46,8 @@ type EngineReport struct {
 	EngineN, PostGISN latency // Workers clients (when Workers > 1)
 
 	Comparison comparison
+	// Subdivided: the heavy scale's second baseline (nil otherwise).
+	Subdivided *subdividedReport
 }
 
 func newEngineReport(opt EngineOptions, ds *dataset, qs []query, load loadStats, pg *postgis) *EngineReport {
@@ -152,6 +154,9 @@ func (r *EngineReport) Print(w io.Writer) {
 		perFeature(l.HeapBytes, l.Features), perFeature(l.PointHeap, l.PointFeatures))
 	fmt.Fprintf(w, "PostGIS load: %.1f s wall with 2 connections (COPY %.1f s, GiST %.1f s summed over layers), %.1f MiB on disk; settings: %s\n",
 		r.PostGISLoadS, r.PostGISCopyS, r.PostGISIdx, float64(r.PostGISBytes)/(1<<20), settingsString(r.PostGISSettings))
+	if r.Subdivided != nil {
+		r.Subdivided.print(w, r)
+	}
 	fmt.Fprintf(w, "engine/postgis p50 ratio: %.3f, p99 ratio: %.3f\n", r.P50Ratio(), r.P99Ratio())
 }
 

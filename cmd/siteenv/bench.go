@@ -14,7 +14,7 @@ import (
 )
 
 const benchUsage = `usage:
-  siteenv bench engine [--scale small|medium|large] [--queries 10000] [--seed N] [--workers 2]
+  siteenv bench engine [--scale small|medium|large|heavy] [--queries 10000] [--seed N] [--workers 2]
           [--strict] [--cpuprofile FILE] [--data-dir DIR]
   siteenv bench ingest [--scale small|medium|large] [--seed N] [--layers id,id] [--data-dir DIR]
   siteenv bench api [--scale small|medium|large] [--clients 1,2,8] [--queries 2000] [--reads 20000]
@@ -45,7 +45,7 @@ func benchEngine(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs := flag.NewFlagSet("bench engine", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dataDir := dataDirFlag(fs)
-	scale := fs.String("scale", "medium", "small (~200k features), medium (~2M) or large (~20M)")
+	scale := fs.String("scale", "medium", "small (~200k features), medium (~2M), large (~20M) or heavy (380 polygons of 1k-250k vertices)")
 	queries := fs.Int("queries", bench.DefaultQueries, "queries in the mix")
 	seed := fs.Int64("seed", bench.DefaultSeed, "seed of the data and the query mix")
 	workers := fs.Int("workers", bench.DefaultWorkers, "clients of the concurrent pass (1: none)")
@@ -54,7 +54,7 @@ func benchEngine(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
-	sc, err := synth.ParseScale(*scale)
+	sc, err := bench.ParseScale(*scale)
 	if err != nil {
 		return usageError{err.Error()}
 	}
