@@ -297,19 +297,42 @@ func runSubdivided(ctx context.Context, pg *postgis, ds *dataset, qs []query, wo
 	return sr, nil
 }
 
-// print writes the subdivided baseline's lines of the engine report.
-func (sr *subdividedReport) print(w io.Writer, r *EngineReport) {
+// print writes the subdivided baseline's lines of a report: side (engine
+// or API) took one with one client, n with sr.Workers.
+func (sr *subdividedReport) print(w io.Writer, side string, one, n latency) {
 	fmt.Fprintf(w, "PostGIS subdivided (ST_Subdivide %d + GiST + DISTINCT): %s pieces, built in %.1f s, %.1f MiB; %d layer results compared with the engine, %d differ\n",
 		heavySubdivideMax, group(sr.Pieces), sr.LoadS, float64(sr.Bytes)/(1<<20), sr.Compared, sr.Differing)
 	if sr.FirstDiffers != "" {
 		fmt.Fprintf(w, "  first difference: %s\n", sr.FirstDiffers)
 	}
-	fmt.Fprintf(w, "p50 latency, 1 client: engine %.3f ms, subdivided PostGIS %.3f ms, ratio %.3f\n",
-		ms(r.Engine1.P50), ms(sr.PostGIS1.P50), ratio(ms(r.Engine1.P50), ms(sr.PostGIS1.P50)))
-	fmt.Fprintf(w, "p99 latency, 1 client: engine %.3f ms, subdivided PostGIS %.3f ms, ratio %.3f\n",
-		ms(r.Engine1.P99), ms(sr.PostGIS1.P99), ratio(ms(r.Engine1.P99), ms(sr.PostGIS1.P99)))
+	fmt.Fprintf(w, "p50 latency, 1 client: %s %.3f ms, subdivided PostGIS %.3f ms, %s/subdivided %.3f\n",
+		side, ms(one.P50), ms(sr.PostGIS1.P50), side, ratio(ms(one.P50), ms(sr.PostGIS1.P50)))
+	fmt.Fprintf(w, "p99 latency, 1 client: %s %.3f ms, subdivided PostGIS %.3f ms, %s/subdivided %.3f\n",
+		side, ms(one.P99), ms(sr.PostGIS1.P99), side, ratio(ms(one.P99), ms(sr.PostGIS1.P99)))
 	if sr.Workers > 1 {
-		fmt.Fprintf(w, "p50/p99 latency, %d clients: engine %.3f/%.3f ms, subdivided PostGIS %.3f/%.3f ms\n", sr.Workers,
-			ms(r.EngineN.P50), ms(r.EngineN.P99), ms(sr.PostGISN.P50), ms(sr.PostGISN.P99))
+		fmt.Fprintf(w, "p50/p99 latency, %d clients: %s %.3f/%.3f ms, subdivided PostGIS %.3f/%.3f ms\n", sr.Workers,
+			side, ms(n.P50), ms(n.P99), ms(sr.PostGISN.P50), ms(sr.PostGISN.P99))
 	}
+}
+
+func printHeavyMix(w io.Writer, r *EngineReport) {
+	fmt.Fprintf(w, "mix: %d queries: %d point, %d small-lot sites; %d/%d with 1/2 layers; radius log-uniform 10 m..5 km\n",
+		r.Queries, r.Kinds[kindPoint], r.Kinds[kindPolygon], r.LayersPer[1], r.LayersPer[2])
+}
+
+// benchCatalogue is what the API bench publishes: the generator's sections
+// and layers, or (g nil: the heavy scale) the heavy layers.
+func benchCatalogue(g *synth.Generator) ([]synth.Section, []*ingest.LayerDef, error) {
+	if g != nil {
+		return g.Sections(), g.Layers(), nil
+	}
+	var defs []*ingest.LayerDef
+	for _, id := range synth.HeavyLayers {
+		d, err := heavyLayerDef(id)
+		if err != nil {
+			return nil, nil, err
+		}
+		defs = append(defs, d)
+	}
+	return []synth.Section{{Key: "hazards", Name: "Hazards"}}, defs, nil
 }

@@ -119,13 +119,16 @@ func heavyEngine(tb testing.TB, d *heavyData, opt Options, plain bool) *Engine {
 // sites in turn) on warm shards and reports the per-query p50 and p99 of
 // the timed iterations.
 func BenchmarkHeavyQuery(b *testing.B) {
-	b.Run("index", func(b *testing.B) { benchHeavyQuery(b, false) })
-	b.Run("plain", func(b *testing.B) { benchHeavyQuery(b, true) })
+	b.Run("index", func(b *testing.B) { benchHeavyQuery(b, false, Options{}) })
+	b.Run("plain", func(b *testing.B) { benchHeavyQuery(b, true, Options{}) })
+	// A memory budget of a quarter of the layers' resident bytes: shards
+	// evict and reload (decode and index again) as the sites move.
+	b.Run("budget-56MiB", func(b *testing.B) { benchHeavyQuery(b, false, Options{MemoryBudget: 56 << 20}) })
 }
 
-func benchHeavyQuery(b *testing.B, plain bool) {
+func benchHeavyQuery(b *testing.B, plain bool, opt Options) {
 	d := heavySetup(b)
-	e := heavyEngine(b, d, Options{}, plain)
+	e := heavyEngine(b, d, opt, plain)
 	ctx := context.Background()
 	for _, s := range d.sites[:20] {
 		if _, err := e.Query(ctx, Request{Site: s.Geometry, RadiusM: s.RadiusM, Layers: d.requests(s)}); err != nil {
@@ -160,6 +163,7 @@ func benchHeavyQuery(b *testing.B, plain bool) {
 	b.ReportMetric(float64(matches)/float64(b.N), "matches/query")
 	st := e.Stats()
 	b.ReportMetric(float64(st.ResidentBytes)/(1<<20), "resident-MiB")
+	b.ReportMetric(float64(st.Loads)/float64(b.N), "loads/query")
 }
 
 // heavyMissSite returns a point inside the box of the largest patch but
@@ -206,5 +210,42 @@ func benchHeavyMiss(b *testing.B, plain bool) {
 		if _, err := e.Query(ctx, req); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkHeavyShardLoad loads the heavy tile holding the 250,000-vertex
+// patches, with and without edge indexes: the cost of a reload after an
+// eviction, and the resident bytes per vertex.
+func BenchmarkHeavyShardLoad(b *testing.B) {
+	d := heavySetup(b)
+	m := d.layers[synth.HeavyBushfireLayer]
+	giant, _ := heavyMissSite(b, d)
+	var te tiles.TileEntry
+	for _, t := range m.Tiles {
+		bb := t.BBox
+		if (orb.Bound{Min: orb.Point{bb[0], bb[1]}, Max: orb.Point{bb[2], bb[3]}}).Contains(giant) {
+			te = t
+		}
+	}
+	for _, c := range []struct {
+		name string
+		min  int
+	}{{"index", edgeIndexMinVertices}, {"plain", 0}} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := context.Background()
+			var s *shard
+			for i := 0; i < b.N; i++ {
+				var err error
+				if s, err = loadShardMin(ctx, d.store, te, c.min); err != nil {
+					b.Fatal(err)
+				}
+			}
+			vertices := 0
+			for _, w := range s.tile.WKB {
+				vertices += (len(w) - 13) / 16
+			}
+			b.ReportMetric(float64(vertices)*float64(b.N)/b.Elapsed().Seconds(), "vertices/s")
+			b.ReportMetric(float64(s.bytes)/float64(vertices), "resident-B/vertex")
+		})
 	}
 }

@@ -17,7 +17,7 @@ const benchUsage = `usage:
   siteenv bench engine [--scale small|medium|large|heavy] [--queries 10000] [--seed N] [--workers 2]
           [--strict] [--cpuprofile FILE] [--data-dir DIR]
   siteenv bench ingest [--scale small|medium|large] [--seed N] [--layers id,id] [--data-dir DIR]
-  siteenv bench api [--scale small|medium|large] [--clients 1,2,8] [--queries 2000] [--reads 20000]
+  siteenv bench api [--scale small|medium|large|heavy] [--clients 1,2,8] [--queries 2000] [--reads 20000]
           [--seed N] [--out DIR] [--cpuprofile FILE] [--data-dir DIR]`
 
 // benchCmd runs the benchmarks of package bench. Their scratch data (file
@@ -122,7 +122,7 @@ func benchAPI(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("bench api", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dataDir := dataDirFlag(fs)
-	scale := fs.String("scale", "medium", "small (~200k features), medium (~2M) or large (~20M)")
+	scale := fs.String("scale", "medium", "small (~200k features), medium (~2M), large (~20M) or heavy (380 polygons of 1k-250k vertices)")
 	clients := fs.String("clients", "1,2,8", "comma-separated client counts of the passes")
 	queries := fs.Int("queries", bench.DefaultAPIQueries, "queries in the mix (a prefix of bench engine's)")
 	reads := fs.Int("reads", bench.DefaultReads, "authenticated reads of the read pass (0: none)")
@@ -132,7 +132,7 @@ func benchAPI(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
-	sc, err := synth.ParseScale(*scale)
+	sc, err := bench.ParseScale(*scale)
 	if err != nil {
 		return usageError{err.Error()}
 	}
