@@ -77,7 +77,8 @@ type APIOptions struct {
 	// OutDir receives the report (api-report.txt) and the latency CDF plot
 	// (api-cdf.svg). Default WorkDir.
 	OutDir string
-	// Scale of the synthetic data. Default synth.Medium.
+	// Scale of the synthetic data. Default synth.Medium; ScaleHeavy: the
+	// heavy-polygon layers (heavy.go).
 	Scale synth.Scale
 	// Seed of the data and of the query mix. Default DefaultSeed.
 	Seed int64
@@ -138,7 +139,7 @@ func (o *APIOptions) fill() error {
 			return fmt.Errorf("bench: clients must be 1 to 64, not %d", c)
 		}
 	}
-	_, err := synth.ParseScale(string(o.Scale))
+	_, err := ParseScale(string(o.Scale))
 	return err
 }
 
@@ -185,13 +186,17 @@ func startAPI(ctx context.Context, dir string, g *synth.Generator, ds *dataset, 
 		return nil, fmt.Errorf("bench: ledger: %w", err)
 	}
 	// Free sections: the bench measures queries, not purchases.
-	for _, s := range g.Sections() {
+	sections, layerDefs, err := benchCatalogue(g)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range sections {
 		if err := a.led.SetSection(ctx, s.Key, s.Name, 0); err != nil {
 			return nil, fmt.Errorf("bench: section: %w", err)
 		}
 	}
 	defs := map[string]*ingest.LayerDef{}
-	for _, d := range g.Layers() {
+	for _, d := range layerDefs {
 		defs[d.LayerID] = d
 	}
 	for _, l := range ds.layers {
@@ -743,7 +748,11 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 	for _, c := range opt.Clients {
 		maxClients = max(maxClients, c)
 	}
-	pg, err := startPostGIS(ctx, filepath.Join(dir, "pg"), ds.features, log)
+	pgSize := ds.features
+	if opt.Scale == ScaleHeavy {
+		pgSize = heavyPostGISFeatures
+	}
+	pg, err := startPostGIS(ctx, filepath.Join(dir, "pg"), pgSize, log)
 	if err != nil {
 		return nil, err
 	}
@@ -862,6 +871,11 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 				Ledger: after.minus(before), CreateServer: create})
 		}
 		if r.SmallComparison, err = compare(ctx, e, pg, ds, small, smallAPI, smallPG); err != nil {
+			return nil, err
+		}
+	}
+	if opt.Scale == ScaleHeavy {
+		if r.Subdivided, err = runSubdivided(ctx, pg, ds, qs, 1, apiOut, log); err != nil {
 			return nil, err
 		}
 	}

@@ -68,6 +68,9 @@ type APIReport struct {
 	ReadPhases                    []phase.Sum
 	ReportPath, PlotPath          string
 	apiLat, pgLat                 []time.Duration
+	// Subdivided: the heavy scale's second baseline, one client (nil
+	// otherwise).
+	Subdivided *subdividedReport
 }
 
 // Err is ErrMismatch when the API's answers differ from PostGIS's beyond
@@ -161,6 +164,11 @@ func (r *APIReport) Print(w io.Writer) {
 		row("small mix queries/s"+n, p.API.QPS, p.PostGIS.QPS, "q/s")
 	}
 	tw.Flush()
+	if r.Subdivided != nil && len(r.Passes) > 0 {
+		if p := r.Passes[0]; p.Clients == 1 {
+			r.Subdivided.print(w, "API", p.API, latency{})
+		}
+	}
 	fmt.Fprintln(w)
 	if r.SmallQueries > 0 {
 		sc := r.SmallComparison

@@ -43,7 +43,11 @@ func RunEngine(ctx context.Context, opt EngineOptions) (*EngineReport, error) {
 		return nil, err
 	}
 
-	pg, err := startPostGIS(ctx, filepath.Join(dir, "pg"), ds.features, log)
+	pgSize := ds.features
+	if opt.Scale == ScaleHeavy {
+		pgSize = heavyPostGISFeatures
+	}
+	pg, err := startPostGIS(ctx, filepath.Join(dir, "pg"), pgSize, log)
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +93,11 @@ func RunEngine(ctx context.Context, opt EngineOptions) (*EngineReport, error) {
 
 	if r.Comparison, err = compare(ctx, e, pg, ds, qs, engOut, pgOut); err != nil {
 		return nil, err
+	}
+	if opt.Scale == ScaleHeavy {
+		if r.Subdivided, err = runSubdivided(ctx, pg, ds, qs, opt.Workers, engOut, log); err != nil {
+			return nil, err
+		}
 	}
 
 	if opt.Workers > 1 {

@@ -219,6 +219,9 @@ func prepareWorkload(ctx context.Context, name, workDir string, scale synth.Scal
 	if err := os.Chmod(w.dir, 0o755); err != nil {
 		return w, fmt.Errorf("bench: work dir: %w", err)
 	}
+	if scale == ScaleHeavy {
+		return prepareHeavyWorkload(ctx, w, seed, queries, log)
+	}
 	if w.gen, err = synth.New(seed, scale); err != nil {
 		return w, fmt.Errorf("bench: %w", err)
 	}

@@ -24,7 +24,8 @@ type EngineOptions struct {
 	// cluster) removed when RunEngine returns. Required. Its ancestors must
 	// be traversable by the postgres user when running as root.
 	WorkDir string
-	// Scale of the synthetic data. Default synth.Medium.
+	// Scale of the synthetic data. Default synth.Medium. ScaleHeavy runs
+	// the heavy-polygon layers instead (heavy.go).
 	Scale synth.Scale
 	// Seed of the data and of the query mix. Default DefaultSeed.
 	Seed int64
@@ -69,7 +70,7 @@ func (o *EngineOptions) fill() error {
 	case o.MaxFeaturesPerLayer < 0:
 		return fmt.Errorf("bench: negative MaxFeaturesPerLayer")
 	}
-	_, err := synth.ParseScale(string(o.Scale))
+	_, err := ParseScale(string(o.Scale))
 	return err
 }
 

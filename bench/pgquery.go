@@ -55,7 +55,7 @@ func querySQL(k int) string {
 // then the layer ids, see queryArgs) and hands each (layer id, feature id)
 // row to fn; the slices are valid only during the call.
 func (pg *postgis) query(ctx context.Context, w int, args []any, fn func(layerID, id []byte)) error {
-	rows, err := pg.conns[w].Query(ctx, queryName(len(args)-2), args...)
+	rows, err := pg.conns[w].Query(ctx, pg.stmt(len(args)-2), args...)
 	if err != nil {
 		return fmt.Errorf("bench: postgis query: %w", err)
 	}

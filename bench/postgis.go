@@ -81,6 +81,8 @@ type postgis struct {
 	version  string // PostGIS version
 	settings [][2]string
 	conns    []*pgx.Conn
+	// subdivided: queries run on the subdivided table (heavy.go).
+	subdivided bool
 
 	loadSeconds  float64 // COPY and index build, wall
 	copySeconds  float64 // summed over layers

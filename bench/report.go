@@ -46,6 +46,8 @@ type EngineReport struct {
 	EngineN, PostGISN latency // Workers clients (when Workers > 1)
 
 	Comparison comparison
+	// Subdivided: the heavy scale's second baseline (nil otherwise).
+	Subdivided *subdividedReport
 }
 
 func newEngineReport(opt EngineOptions, ds *dataset, qs []query, load loadStats, pg *postgis) *EngineReport {
@@ -97,9 +99,13 @@ func (r *EngineReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "siteenv bench engine: scale %s, seed %d, %d CPUs\n", r.Scale, r.Seed, r.CPUs)
 	fmt.Fprintf(w, "data: %s features in %d layers, %d tiles (ingested in %.1f s)\n",
 		group(r.Features), r.Layers, r.Tiles, r.IngestSeconds)
-	fmt.Fprintf(w, "mix: %d queries: %d point, %d line, %d polygon sites; %d/%d/%d with 1/3/10 layers; radius log-uniform 1 m..10 km, %d at exactly 0\n",
-		r.Queries, r.Kinds[kindPoint], r.Kinds[kindLine], r.Kinds[kindPolygon],
-		r.LayersPer[1], r.LayersPer[3], r.LayersPer[10], r.ZeroRadius)
+	if r.Scale == ScaleHeavy {
+		printHeavyMix(w, r)
+	} else {
+		fmt.Fprintf(w, "mix: %d queries: %d point, %d line, %d polygon sites; %d/%d/%d with 1/3/10 layers; radius log-uniform 1 m..10 km, %d at exactly 0\n",
+			r.Queries, r.Kinds[kindPoint], r.Kinds[kindLine], r.Kinds[kindPolygon],
+			r.LayersPer[1], r.LayersPer[3], r.LayersPer[10], r.ZeroRadius)
+	}
 	fmt.Fprintf(w, "check: %d layer results compared, %s features matched, %d layers failed on a limit (not compared)\n",
 		c.Compared, group(c.Matched), c.Failed)
 	fmt.Fprintf(w, "mismatches: %d layer results differ, %d features; by the geodesic reference: %d within 1 cm of the radius (excluded), %d engine wrong, %d PostGIS wrong; %d unexplained\n",
@@ -152,6 +158,9 @@ func (r *EngineReport) Print(w io.Writer) {
 		perFeature(l.HeapBytes, l.Features), perFeature(l.PointHeap, l.PointFeatures))
 	fmt.Fprintf(w, "PostGIS load: %.1f s wall with 2 connections (COPY %.1f s, GiST %.1f s summed over layers), %.1f MiB on disk; settings: %s\n",
 		r.PostGISLoadS, r.PostGISCopyS, r.PostGISIdx, float64(r.PostGISBytes)/(1<<20), settingsString(r.PostGISSettings))
+	if r.Subdivided != nil {
+		r.Subdivided.print(w, "engine", r.Engine1, r.EngineN)
+	}
 	fmt.Fprintf(w, "engine/postgis p50 ratio: %.3f, p99 ratio: %.3f\n", r.P50Ratio(), r.P99Ratio())
 }
 

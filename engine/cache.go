@@ -70,7 +70,7 @@ func (e *Engine) acquire(ctx context.Context, te tiles.TileEntry) (*shardEntry, 
 
 func (e *Engine) load(ctx context.Context, se *shardEntry, te tiles.TileEntry) {
 	start := time.Now()
-	s, err := loadShard(ctx, e.store, te)
+	s, err := loadShardMin(ctx, e.store, te, e.edgeMin)
 	took := time.Since(start)
 	e.mu.Lock()
 	defer e.mu.Unlock()

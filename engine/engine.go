@@ -125,6 +125,9 @@ type Engine struct {
 	// (tests lower them).
 	parallelMin float64
 	scanChunk   int
+	// edgeMin is edgeIndexMinVertices (0 in tests that compare with the
+	// plain path: no feature gets an edge index).
+	edgeMin int
 
 	mu struct {
 		sync.Mutex
@@ -151,7 +154,7 @@ func New(st store.Store, opt Options) *Engine {
 	if err := opt.validate(); err != nil {
 		panic(err)
 	}
-	e := &Engine{store: st, budget: opt.MemoryBudget, workers: opt.Workers, log: opt.Logger, parallelMin: parallelMinCandidates, scanChunk: scanChunk}
+	e := &Engine{store: st, budget: opt.MemoryBudget, workers: opt.Workers, log: opt.Logger, parallelMin: parallelMinCandidates, scanChunk: scanChunk, edgeMin: edgeIndexMinVertices}
 	e.mu.shards = map[string]*shardEntry{}
 	e.mu.manifests = map[releaseKey]*manifestEntry{}
 	e.mu.covers = map[releaseKey]*cover{}

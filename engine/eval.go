@@ -134,8 +134,21 @@ func (ev *evaluator) point(v orb.Point) (bool, float64) {
 }
 
 // feature evaluates the geometry in f.
-func (ev *evaluator) feature(f *flat) (bool, float64) {
-	gb, m := featureBox(f)
+func (ev *evaluator) feature(f *flat) (bool, float64) { return ev.featureWith(f, nil) }
+
+// heavy evaluates a feature decoded and indexed at shard load.
+func (ev *evaluator) heavy(hg *heavyGeom) (bool, float64) { return ev.featureWith(&hg.f, hg) }
+
+// featureWith evaluates f; hg, when not nil, is f's edge index, which
+// containment and distances then use instead of every edge.
+func (ev *evaluator) featureWith(f *flat, hg *heavyGeom) (bool, float64) {
+	var gb orb.Bound
+	var m float64
+	if hg != nil {
+		gb, m = hg.gb, hg.m
+	} else {
+		gb, m = featureBox(f)
+	}
 	// Containment first: it decides distance 0 without projecting
 	// anything, and large features often hold the site.
 	if ev.s.area != nil && f.box.Intersects(ev.s.area.box) {
@@ -147,7 +160,10 @@ func (ev *evaluator) feature(f *flat) (bool, float64) {
 	}
 	if f.hasArea() {
 		for _, u := range ev.s.comps {
-			if gb.Contains(u) && flatContains(f, u) {
+			if !gb.Contains(u) {
+				continue
+			}
+			if hg != nil && hg.contains(u) || hg == nil && flatContains(f, u) {
 				return true, 0
 			}
 		}
@@ -157,7 +173,11 @@ func (ev *evaluator) feature(f *flat) (bool, float64) {
 		if !gb.Intersects(ev.boxes[k]) {
 			continue
 		}
-		ev.partDistance(k, f, m, &ev.res[k])
+		if hg != nil {
+			ev.partDistanceIndexed(k, hg, &ev.res[k])
+		} else {
+			ev.partDistance(k, f, m, &ev.res[k])
+		}
 		if ev.res[k].found && ev.res[k].d == 0 {
 			return true, 0
 		}

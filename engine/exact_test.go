@@ -147,7 +147,13 @@ func randomSite(m metric, rng *rand.Rand, kind int) orb.Geometry {
 // reference over random sites and radii: the result sets must be equal
 // except for features within 1 cm of the search boundary, and distances
 // within 1 mm.
-func TestExactness(t *testing.T) {
+func TestExactness(t *testing.T) { testExactness(t, edgeIndexMinVertices) }
+
+// TestExactnessEdgeIndex is TestExactness with every feature of two
+// positions or more (points aside) evaluated through its edge index.
+func TestExactnessEdgeIndex(t *testing.T) { testExactness(t, 2) }
+
+func testExactness(t *testing.T, edgeMin int) {
 	t.Parallel()
 	perKind := 5
 	if raceEnabled || testing.Short() {
@@ -155,6 +161,7 @@ func TestExactness(t *testing.T) {
 	}
 	store := newStore(t)
 	e := New(store, Options{})
+	e.edgeMin = edgeMin
 	for ci, city := range testCities {
 		t.Run(city.name, func(t *testing.T) {
 			groups := exactnessData(city.name, city.center, uint64(ci+1))
@@ -239,8 +246,24 @@ func TestExactness(t *testing.T) {
 					}
 				}
 			}
+			if indexed := heavyFeatures(e); edgeMin <= 2 && indexed == 0 {
+				t.Error("no feature was edge-indexed")
+			}
 		})
 	}
+}
+
+// heavyFeatures counts the edge-indexed features of e's loaded shards.
+func heavyFeatures(e *Engine) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, se := range e.mu.shards {
+		if se.s != nil {
+			n += len(se.s.heavy)
+		}
+	}
+	return n
 }
 
 // TestBulgeBound checks bulgeDeg against geodesics: every point of the

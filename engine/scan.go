@@ -314,7 +314,9 @@ func (ev *evaluator) scan(ctx context.Context, s *shard, cands []int32, col *col
 		w := t.WKB[i]
 		var member bool
 		var d float64
-		if p, ok := wkbPointXY(w); ok {
+		if hg := s.heavyGeom(i, w); hg != nil {
+			member, d = ev.heavy(hg)
+		} else if p, ok := wkbPointXY(w); ok {
 			member, d = ev.point(p)
 		} else {
 			if err := ev.fg.decodeWKB(w); err != nil {

@@ -24,10 +24,33 @@ type shard struct {
 	// sized while they are collected, and measuring a feature's
 	// properties costs more than finding it.
 	propLen []atomic.Int32
+	// heavy holds the features of at least edgeIndexMinVertices
+	// positions, decoded with an edge index (edgeindex.go), by row; nil
+	// when there are none.
+	heavy map[int32]*heavyGeom
 	// bytes is what the shard holds: the tile's columns (without the
-	// float64 bounds column, which the index replaces), the index and
-	// propLen.
+	// float64 bounds column, which the index replaces), the index,
+	// propLen and the heavy features.
 	bytes int64
+}
+
+// heavyGeom returns row i's edge-indexed geometry (w is its WKB), or nil.
+func (s *shard) heavyGeom(i int32, w []byte) *heavyGeom {
+	if s.heavy == nil || len(w) < minHeavyWKB {
+		return nil
+	}
+	return s.heavy[i]
+}
+
+// setHeavy records the shard's heavy features and counts their bytes.
+func (s *shard) setHeavy(h map[int32]*heavyGeom) {
+	if len(h) == 0 {
+		return
+	}
+	s.heavy = h
+	for _, hg := range h {
+		s.bytes += hg.bytes() + 48 // and the map entry
+	}
 }
 
 // propertiesLen returns the encoded length of feature i's properties.
@@ -44,8 +67,15 @@ func (s *shard) propertiesLen(i int, z *sizer) int {
 
 // loadShard reads and indexes the tile te. Each row group's boxes are
 // computed as soon as its geometries are decoded, on the goroutines
-// decoding the tile, overlapping the decoding of the rest.
+// decoding the tile, overlapping the decoding of the rest; so are the edge
+// indexes of its heavy features.
 func loadShard(ctx context.Context, st store.Store, te tiles.TileEntry) (*shard, error) {
+	return loadShardMin(ctx, st, te, edgeIndexMinVertices)
+}
+
+// loadShardMin is loadShard giving an edge index to features of at least
+// heavyMin positions (0: none).
+func loadShardMin(ctx context.Context, st store.Store, te tiles.TileEntry, heavyMin int) (*shard, error) {
 	obj, err := st.Open(ctx, te.Key)
 	if err != nil {
 		return nil, err
@@ -58,7 +88,7 @@ func loadShard(ctx context.Context, st store.Store, te tiles.TileEntry) (*shard,
 		// Not an allocation to make on the manifest's word.
 		return nil, fmt.Errorf("engine: tile %s: manifest says %d rows in %d bytes: %w", te.Key, te.Rows, te.Bytes, tiles.ErrInvalidTile)
 	}
-	sc := newBoxScanner(int(te.Rows))
+	sc := newBoxScanner(int(te.Rows), heavyMin)
 	// The index boxes come from the geometries: the bbox column is not read.
 	t, err := tiles.ReadTileWith(ctx, obj, obj.Size(), tiles.ReadTileOptions{SkipBounds: true, Geometry: sc.scan})
 	if err != nil {
@@ -70,20 +100,24 @@ func loadShard(ctx context.Context, st store.Store, te tiles.TileEntry) (*shard,
 	if err := sc.err(t, te.Key); err != nil {
 		return nil, err
 	}
-	return newShard(t, sc.leaves), nil
+	s := newShard(t, sc.leaves)
+	s.setHeavy(sc.heavy)
+	return s, nil
 }
 
 // boxScanner computes index boxes for rows scanned in any order, on any
 // goroutines, remembering the first malformed row.
 type boxScanner struct {
-	leaves []box32
-	mu     sync.Mutex
-	bad    int // first malformed row, or -1
-	badErr error
+	leaves   []box32
+	heavyMin int // positions from which a feature gets an edge index; 0: never
+	mu       sync.Mutex
+	bad      int // first malformed row, or -1
+	badErr   error
+	heavy    map[int32]*heavyGeom // under mu
 }
 
-func newBoxScanner(n int) *boxScanner {
-	return &boxScanner{leaves: make([]box32, n), bad: -1}
+func newBoxScanner(n, heavyMin int) *boxScanner {
+	return &boxScanner{leaves: make([]box32, n), bad: -1, heavyMin: heavyMin}
 }
 
 var errTooManyRows = fmt.Errorf("more rows than the manifest says: %w", tiles.ErrInvalidTile)
@@ -104,6 +138,20 @@ func (sc *boxScanner) scan(row0 int, wkb [][]byte) error {
 			return nil // the read goes on; err reports the first bad row
 		}
 		sc.leaves[row0+i] = b
+		if sc.heavyMin > 0 && len(w) >= sc.heavyMin*16 {
+			hg, err := newHeavyGeom(w, sc.heavyMin)
+			if err != nil { // not expected: wkbIndexBox read it
+				return err
+			}
+			if hg != nil {
+				sc.mu.Lock()
+				if sc.heavy == nil {
+					sc.heavy = map[int32]*heavyGeom{}
+				}
+				sc.heavy[int32(row0+i)] = hg
+				sc.mu.Unlock()
+			}
+		}
 	}
 	return nil
 }
@@ -126,7 +174,7 @@ const buildShardSplit = 4096
 // later. Large tiles are scanned on several goroutines.
 func buildShard(t *tiles.Tile, name string) (*shard, error) {
 	n := t.Len()
-	sc := newBoxScanner(n)
+	sc := newBoxScanner(n, edgeIndexMinVertices)
 	parts := min(runtime.GOMAXPROCS(0), max(1, n/buildShardSplit))
 	var wg sync.WaitGroup
 	for p := 1; p < parts; p++ {
@@ -137,7 +185,9 @@ func buildShard(t *tiles.Tile, name string) (*shard, error) {
 	if err := sc.err(t, name); err != nil {
 		return nil, err
 	}
-	return newShard(t, sc.leaves), nil
+	s := newShard(t, sc.leaves)
+	s.setHeavy(sc.heavy)
+	return s, nil
 }
 
 // newShard indexes t by its features' boxes.

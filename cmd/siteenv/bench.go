@@ -14,10 +14,10 @@ import (
 )
 
 const benchUsage = `usage:
-  siteenv bench engine [--scale small|medium|large] [--queries 10000] [--seed N] [--workers 2]
+  siteenv bench engine [--scale small|medium|large|heavy] [--queries 10000] [--seed N] [--workers 2]
           [--strict] [--cpuprofile FILE] [--data-dir DIR]
   siteenv bench ingest [--scale small|medium|large] [--seed N] [--layers id,id] [--data-dir DIR]
-  siteenv bench api [--scale small|medium|large] [--clients 1,2,8] [--queries 2000] [--small 300] [--reads 20000]
+  siteenv bench api [--scale small|medium|large|heavy] [--clients 1,2,8] [--queries 2000] [--small 300] [--reads 20000]
           [--seed N] [--out DIR] [--cpuprofile FILE] [--data-dir DIR]`
 
 // benchCmd runs the benchmarks of package bench. Their scratch data (file
@@ -45,7 +45,7 @@ func benchEngine(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs := flag.NewFlagSet("bench engine", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dataDir := dataDirFlag(fs)
-	scale := fs.String("scale", "medium", "small (~200k features), medium (~2M) or large (~20M)")
+	scale := fs.String("scale", "medium", "small (~200k features), medium (~2M), large (~20M) or heavy (380 polygons of 1k-250k vertices)")
 	queries := fs.Int("queries", bench.DefaultQueries, "queries in the mix")
 	seed := fs.Int64("seed", bench.DefaultSeed, "seed of the data and the query mix")
 	workers := fs.Int("workers", bench.DefaultWorkers, "clients of the concurrent pass (1: none)")
@@ -54,7 +54,7 @@ func benchEngine(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
-	sc, err := synth.ParseScale(*scale)
+	sc, err := bench.ParseScale(*scale)
 	if err != nil {
 		return usageError{err.Error()}
 	}
@@ -122,7 +122,7 @@ func benchAPI(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("bench api", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dataDir := dataDirFlag(fs)
-	scale := fs.String("scale", "medium", "small (~200k features), medium (~2M) or large (~20M)")
+	scale := fs.String("scale", "medium", "small (~200k features), medium (~2M), large (~20M) or heavy (380 polygons of 1k-250k vertices)")
 	clients := fs.String("clients", "1,2,8", "comma-separated client counts of the passes")
 	queries := fs.Int("queries", bench.DefaultAPIQueries, "queries in the mix (a prefix of bench engine's)")
 	small := fs.Int("small", bench.DefaultSmallQueries, "queries of the small-query mix (points and lots up to ~300 m, 1-5 layers; 0: none)")
@@ -133,7 +133,7 @@ func benchAPI(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
-	sc, err := synth.ParseScale(*scale)
+	sc, err := bench.ParseScale(*scale)
 	if err != nil {
 		return usageError{err.Error()}
 	}
