@@ -27,6 +27,24 @@ type layer struct {
 	manifest    *tiles.Manifest
 	// points: every feature is a Point (the per-point-feature memory figure).
 	points bool
+	kind   geomKind
+	// vertices of all its features (counted by sampleAnchors).
+	vertices int64
+}
+
+// geomKind groups layers for the memory figures: an operator sizes a
+// replica by points, and by the vertices of lines and polygons.
+type geomKind int
+
+const (
+	kindPoints geomKind = iota // Point and MultiPoint
+	kindLines
+	kindPolygons
+	nKinds
+)
+
+func (k geomKind) String() string {
+	return [...]string{"point", "line", "polygon"}[k]
 }
 
 // dataset is a synthetic scale ingested into a file store.
@@ -136,6 +154,12 @@ func readLayer(ctx context.Context, st store.Store, layerID, releaseID string) (
 		for _, t := range te.GeometryTypes {
 			if t != "Point" {
 				l.points = false
+			}
+			switch t {
+			case "LineString", "MultiLineString":
+				l.kind = max(l.kind, kindLines)
+			case "Polygon", "MultiPolygon":
+				l.kind = kindPolygons
 			}
 		}
 	}

@@ -86,6 +86,8 @@ func (e *Engine) load(ctx context.Context, se *shardEntry, te tiles.TileEntry) {
 	e.mu.loads++
 	e.mu.loadTime += took
 	e.mu.loadedFeatures += int64(s.tile.Len())
+	e.mu.loadedBytes += s.bytes
+	e.mu.loadedIndexBytes += s.ix.bytes()
 	e.mu.resident += s.bytes
 	e.mu.features += int64(s.tile.Len())
 	e.mu.indexBytes += s.ix.bytes()

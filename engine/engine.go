@@ -138,6 +138,7 @@ type Engine struct {
 		resident, features, indexBytes int64
 		loads, loadErrors, evictions   int64
 		loadedFeatures, hits           int64
+		loadedBytes, loadedIndexBytes  int64
 		loadTime                       time.Duration
 		sharedTiles                    int64
 	}
@@ -253,11 +254,15 @@ type Stats struct {
 	LoadErrors    int64 // failed loads (not counting abandoned ones)
 	// LoadedFeatures and LoadSeconds total every load;
 	// LoadFeaturesPerSec is their ratio.
-	LoadedFeatures     int64
-	LoadSeconds        float64
-	LoadFeaturesPerSec float64
-	Evictions          int64
-	Hits               int64 // acquisitions that found the shard loaded or loading
+	LoadedFeatures int64
+	LoadSeconds    float64
+	// LoadedBytes and LoadedIndexBytes total the bytes of every shard
+	// loaded (ResidentBytes counts only those still held): loading each
+	// shard once, they are what the data needs resident.
+	LoadedBytes, LoadedIndexBytes int64
+	LoadFeaturesPerSec            float64
+	Evictions                     int64
+	Hits                          int64 // acquisitions that found the shard loaded or loading
 	// SharedTiles counts tiles whose candidates a query's workers
 	// evaluated together (scan.go).
 	SharedTiles int64
@@ -268,18 +273,20 @@ func (e *Engine) Stats() Stats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s := Stats{
-		Shards:         len(e.mu.shards),
-		ResidentBytes:  e.mu.resident,
-		IndexBytes:     e.mu.indexBytes,
-		Features:       e.mu.features,
-		Manifests:      len(e.mu.manifests),
-		Loads:          e.mu.loads,
-		LoadErrors:     e.mu.loadErrors,
-		LoadedFeatures: e.mu.loadedFeatures,
-		LoadSeconds:    e.mu.loadTime.Seconds(),
-		Evictions:      e.mu.evictions,
-		Hits:           e.mu.hits,
-		SharedTiles:    e.mu.sharedTiles,
+		Shards:           len(e.mu.shards),
+		ResidentBytes:    e.mu.resident,
+		IndexBytes:       e.mu.indexBytes,
+		Features:         e.mu.features,
+		Manifests:        len(e.mu.manifests),
+		Loads:            e.mu.loads,
+		LoadErrors:       e.mu.loadErrors,
+		LoadedFeatures:   e.mu.loadedFeatures,
+		LoadedBytes:      e.mu.loadedBytes,
+		LoadedIndexBytes: e.mu.loadedIndexBytes,
+		LoadSeconds:      e.mu.loadTime.Seconds(),
+		Evictions:        e.mu.evictions,
+		Hits:             e.mu.hits,
+		SharedTiles:      e.mu.sharedTiles,
 	}
 	for _, se := range e.mu.shards {
 		if se.s == nil {
