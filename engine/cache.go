@@ -119,9 +119,13 @@ func (e *Engine) unlinkLocked(se *shardEntry) {
 // evictLocked drops idle shards, least recently used first, while the
 // resident bytes exceed the budget. Shards in use are never dropped, so the
 // budget can be exceeded while queries hold more than it.
+//
+// Property blocks (props.go) count against the same budget and go first.
 func (e *Engine) evictLocked() {
+	for e.mu.resident+e.mu.propBytes > e.budget && e.evictPropLocked() {
+	}
 	head := &e.mu.idle
-	for e.mu.resident > e.budget && head.prev != head {
+	for e.mu.resident+e.mu.propBytes > e.budget && head.prev != head {
 		se := head.prev
 		e.unlinkLocked(se)
 		delete(e.mu.shards, se.key)

@@ -19,6 +19,13 @@ import (
 type shard struct {
 	tile *tiles.Tile
 	ix   *index
+	// key and fileBytes name the tile's file, for reading the properties
+	// of matched features (props.go) when tile does not hold them
+	// (tile.LazyProperties); rgStarts is then the first row of each of
+	// its row groups.
+	key       string
+	fileBytes int64
+	rgStarts  []int
 	// propLen caches the encoded length of each feature's properties
 	// (length+1; 0 until a query first matches the feature): results are
 	// sized while they are collected, and measuring a feature's
@@ -31,11 +38,11 @@ type shard struct {
 }
 
 // propertiesLen returns the encoded length of feature i's properties.
-func (s *shard) propertiesLen(i int, z *sizer) int {
+func (s *shard) propertiesLen(i int, src propSource, z *sizer) int {
 	if v := s.propLen[i].Load(); v > 0 {
 		return int(v - 1)
 	}
-	n := z.tilePropsLen(s.tile, i)
+	n := z.tilePropsLen(src, i)
 	if n < math.MaxInt32 {
 		s.propLen[i].Store(int32(n + 1))
 	}
@@ -60,7 +67,8 @@ func loadShard(ctx context.Context, st store.Store, te tiles.TileEntry) (*shard,
 	}
 	sc := newBoxScanner(int(te.Rows))
 	// The index boxes come from the geometries: the bbox column is not read.
-	t, err := tiles.ReadTileWith(ctx, obj, obj.Size(), tiles.ReadTileOptions{SkipBounds: true, Geometry: sc.scan})
+	// Properties are read when a query returns their features (props.go).
+	t, err := tiles.ReadTileWith(ctx, obj, obj.Size(), tiles.ReadTileOptions{SkipBounds: true, SkipProperties: true, Geometry: sc.scan})
 	if err != nil {
 		return nil, fmt.Errorf("engine: tile %s: %w", te.Key, err)
 	}
@@ -70,7 +78,10 @@ func loadShard(ctx context.Context, st store.Store, te tiles.TileEntry) (*shard,
 	if err := sc.err(t, te.Key); err != nil {
 		return nil, err
 	}
-	return newShard(t, sc.leaves), nil
+	s := newShard(t, sc.leaves)
+	s.key, s.fileBytes, s.rgStarts = te.Key, te.Bytes, t.RowGroupStarts()
+	s.bytes += t.MetadataBytes() + int64(len(s.rgStarts))*8
+	return s, nil
 }
 
 // boxScanner computes index boxes for rows scanned in any order, on any

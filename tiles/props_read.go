@@ -60,6 +60,22 @@ func (t *Tile) RowGroupOf(i int) (rg, row0 int) {
 	return -1, row0
 }
 
+// RowGroupStarts returns the first row of each row group of a tile read
+// with SkipProperties (nil otherwise), a new slice.
+func (t *Tile) RowGroupStarts() []int {
+	if t.lazy == nil {
+		return nil
+	}
+	md := t.lazy.md
+	starts := make([]int, md.NumRowGroups())
+	row := 0
+	for rg := range starts {
+		starts[rg] = row
+		row += int(md.RowGroup(rg).NumRows())
+	}
+	return starts
+}
+
 // MetadataBytes approximates the memory of the parsed footer a tile read
 // with SkipProperties keeps (0 otherwise).
 func (t *Tile) MetadataBytes() int64 {
