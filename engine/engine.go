@@ -661,7 +661,7 @@ type collector struct {
 	// match (matches come in tile order, mostly from one row group).
 	e    *Engine
 	ctx  context.Context
-	last *tiles.PropertyBlock
+	last *propBlock
 }
 
 func (c *collector) add(s *shard, i int, d float64) error {
@@ -684,7 +684,7 @@ func (c *collector) add(s *shard, i int, d float64) error {
 		}
 		f.Geometry = g
 	}
-	size := c.z.recordLen(lr.LayerID, f.ID, d, s.propertiesLen(i, src, c.z), f.Geometry)
+	size := c.z.recordLen(lr.LayerID, f.ID, d, propertiesLen(src, i, c.z), f.Geometry)
 	if size > lr.MaxFeatureBytes {
 		c.run.fail(ReasonFeatureTooLarge, LimitFeatureTooLarge)
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync/atomic"
 
 	"siteenv/tiles"
 )
@@ -27,7 +28,7 @@ type propKey struct {
 type propEntry struct {
 	key  propKey
 	done chan struct{} // closed when the read ends
-	b    *tiles.PropertyBlock
+	b    *propBlock
 	err  error
 	// LRU links (loaded entries), most recently used at the front. Under
 	// Engine.mu.
@@ -35,11 +36,37 @@ type propEntry struct {
 }
 
 // propSource gives a feature's properties by tile row: a whole tile (read
-// with its properties) or one row group's block.
+// with its properties) or one row group's block. lenSlot caches the
+// encoded length of row i's properties (length+1; 0 until measured).
 type propSource interface {
+	propVisitor
 	Properties(i int) map[string]any
+	lenSlot(i int) *atomic.Int32
+}
+
+// propVisitor shows row i's properties to v (tiles.Tile.VisitProperties).
+type propVisitor interface {
 	VisitProperties(i int, v tiles.PropertyVisitor)
 }
+
+// tileProps is a tile that holds its properties.
+type tileProps struct {
+	*tiles.Tile
+	lens []atomic.Int32
+}
+
+func (t *tileProps) lenSlot(i int) *atomic.Int32 { return &t.lens[i] }
+
+// propBlock is one row group's properties, read from the tile.
+type propBlock struct {
+	*tiles.PropertyBlock
+	lens []atomic.Int32 // by row of the block
+}
+
+func (b *propBlock) lenSlot(i int) *atomic.Int32 { return &b.lens[i-b.Row0()] }
+
+// bytes is what the block holds.
+func (b *propBlock) bytes() int64 { return b.Bytes() + int64(len(b.lens))*4 }
 
 // rowGroup returns the row group of row i of s (lazy shards).
 func (s *shard) rowGroup(i int) int {
@@ -49,9 +76,9 @@ func (s *shard) rowGroup(i int) int {
 // propSourceFor returns where feature i of s gets its properties, reading
 // its row group's block when s does not hold them. last is the caller's
 // previous answer, reused when it covers i.
-func (e *Engine) propSourceFor(ctx context.Context, s *shard, i int, last *tiles.PropertyBlock) (propSource, *tiles.PropertyBlock, error) {
-	if !s.tile.LazyProperties() {
-		return s.tile, nil, nil
+func (e *Engine) propSourceFor(ctx context.Context, s *shard, i int, last *propBlock) (propSource, *propBlock, error) {
+	if s.whole != nil {
+		return s.whole, nil, nil
 	}
 	if last != nil && i >= last.Row0() && i < last.Row0()+last.Rows() {
 		return last, last, nil
@@ -69,7 +96,7 @@ func (e *Engine) propSourceFor(ctx context.Context, s *shard, i int, last *tiles
 
 // properties returns the property block of row group rg of s, reading it
 // if needed. Concurrent users of a block being read wait for the one read.
-func (e *Engine) properties(ctx context.Context, s *shard, rg int) (*tiles.PropertyBlock, error) {
+func (e *Engine) properties(ctx context.Context, s *shard, rg int) (*propBlock, error) {
 	key := propKey{s.key, rg}
 	for {
 		e.mu.Lock()
@@ -86,7 +113,7 @@ func (e *Engine) properties(ctx context.Context, s *shard, rg int) (*tiles.Prope
 				delete(e.mu.props, key)
 			} else {
 				e.linkPropLocked(pe)
-				e.mu.propBytes += b.Bytes()
+				e.mu.propBytes += b.bytes()
 				e.mu.propReads++
 				e.evictLocked()
 			}
@@ -118,7 +145,7 @@ func (e *Engine) properties(ctx context.Context, s *shard, rg int) (*tiles.Prope
 	}
 }
 
-func (e *Engine) readProperties(ctx context.Context, s *shard, rg int) (*tiles.PropertyBlock, error) {
+func (e *Engine) readProperties(ctx context.Context, s *shard, rg int) (*propBlock, error) {
 	obj, err := e.store.Open(ctx, s.key)
 	if err != nil {
 		return nil, fmt.Errorf("engine: tile %s: properties: %w", s.key, err)
@@ -131,7 +158,7 @@ func (e *Engine) readProperties(ctx context.Context, s *shard, rg int) (*tiles.P
 	if err != nil {
 		return nil, fmt.Errorf("engine: tile %s: properties: %w", s.key, err)
 	}
-	return b, nil
+	return &propBlock{PropertyBlock: b, lens: make([]atomic.Int32, b.Rows())}, nil
 }
 
 func (e *Engine) linkPropLocked(pe *propEntry) {
@@ -157,7 +184,7 @@ func (e *Engine) evictPropLocked() bool {
 	pe := head.prev
 	e.unlinkPropLocked(pe)
 	delete(e.mu.props, pe.key)
-	e.mu.propBytes -= pe.b.Bytes()
+	e.mu.propBytes -= pe.b.bytes()
 	e.mu.propEvictions++
 	return true
 }

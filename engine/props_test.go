@@ -160,3 +160,30 @@ func TestPropertiesTileChanged(t *testing.T) {
 		t.Fatalf("tile gone: %s %s", res[0].Status, res[0].Reason)
 	}
 }
+
+// sameResults compares layer results as a caller sees them: every exported
+// field, and each feature's properties (the blocks they come from, and the
+// lengths cached in them, differ between engines).
+func sameResults(a, b []LayerResult) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if len(x.Features) != len(y.Features) {
+			return false
+		}
+		for k := range x.Features {
+			f, g := x.Features[k], y.Features[k]
+			if f.ID != g.ID || f.DistanceM != g.DistanceM || !reflect.DeepEqual(f.Geometry, g.Geometry) ||
+				!reflect.DeepEqual(f.Properties(), g.Properties()) {
+				return false
+			}
+		}
+		x.Features, y.Features = nil, nil
+		if !reflect.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
+}

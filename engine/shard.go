@@ -26,25 +26,28 @@ type shard struct {
 	key       string
 	fileBytes int64
 	rgStarts  []int
-	// propLen caches the encoded length of each feature's properties
-	// (length+1; 0 until a query first matches the feature): results are
-	// sized while they are collected, and measuring a feature's
-	// properties costs more than finding it.
-	propLen []atomic.Int32
+	// whole is the tile with the encoded length of each feature's
+	// properties, when the tile holds its properties (a tile decoded
+	// whole: buildShard); nil when they are read on demand (props.go).
+	whole *tileProps
 	// bytes is what the shard holds: the tile's columns (without the
 	// float64 bounds column, which the index replaces), the index and
-	// propLen.
+	// the property lengths.
 	bytes int64
 }
 
-// propertiesLen returns the encoded length of feature i's properties.
-func (s *shard) propertiesLen(i int, src propSource, z *sizer) int {
-	if v := s.propLen[i].Load(); v > 0 {
+// propertiesLen returns the encoded length of feature i's properties,
+// which src holds, measured once: results are sized while they are
+// collected, and measuring a feature's properties costs more than finding
+// it.
+func propertiesLen(src propSource, i int, z *sizer) int {
+	slot := src.lenSlot(i)
+	if v := slot.Load(); v > 0 {
 		return int(v - 1)
 	}
 	n := z.tilePropsLen(src, i)
 	if n < math.MaxInt32 {
-		s.propLen[i].Store(int32(n + 1))
+		slot.Store(int32(n + 1))
 	}
 	return n
 }
@@ -154,8 +157,12 @@ func buildShard(t *tiles.Tile, name string) (*shard, error) {
 // newShard indexes t by its features' boxes.
 func newShard(t *tiles.Tile, leaves []box32) *shard {
 	ix := newIndex(leaves)
-	s := &shard{tile: t, ix: ix, propLen: make([]atomic.Int32, t.Len())}
-	s.bytes = t.Bytes() - int64(len(t.Bounds))*32 + ix.bytes() + int64(t.Len())*4
+	s := &shard{tile: t, ix: ix}
+	s.bytes = t.Bytes() - int64(len(t.Bounds))*32 + ix.bytes()
+	if !t.LazyProperties() {
+		s.whole = &tileProps{Tile: t, lens: make([]atomic.Int32, t.Len())}
+		s.bytes += int64(t.Len()) * 4
+	}
 	// The index carries the boxes; a float64 copy is not needed.
 	t.Bounds = nil
 	return s
