@@ -76,8 +76,12 @@ func ingestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	mem, err := ingestMemory()
+	if err != nil {
+		return err
+	}
 	sum, err := ingest.Run(ctx, ingest.Options{
-		Layer: def, SourceCRS: *srcCRS, IDProperty: *idProp, MaxRejects: *maxRejects, RejectsPath: *rejects,
+		Layer: def, SourceCRS: *srcCRS, IDProperty: *idProp, MaxRejects: *maxRejects, RejectsPath: *rejects, MemoryBudget: mem,
 		Store: st, Publisher: ingest.LedgerPublisher{Ledger: e.led}, Progress: os.Stderr,
 	}, fs.Args()...)
 	if err != nil {
