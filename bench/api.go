@@ -742,6 +742,9 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 	if err != nil {
 		return nil, err
 	}
+	if err := warmProperties(ctx, e, ds, &bs); err != nil {
+		return nil, err
+	}
 	log.Info("bench: starting the API (durable ledger, accounts, server)")
 	nw := min(warmupQueries, len(qs))
 	nSeq := min(opt.Reads, sequentialReads)
@@ -823,7 +826,7 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 		}
 	}
 	bs.Queries = len(qs) * len(opt.Clients)
-	bs.Loads, bs.Evictions, bs.LoadSeconds = statsDelta(before, e.Stats())
+	bs.addTraffic(before, e.Stats())
 	r.Budget, r.EngineBudget, r.EngineNeed = bs, opt.EngineMemory, load.NeedBytes
 	r.Requests, r.Pages, r.Polls, r.Throttled = st.requests.Load(), st.pages.Load(), st.polls.Load(), st.throttled.Load()
 	r.RateLimited = st.limited.Load()

@@ -68,6 +68,9 @@ func runEngine(ctx context.Context, opt EngineOptions, watch *memWatch) (*Engine
 	if err := checkFits(max(load.ResidentBytes, load.HeapBytes), limit, ds.features); err != nil {
 		return nil, err
 	}
+	if err := warmProperties(ctx, e, ds, &bs); err != nil {
+		return nil, err
+	}
 
 	pg, err := startPostGIS(ctx, filepath.Join(dir, "pg"), ds.features, log)
 	if err != nil {
@@ -109,7 +112,8 @@ func runEngine(ctx context.Context, opt EngineOptions, watch *memWatch) (*Engine
 	r.Engine1 = p.summary()
 	bs.LoadedQueries, bs.LoadedP50, bs.WarmP50 = splitByLoads(p.lat, loads)
 	bs.Queries += len(reqs)
-	bs.Loads, bs.Evictions, bs.LoadSeconds = statsDelta(before, e.Stats())
+	bs.addTraffic(before, e.Stats())
+	bs.Digest = answersDigest(engOut)
 	log.Info("bench: PostGIS pass", "queries", len(qs), "workers", 1)
 	pgOut := make([][]outcome, len(qs))
 	if p, err = postgisPass(ctx, pg, ds, qs, 1, pgOut); err != nil {
@@ -129,8 +133,7 @@ func runEngine(ctx context.Context, opt EngineOptions, watch *memWatch) (*Engine
 		}
 		r.EngineN = p.summary()
 		bs.Queries += len(reqs)
-		l, ev, sec := statsDelta(b, e.Stats())
-		bs.Loads, bs.Evictions, bs.LoadSeconds = bs.Loads+l, bs.Evictions+ev, bs.LoadSeconds+sec
+		bs.addTraffic(b, e.Stats())
 		if p, err = postgisPass(ctx, pg, ds, qs, opt.Workers, nil); err != nil {
 			return nil, fmt.Errorf("bench: postgis: %w", err)
 		}

@@ -188,3 +188,47 @@ func (e *Engine) evictPropLocked() bool {
 	e.mu.propEvictions++
 	return true
 }
+
+// PreloadProperties reads the property blocks of the loaded shards of a
+// release while the budget has room for them: a warm start for a replica
+// whose budget holds more than its shards (blocks otherwise load on first
+// use, as shards do). It stops, reporting false, at the first block that
+// would not fit; shards loaded later evict blocks first, as always.
+func (e *Engine) PreloadProperties(ctx context.Context, layerID, releaseID string) (bool, error) {
+	m, err := e.manifest(ctx, layerID, releaseID)
+	if err != nil {
+		return false, fmt.Errorf("engine: preload %s/%s: %w", layerID, releaseID, err)
+	}
+	var last int64
+	for _, te := range m.Tiles {
+		e.mu.Lock()
+		se := e.mu.shards[te.Key]
+		loaded := se != nil && se.s != nil
+		e.mu.Unlock()
+		if !loaded {
+			continue
+		}
+		se, err := e.acquire(ctx, te)
+		if err != nil {
+			return false, fmt.Errorf("engine: preload %s: %w", te.Key, err)
+		}
+		s := se.s
+		for rg := 0; s.whole == nil && rg < len(s.rgStarts); rg++ {
+			e.mu.Lock()
+			room := e.budget - e.mu.resident - e.mu.propBytes
+			e.mu.Unlock()
+			if room < 2*last {
+				e.release(se)
+				return false, nil
+			}
+			b, err := e.properties(ctx, s, rg)
+			if err != nil {
+				e.release(se)
+				return false, fmt.Errorf("engine: preload %s: %w", te.Key, err)
+			}
+			last = b.bytes()
+		}
+		e.release(se)
+	}
+	return true, nil
+}

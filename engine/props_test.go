@@ -187,3 +187,33 @@ func sameResults(a, b []LayerResult) bool {
 	}
 	return true
 }
+
+// PreloadProperties reads every block of the loaded shards when the
+// budget holds them, and stops short of a budget that does not.
+func TestPreloadProperties(t *testing.T) {
+	t.Parallel()
+	big, withBudget, lr, _ := propsFixture(t)
+	ctx := context.Background()
+	if err := big.Preload(ctx, lr.LayerID, lr.ReleaseID); err != nil {
+		t.Fatal(err)
+	}
+	all, err := big.PreloadProperties(ctx, lr.LayerID, lr.ReleaseID)
+	if err != nil || !all {
+		t.Fatalf("unbounded: %v, %v", all, err)
+	}
+	s := big.Stats()
+	if s.PropertyReads != 4*3 || s.PropertyBytes <= 0 {
+		t.Fatalf("read %d blocks (%d bytes), want 12", s.PropertyReads, s.PropertyBytes)
+	}
+	// Room for the shards and about two blocks.
+	budget := s.LoadedBytes + 2*s.PropertyBytes/12 + s.PropertyBytes/24
+	small := withBudget(budget)
+	if err := small.Preload(ctx, lr.LayerID, lr.ReleaseID); err != nil {
+		t.Fatal(err)
+	}
+	all, err = small.PreloadProperties(ctx, lr.LayerID, lr.ReleaseID)
+	st := small.Stats()
+	if err != nil || all || st.PropertyReads == 0 || st.PropertyReads >= 12 || st.Evictions != 0 || st.PropertyEvictions != 0 {
+		t.Fatalf("budget for two blocks: all %v, err %v, %+v", all, err, st)
+	}
+}
