@@ -139,7 +139,7 @@ func coldCost(ctx context.Context, st store.Store, budget int64, reqs []engine.R
 // print writes the budget figures in one paragraph.
 func (b budgetStats) print(w io.Writer, budget, need int64) {
 	fmt.Fprintf(w, "engine budget: %.2f GiB for %.2f GiB of shards (%.0f%%)", gib(budget), gib(need), 100*ratio(float64(budget), float64(need)))
-	warm := "all of them"
+	warm := "every block of the loaded shards"
 	if !b.WarmAll {
 		warm = "until the budget was full"
 	}
