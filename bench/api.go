@@ -94,6 +94,9 @@ type APIOptions struct {
 	// MaxFeaturesPerLayer keeps only the first features of each layer
 	// (tests use a few hundred). Default 0: all.
 	MaxFeaturesPerLayer int64
+	// EngineMemory is the engine's memory budget (engine.Options). Default
+	// DefaultEngineMemory; the CLI passes SITEENV_ENGINE_MEMORY.
+	EngineMemory int64
 	// CPUProfile, when set, receives a CPU profile (runtime/pprof) of the
 	// first API pass: client and server, which share this process.
 	// ReadCPUProfile likewise of the read pass.
@@ -118,6 +121,9 @@ func (o *APIOptions) fill() error {
 	if o.Reads == 0 {
 		o.Reads = DefaultReads
 	}
+	if o.EngineMemory == 0 {
+		o.EngineMemory = DefaultEngineMemory
+	}
 	if o.OutDir == "" {
 		o.OutDir = o.WorkDir
 	}
@@ -133,6 +139,8 @@ func (o *APIOptions) fill() error {
 		return fmt.Errorf("bench: reads must not be negative")
 	case o.SmallQueries < 0:
 		return fmt.Errorf("bench: small queries must not be negative")
+	case o.EngineMemory < 0:
+		return fmt.Errorf("bench: negative EngineMemory")
 	}
 	for _, c := range o.Clients {
 		if c < 1 || c > 64 {
@@ -701,6 +709,21 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 		return nil, err
 	}
 	log := opt.Logger
+	watch, ctx := startMemWatch(ctx, log)
+	defer watch.Stop()
+	r, err := runAPI(ctx, opt, watch)
+	if err != nil {
+		return nil, lowMemory(ctx, err)
+	}
+	r.Memory = watch.Stop()
+	if err := r.write(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, error) {
+	log := opt.Logger
 	w, err := prepareWorkload(ctx, "api", opt.WorkDir, opt.Scale, opt.Seed, opt.Queries, opt.MaxFeaturesPerLayer, log)
 	if w.dir != "" {
 		defer os.RemoveAll(w.dir)
@@ -729,11 +752,19 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := engine.New(ds.store, engine.Options{MemoryBudget: benchMemoryBudget})
-	for _, l := range ds.layers {
-		if err := e.Preload(ctx, l.id, l.release); err != nil {
-			return nil, fmt.Errorf("bench: engine warm-up %s: %w", l.id, err)
-		}
+	_, restore := boundHeap(ds.features, opt.EngineMemory, log)
+	defer restore()
+	var bs budgetStats
+	if bs.ColdP50, bs.ColdMax, bs.ColdLoads, err = coldCost(ctx, ds.store, opt.EngineMemory, engineRequests(ds, qs)); err != nil {
+		return nil, err
+	}
+	e := engine.New(ds.store, engine.Options{MemoryBudget: opt.EngineMemory})
+	load, err := loadEngine(ctx, e, ds, opt.EngineMemory, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := warmProperties(ctx, e, ds, &bs); err != nil {
+		return nil, err
 	}
 	log.Info("bench: starting the API (durable ledger, accounts, server)")
 	nw := min(warmupQueries, len(qs))
@@ -743,6 +774,7 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 		return nil, err
 	}
 	defer a.Close(ctx)
+	watch.watchCluster("ledger PostgreSQL", filepath.Join(dir, "ledger", "data"))
 
 	maxClients := 1
 	for _, c := range opt.Clients {
@@ -757,6 +789,7 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 		return nil, err
 	}
 	defer pg.Close(ctx)
+	watch.watchCluster("PostGIS (PostgreSQL)", filepath.Join(dir, "pg", "data"))
 	if err := pg.load(ctx, ds, 2); err != nil {
 		return nil, err
 	}
@@ -782,6 +815,7 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 	apiOut := make([][]outcome, len(qs))
 	pgOut := make([][]outcome, len(qs))
 	runs := make([]queryRun, len(qs))
+	before := e.Stats()
 	for k, c := range opt.Clients {
 		log.Info("bench: API pass", "queries", len(qs), "clients", c)
 		a.timer.Reset()
@@ -826,6 +860,9 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 			r.apiLat, r.pgLat = ap.lat, pp.lat
 		}
 	}
+	bs.Queries = len(qs) * len(opt.Clients)
+	bs.addTraffic(before, e.Stats())
+	r.Budget, r.EngineBudget, r.EngineNeed = bs, opt.EngineMemory, load.NeedBytes
 	r.Requests, r.Pages, r.Polls, r.Throttled = st.requests.Load(), st.pages.Load(), st.polls.Load(), st.throttled.Load()
 	r.RateLimited = st.limited.Load()
 	r.Waited, r.WaitedQueries = time.Duration(st.waited.Load()), st.waitedQueries.Load()
@@ -910,27 +947,34 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 		r.LayersServer1 = summarize(a.timer.Requests("list_layers"))
 	}
 	r.LoadAfter = loadAvg()
-	if err := os.MkdirAll(opt.OutDir, 0o755); err != nil {
-		return nil, fmt.Errorf("bench: out dir: %w", err)
-	}
 	r.ReportPath = filepath.Join(opt.OutDir, "api-report.txt")
 	r.PlotPath = filepath.Join(opt.OutDir, "api-cdf.svg")
 	r.QueriesPath = filepath.Join(opt.OutDir, "api-queries.tsv")
-	if err := os.WriteFile(r.QueriesPath, queriesTSV(qs, runs, r.pgLat), 0o644); err != nil {
-		return nil, fmt.Errorf("bench: per-query table: %w", err)
+	r.queriesTSV = queriesTSV(qs, runs, r.pgLat)
+	return r, nil
+}
+
+// write writes the report, the plot and the per-query table to their
+// paths.
+func (r *APIReport) write() error {
+	if err := os.MkdirAll(filepath.Dir(r.ReportPath), 0o755); err != nil {
+		return fmt.Errorf("bench: out dir: %w", err)
+	}
+	if err := os.WriteFile(r.QueriesPath, r.queriesTSV, 0o644); err != nil {
+		return fmt.Errorf("bench: per-query table: %w", err)
 	}
 	if err := os.WriteFile(r.PlotPath, cdfSVG(r, r.apiLat, r.pgLat), 0o644); err != nil {
-		return nil, fmt.Errorf("bench: plot: %w", err)
+		return fmt.Errorf("bench: plot: %w", err)
 	}
 	f, err := os.Create(r.ReportPath)
 	if err != nil {
-		return nil, fmt.Errorf("bench: report: %w", err)
+		return fmt.Errorf("bench: report: %w", err)
 	}
 	r.Print(f)
 	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("bench: report: %w", err)
+		return fmt.Errorf("bench: report: %w", err)
 	}
-	return r, nil
+	return nil
 }
 
 // queriesTSV is the first pass query by query (the slowest first), to see

@@ -71,6 +71,11 @@ type APIReport struct {
 	// Subdivided: the heavy scale's second baseline, one client (nil
 	// otherwise).
 	Subdivided *subdividedReport
+	queriesTSV                    []byte
+
+	EngineBudget, EngineNeed int64       // the engine's budget, and the bytes of all its shards
+	Budget                   budgetStats // shard traffic of the API passes
+	Memory                   memFigures  // peak resident memory of the bench and its PostgreSQL clusters
 }
 
 // Err is ErrMismatch when the API's answers differ from PostGIS's beyond
@@ -210,6 +215,8 @@ func (r *APIReport) Print(w io.Writer) {
 		fmt.Fprintf(w, "server-side time per phase, read pass, per read:\n")
 		printPhases(w, r.ReadPhases, r.ReadCount)
 	}
+	r.Budget.print(w, r.EngineBudget, r.EngineNeed)
+	r.Memory.print(w)
 	fmt.Fprintf(w, "latency CDF (1 client, API vs PostGIS): %s\n", r.PlotPath)
 	fmt.Fprintf(w, "query by query (first pass, slowest first): %s\n", r.QueriesPath)
 	fmt.Fprintf(w, "api/postgis p50 ratio: %.3f, p99 ratio: %.3f\n", r.P50Ratio(), r.P99Ratio())

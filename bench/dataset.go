@@ -27,6 +27,24 @@ type layer struct {
 	manifest    *tiles.Manifest
 	// points: every feature is a Point (the per-point-feature memory figure).
 	points bool
+	kind   geomKind
+	// vertices of all its features (counted by sampleAnchors).
+	vertices int64
+}
+
+// geomKind groups layers for the memory figures: an operator sizes a
+// replica by points, and by the vertices of lines and polygons.
+type geomKind int
+
+const (
+	kindPoints geomKind = iota // Point and MultiPoint
+	kindLines
+	kindPolygons
+	nKinds
+)
+
+func (k geomKind) String() string {
+	return [...]string{"point", "line", "polygon"}[k]
 }
 
 // dataset is a synthetic scale ingested into a file store.
@@ -137,12 +155,19 @@ func readLayer(ctx context.Context, st store.Store, layerID, releaseID string) (
 			if t != "Point" {
 				l.points = false
 			}
+			switch t {
+			case "LineString", "MultiLineString":
+				l.kind = max(l.kind, kindLines)
+			case "Polygon", "MultiPolygon":
+				l.kind = kindPolygons
+			}
 		}
 	}
 	return l, nil
 }
 
-// eachTile decodes the tiles of l in manifest order (a fixed order, so
+// eachTile decodes the ids and geometries of the tiles of l (no
+// properties: its callers need none) in manifest order (a fixed order, so
 // anything sampled from them is reproducible).
 func (ds *dataset) eachTile(ctx context.Context, l *layer, fn func(*tiles.Tile) error) error {
 	for _, te := range l.manifest.Tiles {
@@ -150,7 +175,7 @@ func (ds *dataset) eachTile(ctx context.Context, l *layer, fn func(*tiles.Tile) 
 		if err != nil {
 			return fmt.Errorf("bench: open %s: %w", te.Key, err)
 		}
-		t, err := tiles.ReadTile(ctx, obj, obj.Size())
+		t, err := tiles.ReadTileWith(ctx, obj, obj.Size(), tiles.ReadTileOptions{SkipBounds: true, SkipProperties: true})
 		obj.Close()
 		if err != nil {
 			return fmt.Errorf("bench: read %s: %w", te.Key, err)

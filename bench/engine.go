@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,6 +24,26 @@ func RunEngine(ctx context.Context, opt EngineOptions) (*EngineReport, error) {
 		return nil, err
 	}
 	log := opt.Logger
+	watch, ctx := startMemWatch(ctx, log)
+	defer watch.Stop()
+	r, err := runEngine(ctx, opt, watch)
+	if err != nil {
+		return nil, lowMemory(ctx, err)
+	}
+	r.Memory = watch.Stop()
+	return r, nil
+}
+
+// lowMemory names the guard when it ended the run.
+func lowMemory(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, ErrLowMemory) {
+		return fmt.Errorf("%w (then: %v)", cause, err)
+	}
+	return err
+}
+
+func runEngine(ctx context.Context, opt EngineOptions, watch *memWatch) (*EngineReport, error) {
+	log := opt.Logger
 	w, err := prepareWorkload(ctx, "engine", opt.WorkDir, opt.Scale, opt.Seed, opt.Queries, opt.MaxFeaturesPerLayer, log)
 	if w.dir != "" {
 		defer os.RemoveAll(w.dir)
@@ -32,14 +53,22 @@ func RunEngine(ctx context.Context, opt EngineOptions) (*EngineReport, error) {
 	}
 	dir, ds, qs := w.dir, w.ds, w.mix
 
-	limit, restore := boundHeap(ds.features, log)
+	limit, restore := boundHeap(ds.features, opt.EngineMemory, log)
 	defer restore()
-	e := engine.New(ds.store, engine.Options{MemoryBudget: benchMemoryBudget})
-	load, err := loadEngine(ctx, e, ds, log)
+	reqs := engineRequests(ds, qs)
+	var bs budgetStats
+	if bs.ColdP50, bs.ColdMax, bs.ColdLoads, err = coldCost(ctx, ds.store, opt.EngineMemory, reqs); err != nil {
+		return nil, err
+	}
+	e := engine.New(ds.store, engine.Options{MemoryBudget: opt.EngineMemory})
+	load, err := loadEngine(ctx, e, ds, opt.EngineMemory, log)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkFits(max(load.ResidentBytes, load.HeapBytes), limit, ds.features); err != nil {
+		return nil, err
+	}
+	if err := warmProperties(ctx, e, ds, &bs); err != nil {
 		return nil, err
 	}
 
@@ -52,6 +81,7 @@ func RunEngine(ctx context.Context, opt EngineOptions) (*EngineReport, error) {
 		return nil, err
 	}
 	defer pg.Close(ctx)
+	watch.watchCluster("PostGIS (PostgreSQL)", filepath.Join(dir, "pg", "data"))
 	if err := pg.load(ctx, ds, 2); err != nil {
 		return nil, err
 	}
@@ -60,7 +90,6 @@ func RunEngine(ctx context.Context, opt EngineOptions) (*EngineReport, error) {
 	}
 
 	r := newEngineReport(opt, ds, qs, load, pg)
-	reqs := engineRequests(ds, qs)
 	nw := min(warmupQueries, len(qs))
 	if _, err := enginePass(ctx, e, reqs[:nw], 1, nil); err != nil {
 		return nil, fmt.Errorf("bench: engine warm-up: %w", err)
@@ -76,7 +105,8 @@ func RunEngine(ctx context.Context, opt EngineOptions) (*EngineReport, error) {
 			return nil, fmt.Errorf("bench: cpu profile: %w", err)
 		}
 	}
-	p, err := enginePass(ctx, e, reqs, 1, engOut)
+	before := e.Stats()
+	p, loads, err := perQueryLoads(ctx, e, reqs, engOut)
 	if opt.CPUProfile != nil {
 		pprof.StopCPUProfile()
 	}
@@ -84,6 +114,10 @@ func RunEngine(ctx context.Context, opt EngineOptions) (*EngineReport, error) {
 		return nil, fmt.Errorf("bench: engine: %w", err)
 	}
 	r.Engine1 = p.summary()
+	bs.LoadedQueries, bs.LoadedP50, bs.WarmP50 = splitByLoads(p.lat, loads)
+	bs.Queries += len(reqs)
+	bs.addTraffic(before, e.Stats())
+	bs.Digest = answersDigest(engOut)
 	log.Info("bench: PostGIS pass", "queries", len(qs), "workers", 1)
 	pgOut := make([][]outcome, len(qs))
 	if p, err = postgisPass(ctx, pg, ds, qs, 1, pgOut); err != nil {
@@ -102,14 +136,18 @@ func RunEngine(ctx context.Context, opt EngineOptions) (*EngineReport, error) {
 
 	if opt.Workers > 1 {
 		log.Info("bench: concurrent passes", "queries", len(qs), "workers", opt.Workers)
+		b := e.Stats()
 		if p, err = enginePass(ctx, e, reqs, opt.Workers, nil); err != nil {
 			return nil, fmt.Errorf("bench: engine: %w", err)
 		}
 		r.EngineN = p.summary()
+		bs.Queries += len(reqs)
+		bs.addTraffic(b, e.Stats())
 		if p, err = postgisPass(ctx, pg, ds, qs, opt.Workers, nil); err != nil {
 			return nil, fmt.Errorf("bench: postgis: %w", err)
 		}
 		r.PostGISN = p.summary()
 	}
+	r.Budget = bs
 	return r, nil
 }

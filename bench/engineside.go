@@ -10,8 +10,8 @@ import (
 	"siteenv/engine"
 )
 
-// benchMemoryBudget keeps every shard resident: the bench measures query
-// speed over a warm engine, not eviction.
+// benchMemoryBudget keeps every shard resident (the profiling tests
+// measure query speed over a warm engine, not eviction).
 const benchMemoryBudget = 1 << 40
 
 // Limits high enough that no layer of the mix fails on them, so every
@@ -24,16 +24,29 @@ const (
 
 // loadStats describe loading every shard once.
 type loadStats struct {
+	Budget                   int64 // the engine's memory budget
 	Shards, Loads, Evictions int64
 	Features                 int64
 	// LoadSeconds is the engine's own total of shard load times;
 	// WallSeconds the wall time of the warm-up loop around it.
 	LoadSeconds, WallSeconds float64
-	ResidentBytes            int64 // Stats.ResidentBytes (columns and indexes)
-	IndexBytes               int64
-	HeapBytes                int64 // growth of the live Go heap, measured
-	// The same for the layers whose features are all points.
-	PointFeatures, PointResident, PointIndex, PointHeap int64
+	// NeedBytes is what every shard takes resident (Stats.LoadedBytes
+	// after loading each once): the budget that holds the whole data.
+	NeedBytes, NeedIndex int64
+	ResidentBytes        int64 // held once loaded (at most the budget, but for shards in use)
+	// HeapBytes is the growth of the live Go heap, measured; it says what
+	// NeedBytes misses only when nothing was evicted (Evictions == 0).
+	HeapBytes int64
+	// Kinds: the same by the layers' geometry kind.
+	Kinds [nKinds]kindLoad
+}
+
+// kindLoad is one geometry kind's share of a load.
+type kindLoad struct {
+	Layers               int
+	Features, Vertices   int64
+	NeedBytes, NeedIndex int64
+	HeapBytes            int64 // when nothing was evicted
 }
 
 func (s loadStats) featuresPerSec() float64     { return ratio(float64(s.Features), s.LoadSeconds) }
@@ -48,42 +61,48 @@ func ratio(a, b float64) float64 {
 
 // loadEngine makes e load every shard of ds once (Engine.Preload, one
 // shard at a time, so the summed load times are wall time) and measures
-// it. Point layers load first, as a group, so their memory is measured
-// apart.
-func loadEngine(ctx context.Context, e *engine.Engine, ds *dataset, log *slog.Logger) (loadStats, error) {
-	var st loadStats
+// it. Layers load by geometry kind, a kind at a time, so each kind's
+// memory is measured apart. Under a budget smaller than the data, later
+// shards evict earlier ones, so the engine ends holding the last ones
+// loaded and the bytes each kind needs are counted as loaded.
+func loadEngine(ctx context.Context, e *engine.Engine, ds *dataset, budget int64, log *slog.Logger) (loadStats, error) {
+	st := loadStats{Budget: budget}
 	start := time.Now()
 	heap0 := liveHeap()
-	for _, points := range []bool{true, false} {
+	for k := range nKinds {
 		before := e.Stats()
+		heap := liveHeap()
+		kl := &st.Kinds[k]
 		for _, l := range ds.layers {
-			if l.points != points {
+			if l.kind != k {
 				continue
 			}
 			if err := e.Preload(ctx, l.id, l.release); err != nil {
 				return st, fmt.Errorf("bench: engine warm-up %s: %w", l.id, err)
 			}
+			kl.Layers++
+			kl.Vertices += l.vertices
 		}
-		if points {
-			after := e.Stats()
-			st.PointFeatures = after.Features - before.Features
-			st.PointResident = after.ResidentBytes - before.ResidentBytes
-			st.PointIndex = after.IndexBytes - before.IndexBytes
-			st.PointHeap = liveHeap() - heap0
-		}
+		after := e.Stats()
+		kl.Features = after.LoadedFeatures - before.LoadedFeatures
+		kl.NeedBytes = after.LoadedBytes - before.LoadedBytes
+		kl.NeedIndex = after.LoadedIndexBytes - before.LoadedIndexBytes
+		kl.HeapBytes = liveHeap() - heap
 	}
 	st.WallSeconds = time.Since(start).Seconds()
 	st.HeapBytes = liveHeap() - heap0
 	s := e.Stats()
 	st.Shards, st.Loads, st.Evictions = int64(s.Shards), s.Loads, s.Evictions
-	st.Features, st.LoadSeconds = s.Features, s.LoadSeconds
-	st.ResidentBytes, st.IndexBytes = s.ResidentBytes, s.IndexBytes
-	if s.Shards != ds.tiles || s.Features != ds.features || s.LoadErrors != 0 {
+	st.Features, st.LoadSeconds = s.LoadedFeatures, s.LoadSeconds
+	st.NeedBytes, st.NeedIndex = s.LoadedBytes, s.LoadedIndexBytes
+	st.ResidentBytes = s.ResidentBytes
+	if s.Loads != int64(ds.tiles) || s.LoadedFeatures != ds.features || s.LoadErrors != 0 {
 		return st, fmt.Errorf("bench: engine warm-up loaded %d of %d shards, %d of %d features (%d load errors)",
-			s.Shards, ds.tiles, s.Features, ds.features, s.LoadErrors)
+			s.Loads, ds.tiles, s.LoadedFeatures, ds.features, s.LoadErrors)
 	}
-	log.Info("bench: engine loaded", "shards", s.Shards, "features", s.Features,
-		"features_per_s", int64(st.featuresPerSec()), "resident_bytes", s.ResidentBytes)
+	log.Info("bench: engine loaded", "shards", s.Loads, "features", s.LoadedFeatures,
+		"features_per_s", int64(st.featuresPerSec()), "need_bytes", s.LoadedBytes,
+		"budget_bytes", budget, "resident_bytes", s.ResidentBytes, "evictions", s.Evictions)
 	return st, nil
 }
 

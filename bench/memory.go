@@ -17,7 +17,10 @@ import (
 // load churns through tiles, which at the large scale is more than the
 // machine has. A GOMEMLIMIT set by the caller wins. It returns the limit
 // (0: none set) and a function restoring the previous one.
-func boundHeap(features int64, log *slog.Logger) (int64, func()) {
+//
+// The limit is also at most the engine's budget plus benchHeadroom, so the
+// bench process stays within what it was given whatever the data's size.
+func boundHeap(features, engineBudget int64, log *slog.Logger) (int64, func()) {
 	total := memTotal()
 	// SetMemoryLimit(-1) reads the limit: below MaxInt64, one was set. The
 	// variable is checked too: the runtime reads it only at start-up.
@@ -26,6 +29,9 @@ func boundHeap(features int64, log *slog.Logger) (int64, func()) {
 	}
 	reserve := max(total/8, 2<<30) // PostgreSQL backends, page cache, the OS
 	limit := total - sharedBuffersMiB(features)<<20 - reserve
+	if engineBudget < total {
+		limit = min(limit, engineBudget+benchHeadroom)
+	}
 	if limit < 1<<30 {
 		return 0, func() {}
 	}
@@ -33,6 +39,11 @@ func boundHeap(features int64, log *slog.Logger) (int64, func()) {
 	log.Info("bench: Go memory limit", "bytes", limit, "machine_bytes", total)
 	return limit, func() { debug.SetMemoryLimit(prev) }
 }
+
+// benchHeadroom is the bench process's memory beyond the engine's budget:
+// shards in use beyond it, a shard being loaded, the server's results and
+// buffers, the clients.
+const benchHeadroom = 3 << 30
 
 // memTotal is the machine's memory in bytes (Linux), or 0 if unknown.
 func memTotal() int64 {

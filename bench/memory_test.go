@@ -13,9 +13,15 @@ func TestBoundHeap(t *testing.T) {
 		t.Fatalf("memTotal %d: /proc/meminfo not read", total)
 	}
 	before := debug.SetMemoryLimit(-1)
-	limit, restore := boundHeap(2_000_000, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	limit, restore := boundHeap(2_000_000, 1<<40, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if total >= 8<<30 && (limit <= 0 || limit >= total || debug.SetMemoryLimit(-1) != limit) {
 		t.Fatalf("limit %d of %d bytes not applied", limit, total)
+	}
+	restore()
+	// A budget smaller than the machine bounds the limit: budget plus headroom.
+	limit, restore = boundHeap(2_000_000, 1<<30, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if total >= 8<<30 && limit != 1<<30+benchHeadroom {
+		t.Fatalf("limit %d with a 1 GiB engine budget, want %d", limit, 1<<30+benchHeadroom)
 	}
 	restore()
 	if got := debug.SetMemoryLimit(-1); got != before {
@@ -24,7 +30,7 @@ func TestBoundHeap(t *testing.T) {
 	// A limit the caller set (GOMEMLIMIT, read by the runtime at start) wins.
 	debug.SetMemoryLimit(1 << 30)
 	defer debug.SetMemoryLimit(before)
-	if limit, _ := boundHeap(2_000_000, slog.New(slog.NewTextHandler(io.Discard, nil))); limit != 0 {
+	if limit, _ := boundHeap(2_000_000, 1<<30, slog.New(slog.NewTextHandler(io.Discard, nil))); limit != 0 {
 		t.Fatalf("the caller's memory limit was overridden: %d", limit)
 	}
 	if got := debug.SetMemoryLimit(-1); got != 1<<30 {

@@ -63,8 +63,8 @@ type query struct {
 }
 
 // sampleAnchors draws about total feature positions (the first position of
-// each sampled feature), each layer contributing in proportion to its size.
-// Each layer samples with its own seeded stream, in tile order, so the
+// each sampled feature), each layer contributing in proportion to its
+// size, and counts each layer's vertices on the way. Each layer samples with its own seeded stream, in tile order, so the
 // anchors depend only on the data and the seed.
 func sampleAnchors(ctx context.Context, ds *dataset, total int, seed int64) ([]orb.Point, error) {
 	var anchors []orb.Point
@@ -73,17 +73,26 @@ func sampleAnchors(ctx context.Context, ds *dataset, total int, seed int64) ([]o
 		rng := rand.New(rand.NewPCG(uint64(seed), uint64(li)+1))
 		res := make([][]byte, 0, k)
 		var n int64
+		var vertices int64
 		err := ds.eachTile(ctx, l, func(t *tiles.Tile) error {
 			for i := range t.Len() {
 				n++
+				v, err := wkbVertices(t.WKB[i])
+				if err != nil {
+					return fmt.Errorf("bench: layer %s: feature %q: %w", l.id, t.IDs[i], err)
+				}
+				vertices += v
+				// Copies: a slice of the tile would keep its whole row
+				// group's buffer alive.
 				if len(res) < k {
-					res = append(res, t.WKB[i])
+					res = append(res, slices.Clone(t.WKB[i]))
 				} else if j := rng.Int64N(n); j < int64(k) {
-					res[j] = t.WKB[i]
+					res[j] = slices.Clone(t.WKB[i])
 				}
 			}
 			return nil
 		})
+		l.vertices = vertices
 		if err != nil {
 			return nil, err
 		}

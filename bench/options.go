@@ -16,6 +16,12 @@ const (
 	DefaultSeed    = 20261122
 	DefaultQueries = 10_000
 	DefaultWorkers = 2
+	// DefaultEngineMemory is the engine's memory budget in a bench: every
+	// shard of the small and medium scales fits in it, and with it the
+	// large scale's bench process stays under 8 GiB (its shards are then
+	// loaded and evicted as the queries need them, as in a replica whose
+	// budget is smaller than its data).
+	DefaultEngineMemory = 4 << 30
 )
 
 // EngineOptions configure RunEngine.
@@ -37,6 +43,9 @@ type EngineOptions struct {
 	// MaxFeaturesPerLayer keeps only the first features of each layer
 	// (tests use a few hundred). Default 0: all.
 	MaxFeaturesPerLayer int64
+	// EngineMemory is the engine's memory budget (engine.Options). Default
+	// DefaultEngineMemory; the CLI passes SITEENV_ENGINE_MEMORY.
+	EngineMemory int64
 	// CPUProfile, when set, receives a CPU profile (runtime/pprof) of the
 	// engine's single-client pass.
 	CPUProfile io.Writer
@@ -57,6 +66,9 @@ func (o *EngineOptions) fill() error {
 	if o.Workers == 0 {
 		o.Workers = DefaultWorkers
 	}
+	if o.EngineMemory == 0 {
+		o.EngineMemory = DefaultEngineMemory
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -65,6 +77,8 @@ func (o *EngineOptions) fill() error {
 		return errors.New("bench: WorkDir is required")
 	case o.Queries < 1:
 		return fmt.Errorf("bench: queries must be at least 1, not %d", o.Queries)
+	case o.EngineMemory < 0:
+		return fmt.Errorf("bench: negative EngineMemory")
 	case o.Workers < 1:
 		return fmt.Errorf("bench: workers must be at least 1, not %d", o.Workers)
 	case o.MaxFeaturesPerLayer < 0:

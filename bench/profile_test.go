@@ -61,7 +61,7 @@ func TestProfileEngine(t *testing.T) {
 
 	e := engine.New(ds.store, engine.Options{MemoryBudget: benchMemoryBudget})
 	stop := startProfile(t, "SITEENV_BENCH_LOADPROFILE")
-	load, err := loadEngine(ctx, e, ds, log)
+	load, err := loadEngine(ctx, e, ds, benchMemoryBudget, log)
 	stop()
 	if err != nil {
 		t.Fatal(err)
@@ -218,7 +218,7 @@ func profileTo(t *testing.T, path string) (stop func()) {
 func profileCold(t *testing.T, ctx context.Context, ds *dataset, reqs []engine.Request, path string) {
 	e := engine.New(ds.store, engine.Options{MemoryBudget: benchMemoryBudget})
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if _, err := loadEngine(ctx, e, ds, quiet); err != nil {
+	if _, err := loadEngine(ctx, e, ds, benchMemoryBudget, quiet); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := enginePass(ctx, e, reqs, 1, nil); err != nil {
@@ -232,7 +232,7 @@ func profileCold(t *testing.T, ctx context.Context, ds *dataset, reqs []engine.R
 	fmt.Printf("cold: %d queries under 1.5 x the warm p50 %v\n", len(small), p50)
 	for round := range 3 {
 		e := engine.New(ds.store, engine.Options{MemoryBudget: benchMemoryBudget})
-		if _, err := loadEngine(ctx, e, ds, quiet); err != nil {
+		if _, err := loadEngine(ctx, e, ds, benchMemoryBudget, quiet); err != nil {
 			t.Fatal(err)
 		}
 		stop := profileTo(t, fmt.Sprintf("%s.%d", path, round))

@@ -48,6 +48,9 @@ type EngineReport struct {
 	Comparison comparison
 	// Subdivided: the heavy scale's second baseline (nil otherwise).
 	Subdivided *subdividedReport
+
+	Budget budgetStats // shard traffic under the engine's budget
+	Memory memFigures  // peak resident memory of the bench and PostGIS
 }
 
 func newEngineReport(opt EngineOptions, ds *dataset, qs []query, load loadStats, pg *postgis) *EngineReport {
@@ -150,18 +153,36 @@ func (r *EngineReport) Print(w io.Writer) {
 
 	l := r.Load
 	fmt.Fprintf(w, "engine shard load: %d shards, %s features in %.3f s of loading: %s features/s (%s features/s wall, %d evictions)\n",
-		l.Shards, group(l.Features), l.LoadSeconds, group(int64(l.featuresPerSec())), group(int64(l.wallFeaturesPerSec())), l.Evictions)
-	fmt.Fprintf(w, "engine resident (Stats): %.1f bytes/feature, of which index %.1f; point layers: %.1f bytes/point feature, of which index %.1f (%s point features)\n",
-		perFeature(l.ResidentBytes, l.Features), perFeature(l.IndexBytes, l.Features),
-		perFeature(l.PointResident, l.PointFeatures), perFeature(l.PointIndex, l.PointFeatures), group(l.PointFeatures))
-	fmt.Fprintf(w, "engine Go heap growth (measured): %.1f bytes/feature; point layers: %.1f bytes/point feature\n",
-		perFeature(l.HeapBytes, l.Features), perFeature(l.PointHeap, l.PointFeatures))
+		l.Loads, group(l.Features), l.LoadSeconds, group(int64(l.featuresPerSec())), group(int64(l.wallFeaturesPerSec())), l.Evictions)
+	l.printMemory(w)
+	r.Budget.print(w, l.Budget, l.NeedBytes)
+	r.Memory.print(w)
 	fmt.Fprintf(w, "PostGIS load: %.1f s wall with 2 connections (COPY %.1f s, GiST %.1f s summed over layers), %.1f MiB on disk; settings: %s\n",
 		r.PostGISLoadS, r.PostGISCopyS, r.PostGISIdx, float64(r.PostGISBytes)/(1<<20), settingsString(r.PostGISSettings))
 	if r.Subdivided != nil {
 		r.Subdivided.print(w, "engine", r.Engine1, r.EngineN)
 	}
 	fmt.Fprintf(w, "engine/postgis p50 ratio: %.3f, p99 ratio: %.3f\n", r.P50Ratio(), r.P99Ratio())
+}
+
+// printMemory writes what the engine holds per feature and per vertex, by
+// geometry kind: what an operator gives a replica per million features.
+func (l loadStats) printMemory(w io.Writer) {
+	fmt.Fprintf(w, "engine resident when every shard is loaded (Stats.LoadedBytes): %.2f GiB, %.1f bytes/feature, of which index %.1f\n",
+		gib(l.NeedBytes), perFeature(l.NeedBytes, l.Features), perFeature(l.NeedIndex, l.Features))
+	for k := range nKinds {
+		kl := l.Kinds[k]
+		if kl.Features == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  %s layers (%d): %s features, %s vertices: %.1f bytes/feature, %.2f bytes/vertex, %.0f MiB per million features",
+			geomKind(k), kl.Layers, group(kl.Features), group(kl.Vertices), perFeature(kl.NeedBytes, kl.Features),
+			perFeature(kl.NeedBytes, kl.Vertices), perFeature(kl.NeedBytes, kl.Features)*1e6/(1<<20))
+		if l.Evictions == 0 {
+			fmt.Fprintf(w, "; Go heap growth %.1f bytes/feature", perFeature(kl.HeapBytes, kl.Features))
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 func perFeature(b, n int64) float64 { return ratio(float64(b), float64(n)) }

@@ -86,6 +86,8 @@ func (e *Engine) load(ctx context.Context, se *shardEntry, te tiles.TileEntry) {
 	e.mu.loads++
 	e.mu.loadTime += took
 	e.mu.loadedFeatures += int64(s.tile.Len())
+	e.mu.loadedBytes += s.bytes
+	e.mu.loadedIndexBytes += s.ix.bytes()
 	e.mu.resident += s.bytes
 	e.mu.features += int64(s.tile.Len())
 	e.mu.indexBytes += s.ix.bytes()
@@ -117,9 +119,13 @@ func (e *Engine) unlinkLocked(se *shardEntry) {
 // evictLocked drops idle shards, least recently used first, while the
 // resident bytes exceed the budget. Shards in use are never dropped, so the
 // budget can be exceeded while queries hold more than it.
+//
+// Property blocks (props.go) count against the same budget and go first.
 func (e *Engine) evictLocked() {
+	for e.mu.resident+e.mu.propBytes > e.budget && e.evictPropLocked() {
+	}
 	head := &e.mu.idle
-	for e.mu.resident > e.budget && head.prev != head {
+	for e.mu.resident+e.mu.propBytes > e.budget && head.prev != head {
 		se := head.prev
 		e.unlinkLocked(se)
 		delete(e.mu.shards, se.key)

@@ -105,7 +105,7 @@ func TestConcurrentQueries(t *testing.T) {
 								}
 								continue
 							}
-							if !reflect.DeepEqual(got, want[i]) {
+							if !sameResults(got, want[i]) {
 								t.Errorf("query %d differs from the large-budget engine", i)
 							}
 						}
@@ -149,7 +149,7 @@ func TestReleasesAreIndependent(t *testing.T) {
 		v2 = publish(t, st, "roads", [][]tiles.Feature{{feat("new-1", m.at(5, 5))}}, nil)
 	}()
 	for i := 0; i < 20; i++ {
-		if got := query(t, e, site, 100, layerReq(v1)); !reflect.DeepEqual(got, before) {
+		if got := query(t, e, site, 100, layerReq(v1)); !sameResults(got, before) {
 			t.Fatalf("release 1 changed while release 2 was published")
 		}
 	}
@@ -157,7 +157,7 @@ func TestReleasesAreIndependent(t *testing.T) {
 	if v2.ReleaseID == v1.ReleaseID {
 		t.Fatal("same release id")
 	}
-	if got := query(t, e, site, 100, layerReq(v1)); !reflect.DeepEqual(got, before) {
+	if got := query(t, e, site, 100, layerReq(v1)); !sameResults(got, before) {
 		t.Errorf("release 1 changed after release 2")
 	}
 	if got := ids(query(t, e, site, 100, layerReq(v2))[0]); !reflect.DeepEqual(got, []string{"new-1"}) {
@@ -221,7 +221,7 @@ func TestLargeTileIsShared(t *testing.T) {
 	for _, r := range []float64{100, 300, 1000} {
 		want := query(t, one, m.at(250, 200), r, layerReq(rel))
 		got := query(t, two, m.at(250, 200), r, layerReq(rel))
-		if !reflect.DeepEqual(got, want) {
+		if !sameResults(got, want) {
 			t.Errorf("radius %v: two workers differ from one", r)
 		}
 	}

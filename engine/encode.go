@@ -8,8 +8,6 @@ import (
 	"unsafe"
 
 	"github.com/paulmach/orb"
-
-	"siteenv/tiles"
 )
 
 // Encoded size of a matched feature, as the service writes it: one line of
@@ -132,7 +130,7 @@ func (z *sizer) valueLen(v any) int {
 // tilePropsLen is mapLen(t.Properties(i)) measured from the tile's columns,
 // without building the map or copying strings (a feature's first
 // measurement is on the query's path).
-func (z *sizer) tilePropsLen(t *tiles.Tile, i int) int {
+func (z *sizer) tilePropsLen(t propVisitor, i int) int {
 	z.pv = propsSizer{z: z, n: 2, first: true}
 	t.VisitProperties(i, &z.pv)
 	return z.pv.n

@@ -141,8 +141,14 @@ type Engine struct {
 		resident, features, indexBytes int64
 		loads, loadErrors, evictions   int64
 		loadedFeatures, hits           int64
-		loadTime                       time.Duration
-		sharedTiles                    int64
+		loadedBytes, loadedIndexBytes  int64
+
+		props                              map[propKey]*propEntry
+		propIdle                           propEntry // sentinel of the property blocks' LRU list
+		propBytes                          int64
+		propReads, propHits, propEvictions int64
+		loadTime                           time.Duration
+		sharedTiles                        int64
 	}
 }
 
@@ -160,6 +166,8 @@ func New(st store.Store, opt Options) *Engine {
 	e.mu.covers = map[releaseKey]*cover{}
 	e.mu.locals = map[int32]geo.Local{}
 	e.mu.idle.next, e.mu.idle.prev = &e.mu.idle, &e.mu.idle
+	e.mu.props = map[propKey]*propEntry{}
+	e.mu.propIdle.next, e.mu.propIdle.prev = &e.mu.propIdle, &e.mu.propIdle
 	return e
 }
 
@@ -205,20 +213,22 @@ type Feature struct {
 	// Geometry is set when the layer request asked for it.
 	Geometry orb.Geometry
 
-	// The properties are read from the tile when asked for (Properties):
-	// most of a large result is counted, sorted and written once, and a
-	// map per feature built up front was a fifth of a query's time.
-	tile  *tiles.Tile
+	// The properties are read from their columns when asked for
+	// (Properties): most of a large result is counted, sorted and written
+	// once, and a map per feature built up front was a fifth of a query's
+	// time. src is the tile, or the block of the tile's row group that
+	// holds them (props.go); row is the feature's row in the tile.
+	src   propSource
 	row   int32
-	props map[string]any // when tile is nil (tests)
+	props map[string]any // when src is nil (tests)
 }
 
 // Properties returns the feature's properties, a new map on each call.
 func (f *Feature) Properties() map[string]any {
-	if f.tile == nil {
+	if f.src == nil {
 		return f.props
 	}
-	return f.tile.Properties(int(f.row))
+	return f.src.Properties(int(f.row))
 }
 
 // LayerResult is the outcome for one layer.
@@ -256,11 +266,21 @@ type Stats struct {
 	LoadErrors    int64 // failed loads (not counting abandoned ones)
 	// LoadedFeatures and LoadSeconds total every load;
 	// LoadFeaturesPerSec is their ratio.
-	LoadedFeatures     int64
-	LoadSeconds        float64
-	LoadFeaturesPerSec float64
-	Evictions          int64
-	Hits               int64 // acquisitions that found the shard loaded or loading
+	LoadedFeatures int64
+	LoadSeconds    float64
+	// LoadedBytes and LoadedIndexBytes total the bytes of every shard
+	// loaded (ResidentBytes counts only those still held): loading each
+	// shard once, they are what the data needs resident.
+	LoadedBytes, LoadedIndexBytes int64
+	// PropertyBytes are held by cached property blocks (one row group's
+	// properties each, read for the features queries returned; they share
+	// the budget with the shards and are evicted first). PropertyReads
+	// counts blocks read from the store, PropertyHits those found cached.
+	PropertyBytes                                  int64
+	PropertyReads, PropertyHits, PropertyEvictions int64
+	LoadFeaturesPerSec                             float64
+	Evictions                                      int64
+	Hits                                           int64 // acquisitions that found the shard loaded or loading
 	// SharedTiles counts tiles whose candidates a query's workers
 	// evaluated together (scan.go).
 	SharedTiles int64
@@ -271,18 +291,24 @@ func (e *Engine) Stats() Stats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s := Stats{
-		Shards:         len(e.mu.shards),
-		ResidentBytes:  e.mu.resident,
-		IndexBytes:     e.mu.indexBytes,
-		Features:       e.mu.features,
-		Manifests:      len(e.mu.manifests),
-		Loads:          e.mu.loads,
-		LoadErrors:     e.mu.loadErrors,
-		LoadedFeatures: e.mu.loadedFeatures,
-		LoadSeconds:    e.mu.loadTime.Seconds(),
-		Evictions:      e.mu.evictions,
-		Hits:           e.mu.hits,
-		SharedTiles:    e.mu.sharedTiles,
+		Shards:            len(e.mu.shards),
+		ResidentBytes:     e.mu.resident,
+		IndexBytes:        e.mu.indexBytes,
+		Features:          e.mu.features,
+		Manifests:         len(e.mu.manifests),
+		Loads:             e.mu.loads,
+		LoadErrors:        e.mu.loadErrors,
+		LoadedFeatures:    e.mu.loadedFeatures,
+		LoadedBytes:       e.mu.loadedBytes,
+		LoadedIndexBytes:  e.mu.loadedIndexBytes,
+		PropertyBytes:     e.mu.propBytes,
+		PropertyReads:     e.mu.propReads,
+		PropertyHits:      e.mu.propHits,
+		PropertyEvictions: e.mu.propEvictions,
+		LoadSeconds:       e.mu.loadTime.Seconds(),
+		Evictions:         e.mu.evictions,
+		Hits:              e.mu.hits,
+		SharedTiles:       e.mu.sharedTiles,
 	}
 	for _, se := range e.mu.shards {
 		if se.s == nil {
@@ -634,6 +660,11 @@ type collector struct {
 	run   *layerRun
 	feats []Feature
 	z     *sizer
+	// e and ctx read property blocks; last is the block of the previous
+	// match (matches come in tile order, mostly from one row group).
+	e    *Engine
+	ctx  context.Context
+	last *propBlock
 }
 
 func (c *collector) add(s *shard, i int, d float64) error {
@@ -643,7 +674,12 @@ func (c *collector) add(s *shard, i int, d float64) error {
 		c.run.fail(ReasonResultLimitExceeded, LimitResultLimitExceeded)
 		return nil
 	}
-	f := Feature{ID: t.IDs[i], DistanceM: d, tile: t, row: int32(i)}
+	src, last, err := c.e.propSourceFor(c.ctx, s, i, c.last)
+	if err != nil {
+		return err
+	}
+	c.last = last
+	f := Feature{ID: t.IDs[i], DistanceM: d, src: src, row: int32(i)}
 	if lr.IncludeGeometry {
 		g, err := t.Geometry(i)
 		if err != nil {
@@ -651,7 +687,7 @@ func (c *collector) add(s *shard, i int, d float64) error {
 		}
 		f.Geometry = g
 	}
-	size := c.z.recordLen(lr.LayerID, f.ID, d, s.propertiesLen(i, c.z), f.Geometry)
+	size := c.z.recordLen(lr.LayerID, f.ID, d, propertiesLen(src, i, c.z), f.Geometry)
 	if size > lr.MaxFeatureBytes {
 		c.run.fail(ReasonFeatureTooLarge, LimitFeatureTooLarge)
 		return nil
@@ -669,9 +705,9 @@ func (c *collector) add(s *shard, i int, d float64) error {
 // false, visiting nothing, for a feature not backed by a tile (tests):
 // use Properties then.
 func (f *Feature) VisitProperties(v tiles.PropertyVisitor) bool {
-	if f.tile == nil {
+	if f.src == nil {
 		return false
 	}
-	f.tile.VisitProperties(int(f.row), v)
+	f.src.VisitProperties(int(f.row), v)
 	return true
 }

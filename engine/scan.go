@@ -212,7 +212,7 @@ func (e *Engine) scanItem(ctx context.Context, ev *evaluator, it *tileItem, q *t
 	if q != nil {
 		q.decide(nil)
 	}
-	col := collector{run: it.run, z: &ev.z}
+	col := collector{run: it.run, z: &ev.z, e: e, ctx: ctx}
 	err = ev.scan(ctx, se.s, cands, &col)
 	e.release(se)
 	if err != nil {
@@ -275,7 +275,7 @@ func (e *Engine) scanShared(ctx context.Context, ev *evaluator, st *sharedTile) 
 		}
 		lo := int(c) * len(st.cands) / int(st.chunks)
 		hi := int(c+1) * len(st.cands) / int(st.chunks)
-		col := collector{run: st.it.run, z: &ev.z}
+		col := collector{run: st.it.run, z: &ev.z, e: e, ctx: ctx}
 		if err := ev.scan(ctx, st.se.s, st.cands[lo:hi], &col); err != nil {
 			if err := e.unreadable(ctx, st.it, err); err != nil {
 				return err

@@ -19,18 +19,24 @@ import (
 type shard struct {
 	tile *tiles.Tile
 	ix   *index
-	// propLen caches the encoded length of each feature's properties
-	// (length+1; 0 until a query first matches the feature): results are
-	// sized while they are collected, and measuring a feature's
-	// properties costs more than finding it.
-	propLen []atomic.Int32
+	// key and fileBytes name the tile's file, for reading the properties
+	// of matched features (props.go) when tile does not hold them
+	// (tile.LazyProperties); rgStarts is then the first row of each of
+	// its row groups.
+	key       string
+	fileBytes int64
+	rgStarts  []int
+	// whole is the tile with the encoded length of each feature's
+	// properties, when the tile holds its properties (a tile decoded
+	// whole: buildShard); nil when they are read on demand (props.go).
+	whole *tileProps
 	// heavy holds the features of at least edgeIndexMinVertices
 	// positions, decoded with an edge index (edgeindex.go), by row; nil
 	// when there are none.
 	heavy map[int32]*heavyGeom
 	// bytes is what the shard holds: the tile's columns (without the
-	// float64 bounds column, which the index replaces), the index,
-	// propLen and the heavy features.
+	// float64 bounds column, which the index replaces), the index, the
+	// property lengths and the heavy features.
 	bytes int64
 }
 
@@ -53,14 +59,18 @@ func (s *shard) setHeavy(h map[int32]*heavyGeom) {
 	}
 }
 
-// propertiesLen returns the encoded length of feature i's properties.
-func (s *shard) propertiesLen(i int, z *sizer) int {
-	if v := s.propLen[i].Load(); v > 0 {
+// propertiesLen returns the encoded length of feature i's properties,
+// which src holds, measured once: results are sized while they are
+// collected, and measuring a feature's properties costs more than finding
+// it.
+func propertiesLen(src propSource, i int, z *sizer) int {
+	slot := src.lenSlot(i)
+	if v := slot.Load(); v > 0 {
 		return int(v - 1)
 	}
-	n := z.tilePropsLen(s.tile, i)
+	n := z.tilePropsLen(src, i)
 	if n < math.MaxInt32 {
-		s.propLen[i].Store(int32(n + 1))
+		slot.Store(int32(n + 1))
 	}
 	return n
 }
@@ -90,7 +100,8 @@ func loadShardMin(ctx context.Context, st store.Store, te tiles.TileEntry, heavy
 	}
 	sc := newBoxScanner(int(te.Rows), heavyMin)
 	// The index boxes come from the geometries: the bbox column is not read.
-	t, err := tiles.ReadTileWith(ctx, obj, obj.Size(), tiles.ReadTileOptions{SkipBounds: true, Geometry: sc.scan})
+	// Properties are read when a query returns their features (props.go).
+	t, err := tiles.ReadTileWith(ctx, obj, obj.Size(), tiles.ReadTileOptions{SkipBounds: true, SkipProperties: true, Geometry: sc.scan})
 	if err != nil {
 		return nil, fmt.Errorf("engine: tile %s: %w", te.Key, err)
 	}
@@ -102,6 +113,8 @@ func loadShardMin(ctx context.Context, st store.Store, te tiles.TileEntry, heavy
 	}
 	s := newShard(t, sc.leaves)
 	s.setHeavy(sc.heavy)
+	s.key, s.fileBytes, s.rgStarts = te.Key, te.Bytes, t.RowGroupStarts()
+	s.bytes += t.MetadataBytes() + int64(len(s.rgStarts))*8
 	return s, nil
 }
 
@@ -193,8 +206,12 @@ func buildShard(t *tiles.Tile, name string) (*shard, error) {
 // newShard indexes t by its features' boxes.
 func newShard(t *tiles.Tile, leaves []box32) *shard {
 	ix := newIndex(leaves)
-	s := &shard{tile: t, ix: ix, propLen: make([]atomic.Int32, t.Len())}
-	s.bytes = t.Bytes() - int64(len(t.Bounds))*32 + ix.bytes() + int64(t.Len())*4
+	s := &shard{tile: t, ix: ix}
+	s.bytes = t.Bytes() - int64(len(t.Bounds))*32 + ix.bytes()
+	if !t.LazyProperties() {
+		s.whole = &tileProps{Tile: t, lens: make([]atomic.Int32, t.Len())}
+		s.bytes += int64(t.Len()) * 4
+	}
 	// The index carries the boxes; a float64 copy is not needed.
 	t.Bounds = nil
 	return s

@@ -40,6 +40,8 @@ type Tile struct {
 
 	cols  []column
 	bytes int64
+	// lazy is set when the properties were not read (SkipProperties).
+	lazy *lazyProps
 }
 
 // column is one property column in native form. Strings are held end to
@@ -97,10 +99,12 @@ func (t *Tile) Geometry(i int) (orb.Geometry, error) {
 // Properties returns feature i's properties in canonical form (see
 // FieldSchema), one entry per field, nulls as nil. The map is new on every
 // call.
-func (t *Tile) Properties(i int) map[string]any {
-	m := make(map[string]any, len(t.cols))
-	for c := range t.cols {
-		m[t.cols[c].field.Name] = t.cols[c].value(i)
+func (t *Tile) Properties(i int) map[string]any { return columnsMap(t.cols, i) }
+
+func columnsMap(cols []column, i int) map[string]any {
+	m := make(map[string]any, len(cols))
+	for c := range cols {
+		m[cols[c].field.Name] = cols[c].value(i)
 	}
 	return m
 }
@@ -121,10 +125,12 @@ type PropertyVisitor interface {
 // VisitProperties passes feature i's properties to v in schema order,
 // without building a map or copying strings: for callers that measure or
 // encode a feature rather than keep its properties.
-func (t *Tile) VisitProperties(i int, v PropertyVisitor) {
+func (t *Tile) VisitProperties(i int, v PropertyVisitor) { visitColumns(t.cols, i, v) }
+
+func visitColumns(cols []column, i int, v PropertyVisitor) {
 	var buf [40]byte // a date or date-time's text, formatted without a string
-	for c := range t.cols {
-		col := &t.cols[c]
+	for c := range cols {
+		col := &cols[c]
 		name := col.field.Name
 		switch {
 		case col.valid != nil && !col.valid[i]:
@@ -186,6 +192,10 @@ type ReadTileOptions struct {
 	// column, for callers that compute boxes from the geometry anyway.
 	// Default false.
 	SkipBounds bool
+	// SkipProperties leaves the property columns unread: the tile holds
+	// ids and geometries, and ReadProperties reads one row group's
+	// properties when they are needed. Default false.
+	SkipProperties bool
 	// Geometry, when not nil, is called with the WKB of each row group as
 	// soon as it is decoded, so that work on it overlaps the decoding of
 	// the rest: row0 is the tile row of wkb[0]. Calls come from the
@@ -448,7 +458,7 @@ func (t *Tile) read(ctx context.Context, pf *file.Reader, rowGroups, row0 []int,
 			cr.add(md, ch.ColIndex, boundsColumn(t.Bounds, k))
 		}
 	}
-	finish := make([]func() error, len(t.cols))
+	leaves := make([]int, len(t.cols))
 	for c := range t.cols {
 		col := &t.cols[c]
 		sf, err := field(col.field.Name)
@@ -459,12 +469,51 @@ func (t *Tile) read(ctx context.Context, pf *file.Reader, rowGroups, row0 []int,
 		if !arrow.TypeEqual(sf.Field.Type, want) || !sf.IsLeaf() {
 			return fmt.Errorf("%w: column %q is %s, want %s", ErrInvalidTile, col.field.Name, sf.Field.Type, want)
 		}
+		switch want.ID() {
+		case arrow.STRING, arrow.INT64, arrow.TIMESTAMP, arrow.FLOAT64, arrow.BOOL, arrow.DATE32:
+		default:
+			return fmt.Errorf("%w: column %q has unsupported type %s", ErrInvalidTile, col.field.Name, want)
+		}
+		leaves[c] = sf.ColIndex
+	}
+	var finish []func() error
+	if opt.SkipProperties {
+		// Kept to read properties later (ReadProperties) without parsing
+		// the footer again.
+		t.lazy = &lazyProps{md: md, leaves: leaves, size: size}
+	} else {
+		finish = addPropertyColumns(cr, md, t.cols, leaves, rowGroups, row0, size)
+	}
+
+	if err := cr.run(ctx); err != nil {
+		return err
+	}
+
+	t.bytes = idBytes.Load() + wkbBytes.Load() + int64(n)*(16+24) + int64(len(t.Bounds))*32
+	for c := range finish {
+		if err := finish[c](); err != nil {
+			return err
+		}
+		t.bytes += t.cols[c].bytes()
+	}
+	return nil
+}
+
+// addPropertyColumns queues the chunks of the property columns cols (Parquet
+// leaves leaves) of rowGroups and returns, per column, the function that
+// stores it once read.
+func addPropertyColumns(cr *chunkReader, md *metadata.FileMetaData, cols []column, leaves, rowGroups, row0 []int, size int64) []func() error {
+	n := row0[len(rowGroups)]
+	finish := make([]func() error, len(cols))
+	for c := range cols {
+		col := &cols[c]
+		leaf := leaves[c]
 		nullable := col.field.Nullable
 		nullErr := fmt.Errorf("%w: column %q has nulls but is not nullable", ErrInvalidTile, col.field.Name)
-		switch want.ID() {
+		switch col.field.arrowType().ID() {
 		case arrow.STRING:
-			bc := newByteColumn(md, sf.ColIndex, rowGroups, n, size, nullable, nullErr)
-			cr.add(md, sf.ColIndex, bc.read)
+			bc := newByteColumn(md, leaf, rowGroups, n, size, nullable, nullErr)
+			cr.add(md, leaf, bc.read)
 			finish[c] = func() error {
 				data, starts := bc.join()
 				if len(data) > math.MaxUint32 {
@@ -480,30 +529,16 @@ func (t *Tile) read(ctx context.Context, pf *file.Reader, rowGroups, row0 []int,
 				return nil
 			}
 		case arrow.INT64, arrow.TIMESTAMP:
-			finish[c] = addFixed(cr, md, sf.ColIndex, n, nullable, nullErr, &col.i64, &col.valid)
+			finish[c] = addFixed(cr, md, leaf, n, nullable, nullErr, &col.i64, &col.valid)
 		case arrow.FLOAT64:
-			finish[c] = addFixed(cr, md, sf.ColIndex, n, nullable, nullErr, &col.f64, &col.valid)
+			finish[c] = addFixed(cr, md, leaf, n, nullable, nullErr, &col.f64, &col.valid)
 		case arrow.BOOL:
-			finish[c] = addFixed(cr, md, sf.ColIndex, n, nullable, nullErr, &col.boo, &col.valid)
+			finish[c] = addFixed(cr, md, leaf, n, nullable, nullErr, &col.boo, &col.valid)
 		case arrow.DATE32:
-			finish[c] = addFixed(cr, md, sf.ColIndex, n, nullable, nullErr, &col.d32, &col.valid)
-		default:
-			return fmt.Errorf("%w: column %q has unsupported type %s", ErrInvalidTile, col.field.Name, want)
+			finish[c] = addFixed(cr, md, leaf, n, nullable, nullErr, &col.d32, &col.valid)
 		}
 	}
-
-	if err := cr.run(ctx); err != nil {
-		return err
-	}
-
-	t.bytes = idBytes.Load() + wkbBytes.Load() + int64(n)*(16+24) + int64(len(t.Bounds))*32
-	for c := range t.cols {
-		if err := finish[c](); err != nil {
-			return err
-		}
-		t.bytes += t.cols[c].bytes()
-	}
-	return nil
+	return finish
 }
 
 // addFixed queues the chunks of a fixed-width column and returns the

@@ -94,6 +94,18 @@ func (cr *chunkReader) run(ctx context.Context) error {
 	return nil
 }
 
+// runSerial runs the jobs on the caller's goroutine: for small reads
+// whose callers already use every core.
+func (cr *chunkReader) runSerial(ctx context.Context) error {
+	var s scratch
+	for i := range cr.jobs {
+		if err := cr.runJob(ctx, &s, &cr.jobs[i]); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
 func (cr *chunkReader) runJob(ctx context.Context, s *scratch, j *chunkJob) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -18,7 +18,8 @@ const benchUsage = `usage:
           [--strict] [--cpuprofile FILE] [--data-dir DIR]
   siteenv bench ingest [--scale small|medium|large] [--seed N] [--layers id,id] [--data-dir DIR]
   siteenv bench api [--scale small|medium|large|heavy] [--clients 1,2,8] [--queries 2000] [--small 300] [--reads 20000]
-          [--seed N] [--out DIR] [--cpuprofile FILE] [--data-dir DIR]`
+          [--seed N] [--out DIR] [--cpuprofile FILE] [--data-dir DIR]
+The engine's memory budget is SITEENV_ENGINE_MEMORY (default in a bench: 4GiB).`
 
 // benchCmd runs the benchmarks of package bench. Their scratch data (file
 // store, PostgreSQL cluster, GeoJSON) goes in a temporary directory under
@@ -62,8 +63,12 @@ func benchEngine(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	mem, err := engineMemory()
+	if err != nil {
+		return err
+	}
 	opt := bench.EngineOptions{
-		WorkDir: work, Scale: sc, Seed: *seed, Queries: *queries, Workers: *workers, Logger: newLogger(stderr),
+		WorkDir: work, Scale: sc, Seed: *seed, Queries: *queries, Workers: *workers, EngineMemory: mem, Logger: newLogger(stderr),
 	}
 	if *cpuProfile != "" {
 		f, err := createProfile(*cpuProfile)
@@ -152,8 +157,12 @@ func benchAPI(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *out == "" {
 		*out = work
 	}
+	mem, err := engineMemory()
+	if err != nil {
+		return err
+	}
 	opt := bench.APIOptions{
-		WorkDir: work, OutDir: *out, Scale: sc, Seed: *seed, Queries: *queries, Clients: cs, Reads: *reads, SmallQueries: *small, Logger: newLogger(stderr),
+		WorkDir: work, OutDir: *out, Scale: sc, Seed: *seed, Queries: *queries, Clients: cs, Reads: *reads, SmallQueries: *small, EngineMemory: mem, Logger: newLogger(stderr),
 	}
 	if *cpuProfile != "" {
 		f, err := createProfile(*cpuProfile)

@@ -83,6 +83,11 @@ func loadDemo(ctx context.Context, e *env, scale synth.Scale, seed int64, progre
 	if err := ensureReportPrice(ctx, e.led); err != nil {
 		return demoResult{}, err
 	}
+	// Two ingests at a time, each with half the ingest budget.
+	mem, err := ingestMemory()
+	if err != nil {
+		return demoResult{}, err
+	}
 	layers := g.Layers()
 	var (
 		mu       sync.Mutex
@@ -96,7 +101,7 @@ func loadDemo(ctx context.Context, e *env, scale synth.Scale, seed int64, progre
 		go func() {
 			defer wg.Done()
 			for def := range work {
-				sum, err := ingest.RunRows(ctx, ingest.Options{Layer: def, Store: store, Publisher: ingest.LedgerPublisher{Ledger: e.led}, CreatedBy: "siteenv demo"},
+				sum, err := ingest.RunRows(ctx, ingest.Options{Layer: def, Store: store, Publisher: ingest.LedgerPublisher{Ledger: e.led}, CreatedBy: "siteenv demo", MemoryBudget: max(mem/2, 1)},
 					func(yield func(ingest.Row) error) error {
 						var n int64
 						return g.Features(def.LayerID, func(f tiles.Feature) error {

@@ -67,6 +67,9 @@ func checkEnv() error {
 	if _, err := engineMemory(); err != nil {
 		return err
 	}
+	if _, err := ingestMemory(); err != nil {
+		return err
+	}
 	if _, err := queryTimings(); err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ func TestServeRefusesABadEnvironment(t *testing.T) {
 	for _, tc := range []struct{ name, value string }{
 		{"SITEENV_LOG_LEVEL", "bogus"},
 		{"SITEENV_ENGINE_MEMORY", "lots"},
+		{"SITEENV_INGEST_MEMORY", "0"},
 		{"SITEENV_STORE_RECENT", "-1MiB"},
 		{"SITEENV_SECRET", "short"},
 		{"SITEENV_QUERY_ATTEMPT", "5"},

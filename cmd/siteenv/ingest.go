@@ -79,8 +79,12 @@ func ingestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	mem, err := ingestMemory()
+	if err != nil {
+		return err
+	}
 	sum, err := ingest.Run(ctx, ingest.Options{
-		Layer: def, SourceCRS: *srcCRS, Table: *table, IDProperty: *idProp, MaxRejects: *maxRejects, RejectsPath: *rejects,
+		Layer: def, SourceCRS: *srcCRS, Table: *table, IDProperty: *idProp, MaxRejects: *maxRejects, RejectsPath: *rejects, MemoryBudget: mem,
 		Store: st, Publisher: ingest.LedgerPublisher{Ledger: e.led, Stage: *stage, Actor: actor("siteenv ingest")}, Progress: os.Stderr,
 	}, fs.Args()...)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 
 	"siteenv/api"
 	"siteenv/engine"
+	"siteenv/ingest"
 	"siteenv/ingest/synth"
 	"siteenv/jobs"
 	storepkg "siteenv/store"
@@ -212,6 +213,13 @@ func ensureDemo(ctx context.Context, e *env, stdout io.Writer) error {
 // engineMemory reads SITEENV_ENGINE_MEMORY: bytes, or a number with KiB,
 // MiB or GiB; unset means the engine's default.
 func engineMemory() (int64, error) { return byteSize("SITEENV_ENGINE_MEMORY", false, 0) }
+
+// ingestMemory reads SITEENV_INGEST_MEMORY: the bytes of features `ingest`
+// (and each of `demo`'s two concurrent ingests, half each) buffers before
+// spilling them to disk; unset means ingest.DefaultMemoryBudget.
+func ingestMemory() (int64, error) {
+	return byteSize("SITEENV_INGEST_MEMORY", false, ingest.DefaultMemoryBudget)
+}
 
 // storeRecent reads SITEENV_STORE_RECENT: how many bytes of the objects a
 // file store wrote last it keeps in memory for reads (store.KeepRecent;
