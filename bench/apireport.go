@@ -71,7 +71,7 @@ type APIReport struct {
 	// Subdivided: the heavy scale's second baseline, one client (nil
 	// otherwise).
 	Subdivided *subdividedReport
-	queriesTSV                    []byte
+	queriesTSV []byte
 
 	EngineBudget, EngineNeed int64       // the engine's budget, and the bytes of all its shards
 	Budget                   budgetStats // shard traffic of the API passes
