@@ -72,3 +72,42 @@ func TestLivingOwnerKeepsItsClaimDeadOwnersIsTakenOver(t *testing.T) {
 		t.Fatalf("after the former owner's finish %+v, want %+v", got, want)
 	}
 }
+
+// TestInRequestAttemptHoldsItsLease: a query admitted running for POST
+// /queries' own attempt (RunNow) is a claim like a worker's: its runner
+// renews it while the attempt lives, so another replica's sweep leaves it
+// alone however far the clock moves.
+func TestInRequestAttemptHoldsItsLease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const lease = 5 * time.Second
+	gate := newGate(b.store)
+	owner := b.runner(jobs.Config{Workers: 1, Lease: lease, Attempt: time.Hour}, gate)
+	other := b.runner(jobs.Config{Lease: lease}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	owner.Start(ctx)
+	defer owner.Stop(context.Background()) //nolint:errcheck // the attempt ends before
+	q := b.admit(true, lease)
+	if res := owner.RunNow(b.ctx, q, 0); !res.Accepted {
+		t.Fatalf("RunNow %+v", res)
+	}
+	<-gate.opened // running in the request's attempt, held on its tile
+	for i := range 4 {
+		b.clk.Advance(4 * time.Second)
+		if err := owner.RenewClaims(b.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.Recover(b.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if s := b.status(q.ID); s != ledger.QueryRunning {
+			t.Fatalf("renewal %d: the in-request attempt's claim was taken (%s)", i, s)
+		}
+	}
+	close(gate.open)
+	b.waitFor("the in-request attempt's finish", func() bool { return b.status(q.ID) == ledger.QuerySucceeded })
+	if got := b.get(q.ID); got.Attempts != 1 {
+		t.Fatalf("attempts %d, want 1: it was never taken over", got.Attempts)
+	}
+}
