@@ -48,12 +48,8 @@ const (
 	// may reach, so a report never states more than a query could check.
 	ReportRadiusCapM = engine.MaxRadiusM
 	// ReportNearest is how many features a report lists per layer, nearest
-	// first (the PDF's table and the evidence's features).
-	ReportNearest = 10
-	// reportKeyFields is how many of a listed feature's fields are printed.
-	reportKeyFields = 3
-	// reportFieldChars bounds one printed field value, in characters.
-	reportFieldChars = 80
+	// first (the PDF's tables, the map keys and the evidence's features).
+	ReportNearest = content.Listed
 	// MaxPDFBytes is the largest report PDF: the contract's 100 MiB
 	// artifact limit. A larger one fails the report output_too_large.
 	MaxPDFBytes = artifacts.MaxSize
