@@ -515,10 +515,13 @@ func (r *Runner) compareRevisions(ctx context.Context, site orb.Geometry, ev *Ev
 		var bandWords []string
 		if p != nil {
 			ch.BandChanges, bandWords = bandChanges(p.Bands, e.Bands)
+			var movedWords []string
+			ch.Moved, movedWords = movedFeatures(p.Features, e.Features)
+			bandWords = append(bandWords, movedWords...)
 		}
 		e.Changes = ch
 		changed := p == nil || ch.ReleaseChanged || ch.PreviousStatus != e.DataStatus || ch.AddedCount > 0 || ch.RemovedCount > 0 ||
-			!sameCount(ch.PreviousCount, e.MatchedCount) || len(ch.BandChanges) > 0
+			!sameCount(ch.PreviousCount, e.MatchedCount) || len(ch.BandChanges) > 0 || len(ch.Moved) > 0
 		if !changed {
 			continue
 		}
