@@ -456,7 +456,9 @@ func (d *pdfDoc) linkFor(key string, i int) int {
 var bandLabels = []string{"On site", "0–100 m", "100–250 m", "250–500 m", "500 m–1 km", "1–2 km", "2–5 km", "5–10 km"}
 
 func (d *pdfDoc) profile() {
-	d.AddPage()
+	// The profile follows the overview when its head and a few rows fit.
+	d.Ln(6)
+	d.room(60)
 	d.heading("Statistical profile")
 	d.para("Records per layer by distance from the site boundary. A dash is a band beyond the layer's search distance (not searched), "+
 		"never a zero; the total is every matched record, drawn or not.", 8.5)
