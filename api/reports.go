@@ -343,6 +343,13 @@ type evidenceChanges struct {
 	AddedFeatureIDs             []string             `json:"added_feature_ids"`
 	RemovedFeatureIDs           []string             `json:"removed_feature_ids"`
 	BandChanges                 []evidenceBandChange `json:"band_changes,omitempty"`
+	Moved                       []evidenceMove       `json:"moved,omitempty"`
+}
+
+type evidenceMove struct {
+	FeatureID    string `json:"feature_id"`
+	PreviousBand string `json:"previous_band"`
+	Band         string `json:"band"`
 }
 
 func nonNilStrings(s []string) []string {
@@ -401,6 +408,9 @@ func evidenceView(raw json.RawMessage) (*evidenceBody, error) {
 				AddedFeatureIDs: nonNilStrings(c.Added), RemovedFeatureIDs: nonNilStrings(c.Removed)}
 			for _, b := range c.BandChanges {
 				v.Changes.BandChanges = append(v.Changes.BandChanges, evidenceBandChange{Band: b.Band, PreviousCount: b.PreviousCount, Count: b.Count})
+			}
+			for _, m := range c.Moved {
+				v.Changes.Moved = append(v.Changes.Moved, evidenceMove{FeatureID: m.FeatureID, PreviousBand: m.PreviousBand, Band: m.Band})
 			}
 			if c.PreviousStatus != "" {
 				v.Changes.PreviousDataStatus = ptr(c.PreviousStatus)

@@ -194,3 +194,27 @@ func formatInt64(n int64) string {
 	}
 	return s
 }
+
+// movedFeatures: listed features of both revisions whose band changed, as
+// data and as the PDF's words ("B-0100 moved 0–100 m → 100–250 m").
+func movedFeatures(prev, now []EvidenceFeature) ([]EvidenceMove, []string) {
+	before := map[string]string{}
+	for _, f := range prev {
+		if f.Band != "" {
+			before[f.FeatureID] = f.Band
+		}
+	}
+	label := map[string]string{}
+	for _, b := range content.Bands {
+		label[b.Key] = b.Label
+	}
+	var out []EvidenceMove
+	var words []string
+	for _, f := range now {
+		if pb, ok := before[f.FeatureID]; ok && f.Band != "" && pb != f.Band {
+			out = append(out, EvidenceMove{FeatureID: f.FeatureID, PreviousBand: pb, Band: f.Band})
+			words = append(words, f.FeatureID+" moved "+label[pb]+" → "+label[f.Band])
+		}
+	}
+	return out, words
+}

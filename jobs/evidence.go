@@ -144,6 +144,15 @@ type EvidenceChanges struct {
 	Removed      []string `json:"removed_feature_ids"`
 	// BandChanges are the profile bands whose counts changed.
 	BandChanges []EvidenceBandChange `json:"band_changes,omitempty"`
+	// Moved are listed features of both revisions whose band changed.
+	Moved []EvidenceMove `json:"moved,omitempty"`
+}
+
+// EvidenceMove is a listed feature that moved between profile bands.
+type EvidenceMove struct {
+	FeatureID    string `json:"feature_id"`
+	PreviousBand string `json:"previous_band"`
+	Band         string `json:"band"`
 }
 
 // MaxChangeIDs bounds the feature ids an EvidenceChanges names per list.

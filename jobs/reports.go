@@ -48,12 +48,8 @@ const (
 	// may reach, so a report never states more than a query could check.
 	ReportRadiusCapM = engine.MaxRadiusM
 	// ReportNearest is how many features a report lists per layer, nearest
-	// first (the PDF's table and the evidence's features).
-	ReportNearest = 10
-	// reportKeyFields is how many of a listed feature's fields are printed.
-	reportKeyFields = 3
-	// reportFieldChars bounds one printed field value, in characters.
-	reportFieldChars = 80
+	// first (the PDF's tables, the map keys and the evidence's features).
+	ReportNearest = content.Listed
 	// MaxPDFBytes is the largest report PDF: the contract's 100 MiB
 	// artifact limit. A larger one fails the report output_too_large.
 	MaxPDFBytes = artifacts.MaxSize
@@ -520,10 +516,13 @@ func (r *Runner) compareRevisions(ctx context.Context, site orb.Geometry, ev *Ev
 		var bandWords []string
 		if p != nil {
 			ch.BandChanges, bandWords = bandChanges(p.Bands, e.Bands)
+			var movedWords []string
+			ch.Moved, movedWords = movedFeatures(p.Features, e.Features)
+			bandWords = append(bandWords, movedWords...)
 		}
 		e.Changes = ch
 		changed := p == nil || ch.ReleaseChanged || ch.PreviousStatus != e.DataStatus || ch.AddedCount > 0 || ch.RemovedCount > 0 ||
-			!sameCount(ch.PreviousCount, e.MatchedCount) || len(ch.BandChanges) > 0
+			!sameCount(ch.PreviousCount, e.MatchedCount) || len(ch.BandChanges) > 0 || len(ch.Moved) > 0
 		if !changed {
 			continue
 		}

@@ -7,9 +7,11 @@ import (
 	"image"
 	"image/jpeg"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"codeberg.org/go-pdf/fpdf"
 	"golang.org/x/image/font/gofont/gobold"
@@ -75,6 +77,40 @@ type pdfDoc struct {
 	images int
 	// links: the overview's links to each section's page.
 	links []int
+	// maps are the sections' maps, drawn ahead (see drawSectionMaps).
+	maps []sectionMap
+}
+
+// sectionMap is a section's drawn map (nil when it draws none).
+type sectionMap struct {
+	img *image.RGBA
+	err error
+}
+
+// drawSectionMaps draws the maps of the sections that have one, as many
+// at a time as the machine has processors: DrawMap is pure, and the maps
+// are most of a report's rendering.
+func drawSectionMaps(secs []ReportSection) []sectionMap {
+	out := make([]sectionMap, len(secs))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range max(1, min(runtime.GOMAXPROCS(0), 4)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				out[i].img, out[i].err = DrawMap(secs[i].Map)
+			}
+		}()
+	}
+	for i, s := range secs {
+		if len(s.Legend) > 0 && s.Map.Site != nil {
+			work <- i
+		}
+	}
+	close(work)
+	wg.Wait()
+	return out
 }
 
 const (
@@ -112,7 +148,7 @@ func RenderPDF(r Report) ([]byte, error) {
 	f.SetCellMargin(0.4)
 	f.SetAutoPageBreak(true, 18)
 	f.AliasNbPages("{nb}")
-	d := &pdfDoc{Fpdf: f, r: r}
+	d := &pdfDoc{Fpdf: f, r: r, maps: drawSectionMaps(r.Sections)}
 	f.SetFooterFunc(d.footer)
 	for range r.Sections {
 		d.links = append(d.links, f.AddLink())
@@ -244,8 +280,8 @@ func (d *pdfDoc) coverMaps() {
 // on every run. Each map of a report is therefore cropped by its own count
 // of pixels from its side margins, which gives every image a distinct
 // width and the PDF the same bytes every time.
-func (d *pdfDoc) mapImage(name string, m Map, maxH float64) error {
-	img, err := DrawMap(m)
+func (d *pdfDoc) mapImage(name string, drawn sectionMap, maxH float64) error {
+	img, err := drawn.img, drawn.err
 	if err != nil {
 		return err
 	}
@@ -420,7 +456,9 @@ func (d *pdfDoc) linkFor(key string, i int) int {
 var bandLabels = []string{"On site", "0–100 m", "100–250 m", "250–500 m", "500 m–1 km", "1–2 km", "2–5 km", "5–10 km"}
 
 func (d *pdfDoc) profile() {
-	d.AddPage()
+	// The profile follows the overview when its head and a few rows fit.
+	d.Ln(6)
+	d.room(60)
 	d.heading("Statistical profile")
 	d.para("Records per layer by distance from the site boundary. A dash is a band beyond the layer's search distance (not searched), "+
 		"never a zero; the total is every matched record, drawn or not.", 8.5)
@@ -507,7 +545,7 @@ func (d *pdfDoc) section(i int) error {
 		d.para("Not covered here (the data does not reach the site; nothing was searched): "+strings.Join(s.NotCovered, "; ")+".", 8.5)
 	}
 	if drawn {
-		if err := d.mapImage("section-"+s.Key, s.Map, 130); err != nil {
+		if err := d.mapImage("section-"+s.Key, d.maps[i], 130); err != nil {
 			return err
 		}
 		d.legend(s)

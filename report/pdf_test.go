@@ -144,6 +144,13 @@ func TestPDFStatesEveryLine(t *testing.T) {
 	if !bytes.Contains(pdf, []byte("/FontFile2")) {
 		t.Error("fonts are not embedded")
 	}
+	// The overview links to the sections; the outline has a bookmark per
+	// part and layer.
+	for _, w := range []string{"/Outlines", "/Subtype /Link", "/First "} {
+		if !bytes.Contains(pdf, []byte(w)) {
+			t.Errorf("the PDF has no %s", w)
+		}
+	}
 }
 
 // Golden text: what a reader extracts, page by page (-update rewrites it).
