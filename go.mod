@@ -20,7 +20,10 @@ require (
 	golang.org/x/term v0.46.0
 )
 
-require codeberg.org/go-pdf/fpdf v0.12.0
+require (
+	codeberg.org/go-pdf/fpdf v0.12.0
+	modernc.org/sqlite v1.62.0
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
@@ -40,7 +43,6 @@ require (
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
-	modernc.org/sqlite v1.62.0 // indirect
 )
 
 require (

@@ -289,6 +289,11 @@ func TestPublisherBadInput(t *testing.T) {
 			f.Close()
 			return p
 		}, nil, []string{"2 shapefiles", "data/lines_28356.shp", "data/polygons_28356.shp"}},
+		{"GeoJSON crs member disagreeing with --source-crs", func(t *testing.T, dir string) string {
+			p := filepath.Join(dir, "mga94.geojson")
+			os.WriteFile(p, []byte(`{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"urn:ogc:def:crs:EPSG::28356"}},"features":[]}`), 0o644)
+			return p
+		}, func(o *Options) { o.SourceCRS = "EPSG:7856" }, []string{"EPSG:28356", "crs member", "disagrees with --source-crs EPSG:7856"}},
 		{"zip without a shapefile", func(t *testing.T, dir string) string {
 			p := filepath.Join(dir, "none.zip")
 			f, _ := os.Create(p)

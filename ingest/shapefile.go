@@ -194,17 +194,21 @@ func readShapefile(ctx context.Context, cfg *config, in input, src *source, f *f
 	}
 
 	// The index: the record count, checked against the table.
-	shx, hasSHX, err := set.readAll(".shx", 1<<40)
+	shx, shxSize, err := set.open(".shx")
+	if errors.Is(err, fs.ErrNotExist) {
+		return errors.New("no .shx: a Shapefile is the .shp, .shx and .dbf together")
+	}
 	if err != nil {
 		return err
 	}
-	if !hasSHX {
-		return errors.New("no .shx: a Shapefile is the .shp, .shx and .dbf together")
-	}
-	if len(shx) < 100 || (len(shx)-100)%8 != 0 {
+	var shxHdr [100]byte
+	_, err = io.ReadFull(shx, shxHdr[:])
+	shx.Close()
+	if err != nil || binary.BigEndian.Uint32(shxHdr[0:]) != 9994 || (shxSize-100)%8 != 0 ||
+		int64(binary.BigEndian.Uint32(shxHdr[24:]))*2 != shxSize {
 		return errors.New(".shx: truncated or not a Shapefile index")
 	}
-	shxRecords := int64(len(shx)-100) / 8
+	shxRecords := (shxSize - 100) / 8
 
 	// The table.
 	cpg, hasCPG, err := set.readAll(".cpg", 1<<10)
