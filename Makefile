@@ -5,6 +5,10 @@ ADDR     ?= 127.0.0.1:8080
 DATA_DIR ?= ./var
 # Packages whose goroutines share memory run again under the race detector.
 RACE_PKGS := ./api/... ./clock/... ./ledger/... ./engine/... ./jobs/... ./store/...
+# Of those, the packages whose tests are the same with and without the race
+# detector run under it only. engine is not among them: it scales some tests
+# down under -race (raceEnabled), so it also runs without.
+RACE_ONLY_PKGS := ./api/... ./clock/... ./ledger/... ./jobs/... ./store/...
 # Each Go fuzz target runs this many inputs in `make fuzz` (and so in `make test`);
 # a count, not a duration: see scripts/fuzz.sh.
 FUZZTIME ?= 20000x
@@ -25,8 +29,15 @@ tools: ## install what the tests need (versitygw S3 server; PostGIS and GDAL for
 	./scripts/install-test-tools.sh
 	./scripts/install-bench-tools.sh
 
+# Every test runs: RACE_ONLY_PKGS under the race detector only (the same tests,
+# with the detector on; running them plain as well cost the plain run of the
+# largest packages, api and ledger, for no extra check), the rest without it,
+# and RACE_PKGS under it.
 test: tools lint ## the whole suite: vet, gofmt, every test (the fault suite in faultsuite/ among them), race detector, fuzz targets
-	$(GO) test -count=1 -timeout 30m ./...
+	@race=" $$($(GO) list $(RACE_ONLY_PKGS) | tr '\n' ' ') "; \
+	  rest=$$(for p in $$($(GO) list ./...); do case "$$race" in *" $$p "*) ;; *) echo "$$p" ;; esac; done); \
+	  echo "go test (without -race): $$(echo $$rest | wc -w) packages"; \
+	  $(GO) test -count=1 -timeout 30m $$rest
 	$(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
 	$(MAKE) fuzz
 

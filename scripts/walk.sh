@@ -172,5 +172,17 @@ echo "== usage without a key: $status $(json .code)"
 
 # The reference of every operation, offline, no key: open it in a browser.
 curl -sf -o /dev/null "$API/docs" && echo "== reference: $API/docs"
+
+# The walk's identifiers for the README's later blocks, which begin with
+# `. ./walk.env` (the walk's own variables end with its subshell). The key is
+# read from its file again, never copied.
+cat >walk.env <<EOF
+API='$API'
+KEY=\$(cat '$KEY_FILE')
+SITE='$SITE'
+REPORT='$REPORT'
+ARTIFACT='$ARTIFACT'
+EOF
+echo "== walk.env: API, KEY, SITE, REPORT and ARTIFACT for the README's later blocks"
 echo "walk: ok"
 )

@@ -122,4 +122,13 @@ func TestQueryTimings(t *testing.T) {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}
+	t.Setenv("SITEENV_QUERY_ATTEMPT", "")
+	t.Setenv("SITEENV_JOB_LEASE", "3s")
+	if cfg, err := queryTimings(); err != nil || cfg.Lease != 3*time.Second {
+		t.Fatalf("SITEENV_JOB_LEASE=3s: %+v %v", cfg, err)
+	}
+	t.Setenv("SITEENV_JOB_LEASE", "200ms")
+	if _, err := queryTimings(); err == nil || !strings.Contains(err.Error(), "SITEENV_JOB_LEASE") {
+		t.Errorf("SITEENV_JOB_LEASE=200ms: %v", err)
+	}
 }

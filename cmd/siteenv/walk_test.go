@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -63,6 +64,7 @@ func TestReadmeWalk(t *testing.T) {
 	proxy := httputil.NewSingleHostReverseProxy(backend)
 	var mu sync.Mutex
 	var invalid []string
+	var answered []string // "METHOD PATH STATUS" of every answer, in order
 	proxy.ModifyResponse = func(resp *http.Response) error {
 		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
@@ -70,6 +72,9 @@ func TestReadmeWalk(t *testing.T) {
 			return err
 		}
 		resp.Body = io.NopCloser(bytes.NewReader(body))
+		mu.Lock()
+		answered = append(answered, fmt.Sprintf("%s %s %d", resp.Request.Method, resp.Request.URL.Path, resp.StatusCode))
+		mu.Unlock()
 		if err := v.Validate(resp.Request, resp.StatusCode, resp.Header, body); err != nil {
 			mu.Lock()
 			invalid = append(invalid, err.Error())
@@ -84,7 +89,8 @@ func TestReadmeWalk(t *testing.T) {
 	defer front.Close()
 
 	cmd := exec.CommandContext(ctx, "sh", script)
-	cmd.Dir = t.TempDir() // the map image lands here
+	walkDir := t.TempDir() // the map image, report.pdf and walk.env land here
+	cmd.Dir = walkDir
 	cmd.Env = append(os.Environ(), "API="+front.URL+"/api/v1", "KEY_FILE="+filepath.Join(dataDir, "demo-key"))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -109,7 +115,7 @@ func TestReadmeWalk(t *testing.T) {
 		`map image: 200`, `map image again: 304`,
 		`order report: 202`, `report status: 200`, `report text: 200`, `download link: 201`, `download report.pdf: 200`,
 		`purchases: 200`, `usage: 200`, `activity: 200`,
-		`usage without a key: 401 unauthenticated`, `reference: `,
+		`usage without a key: 401 unauthenticated`, `reference: `, `walk.env: `,
 	} {
 		if !regexp.MustCompile(`(?m)^== ` + step).MatchString(walk) {
 			t.Errorf("the walk has no step %q", step)
@@ -131,6 +137,47 @@ func TestReadmeWalk(t *testing.T) {
 	if strings.Contains(walk, strings.TrimSpace(string(key))) {
 		t.Error("the walk printed the API key")
 	}
+	// The README's later blocks, pasted after the walk in the same
+	// directory, run as they stand: every request they make succeeds.
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)<!-- after the walk: ([a-z]+)[^>]*-->\n```sh\n(.*?)```").FindAllSubmatch(readme, -1)
+	if len(blocks) < 2 {
+		t.Fatalf("README.md has %d blocks marked to run after the walk, want the Reports and Files blocks", len(blocks))
+	}
+	for _, b := range blocks {
+		mu.Lock()
+		before := len(answered)
+		mu.Unlock()
+		sh := exec.CommandContext(ctx, "sh", "-eu", "-c", string(b[2]))
+		sh.Dir = walkDir
+		// Only what a reader's shell has: walk.env supplies the rest.
+		sh.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+		got, err := sh.CombinedOutput()
+		if err != nil {
+			t.Errorf("README block %q after the walk: %v\n%s", b[1], err, got)
+			continue
+		}
+		mu.Lock()
+		calls := append([]string(nil), answered[before:]...)
+		mu.Unlock()
+		want := strings.Count(string(b[2]), "curl -")
+		if len(calls) != want {
+			t.Errorf("README block %q: %d answers, want one per curl (%d): %v", b[1], len(calls), want, calls)
+		}
+		for _, c := range calls {
+			if f := strings.Fields(c); f[len(f)-1] >= "400" {
+				t.Errorf("README block %q: %s", b[1], c)
+			}
+		}
+		t.Logf("README block %q: %v", b[1], calls)
+	}
+	if pdf, err := os.Stat(filepath.Join(walkDir, "report.pdf")); err != nil || pdf.Size() == 0 {
+		t.Errorf("the Files block did not download report.pdf: %v", err)
+	}
+
 	mu.Lock()
 	for _, msg := range invalid {
 		t.Error(msg)

@@ -10,6 +10,7 @@ import (
 	"github.com/paulmach/orb/geojson"
 
 	"siteenv/ingest"
+	"siteenv/report/basemap"
 	"siteenv/tiles"
 )
 
@@ -141,6 +142,15 @@ func (g *Generator) geometry(l *layerSpec, c *fctx, cov orb.Ring) orb.Geometry {
 	centre := offset(home, dx, dy)
 	if !inConvex(cov, centre) {
 		centre = home
+	}
+	// A layer of one state keeps its features in that state: near a border
+	// (or around the ACT, inside NSW's outline) a drawn centre can fall
+	// across it, and then stays at its locality. Offshore ("") is left to
+	// the coverage test above.
+	if st := l.state(); st != "" {
+		if at := basemap.StateAt(centre); at != "" && at != st {
+			centre = home
+		}
 	}
 	c.at = centre
 	switch gs.Kind {

@@ -112,8 +112,9 @@ func (c *fctx) street() string {
 	return strconv.Itoa(n) + " " + oneOf(c.r, streetStems) + " " + weighted(c.r, streetTypes, streetTypeWeights)
 }
 
+// waterway is a stream name of the feature's area (waterwayStemsFor).
 func (c *fctx) waterway() string {
-	return oneOf(c.r, waterwayStems) + " " + oneOf(c.r, waterwayTypes)
+	return oneOf(c.r, waterwayStemsFor(c.loc)) + " " + oneOf(c.r, waterwayTypes)
 }
 
 // area is the feature's area in hectares, rounded to 0.01 (at least 0.01).

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/paulmach/orb"
+
+	"siteenv/report/basemap"
 	"siteenv/tiles"
 )
 
@@ -84,15 +87,36 @@ type layerSpec struct {
 	Props         func(c *fctx, p map[string]any)
 }
 
-// eligible reports whether features may be placed around l.
+// eligible reports whether features may be placed around l. A layer of
+// one state takes only localities that lie in it (a few localities' recorded
+// positions fall in a neighbouring state).
 func (s *layerSpec) eligible(l *locality) bool {
 	switch {
 	case strings.HasPrefix(s.Coverage, "state:"):
-		return l.State == s.Coverage[len("state:"):]
+		if l.State != s.Coverage[len("state:"):] {
+			return false
+		}
 	case strings.HasPrefix(s.Coverage, "region:"):
-		return regions[s.Coverage[len("region:"):]].contains(l)
+		if !regions[s.Coverage[len("region:"):]].contains(l) {
+			return false
+		}
+	default:
+		return true
 	}
-	return true
+	at := basemap.StateAt(orb.Point{l.Lon, l.Lat})
+	return at == "" || at == l.State
+}
+
+// state is the one state or territory a layer covers ("state:XX", or the
+// state of its region), or "" for a national or unknown coverage.
+func (s *layerSpec) state() string {
+	switch {
+	case strings.HasPrefix(s.Coverage, "state:"):
+		return s.Coverage[len("state:"):]
+	case strings.HasPrefix(s.Coverage, "region:"):
+		return regions[s.Coverage[len("region:"):]].State
+	}
+	return ""
 }
 
 func sp(s string) *string { return &s }

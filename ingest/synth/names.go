@@ -55,18 +55,73 @@ var highways = map[string][]string{
 	"ACT": {"Northbourne Avenue", "Canberra Avenue", "Monaro Highway", "Barton Highway", "Federal Highway", "Tuggeranong Parkway", "Gungahlin Drive"},
 }
 
-var waterwayStems = []string{
-	"Duck", "Cooks", "Prospect", "Toongabbie", "Darling", "Blackwater", "Sandy", "Stony", "Deep",
-	"Spring", "Oaky", "Wattle", "Reedy", "Dry", "Rocky", "Muddy", "Emu", "Kangaroo", "Wallaby",
-	"Dingo", "Swamp", "Brush", "Cattle", "Sheep", "Horse", "Bullock", "Dairy", "Mill", "Saltwater",
-	"Freshwater", "Middle", "Little", "Back", "Coal", "Gold", "Tin", "Diamond", "Fish", "Eel",
-	"Cockatoo", "Parrot", "Pigeon", "Possum", "Wombat", "Yarra", "Werribee", "Barwon", "Hawkesbury",
-	"Nepean", "Georges", "Parramatta", "Lane Cove", "Hunter", "Manning", "Macleay", "Clarence",
-	"Richmond", "Tweed", "Logan", "Albert", "Brisbane", "Pine", "Caboolture", "Mary", "Burnett",
-	"Fitzroy", "Burdekin", "Herbert", "Johnstone", "Barron", "Gilbert", "Flinders", "Diamantina",
-	"Murrumbidgee", "Lachlan", "Macquarie", "Namoi", "Gwydir", "Condamine", "Warrego", "Paroo",
-	"Onkaparinga", "Torrens", "Swan", "Canning", "Murray", "Avon", "Blackwood", "Derwent", "Huon",
-	"Tamar", "Mersey", "Daly", "Katherine", "Roper", "Adelaide", "Ord", "Fortescue", "Ashburton",
+// Waterway names: a stem anyone might give a creek anywhere, or the name of
+// a real waterway of the feature's own area, so that a stream near
+// Parramatta is Duck Creek or Toongabbie Creek, never the Yarra or the
+// Torrens. waterwayStemsFor picks the list for a locality.
+var genericWaterwayStems = []string{
+	"Blackwater", "Sandy", "Stony", "Deep", "Spring", "Oaky", "Wattle", "Reedy", "Dry", "Rocky",
+	"Muddy", "Emu", "Kangaroo", "Wallaby", "Dingo", "Swamp", "Brush", "Cattle", "Sheep", "Horse",
+	"Bullock", "Dairy", "Mill", "Saltwater", "Freshwater", "Middle", "Little", "Back", "Gold",
+	"Tin", "Fish", "Eel", "Cockatoo", "Parrot", "Pigeon", "Possum", "Wombat",
+}
+
+// localWaterwayStems are real waterways by region (regions' keys) or state.
+var localWaterwayStems = map[string][]string{
+	"greater-sydney": {"Duck", "Haslams", "Subiaco", "Vineyard", "Toongabbie", "Darling Mills", "Devlins", "Terrys",
+		"Ropes", "Eastern", "South", "Prospect", "Cooks", "Georges", "Parramatta", "Lane Cove", "Hawkesbury",
+		"Nepean", "Berowra", "Cattai", "Hacking", "Powells", "Salt Pan", "Alexandra Canal"},
+	"NSW": {"Hunter", "Manning", "Macleay", "Clarence", "Richmond", "Tweed", "Shoalhaven", "Murrumbidgee",
+		"Lachlan", "Macquarie", "Namoi", "Gwydir", "Darling", "Castlereagh", "Bega", "Moruya", "Hastings",
+		"Nambucca", "Bellinger", "Williams", "Paterson", "Wollombi", "Wollondilly", "Cudgegong"},
+	"ACT": {"Molonglo", "Murrumbidgee", "Ginninderra", "Tuggeranong", "Sullivans", "Jerrabomberra", "Yarralumla",
+		"Cotter", "Gudgenby", "Queanbeyan", "Paddys"},
+	"VIC": {"Yarra", "Werribee", "Barwon", "Maribyrnong", "Merri", "Moonee Ponds", "Kororoit", "Plenty",
+		"Darebin", "Dandenong", "Gardiners", "Koonung", "Mullum Mullum", "Goulburn", "Loddon", "Campaspe",
+		"Ovens", "Latrobe", "Snowy", "Glenelg", "Wimmera", "Kiewa", "Mitta Mitta", "Avoca"},
+	"seq": {"Brisbane", "Bremer", "Logan", "Albert", "Pine", "Caboolture", "Oxley", "Norman", "Kedron",
+		"Enoggera", "Bulimba", "Moggill", "Tingalpa", "Cabbage Tree", "Breakfast", "Nerang", "Coomera",
+		"Maroochy", "Mooloolah", "Noosa", "Lockyer"},
+	"QLD": {"Mary", "Burnett", "Fitzroy", "Burdekin", "Herbert", "Johnstone", "Barron", "Gilbert", "Flinders",
+		"Diamantina", "Condamine", "Warrego", "Paroo", "Pioneer", "Ross", "Tully", "Mossman", "Normanby",
+		"Mitchell", "Leichhardt", "Dawson", "Balonne"},
+	"SA": {"Torrens", "Onkaparinga", "Sturt", "Gawler", "Little Para", "Field", "Brownhill", "Keswick",
+		"Light", "Wakefield", "Broughton", "Murray", "Hindmarsh", "Inman", "Finniss", "Angas", "Bremer"},
+	"perth-peel": {"Swan", "Canning", "Helena", "Southern", "Ellen", "Bennett", "Serpentine", "Murray",
+		"Harvey", "Wungong", "Jane", "Bayswater"},
+	"WA": {"Avon", "Blackwood", "Collie", "Preston", "Ord", "Fortescue", "Ashburton", "Gascoyne", "Fitzroy",
+		"Moore", "Murchison", "Greenough", "Kalgan", "Warren", "Donnelly", "De Grey"},
+	"TAS": {"Derwent", "Huon", "Tamar", "Mersey", "North Esk", "South Esk", "Jordan", "Coal", "Forth", "Leven",
+		"Gordon", "Franklin", "Arthur", "Pieman", "Hobart", "New Town", "Meander", "Macquarie"},
+	"NT": {"Daly", "Katherine", "Roper", "Adelaide", "Victoria", "Finniss", "Mary", "Elizabeth", "Rapid",
+		"Howard", "Todd", "Finke", "McArthur", "Ludmilla", "Berrimah"},
+}
+
+// waterwayStemLists caches, per region or state key, the generic stems
+// followed by the local ones.
+var waterwayStemLists = func() map[string][]string {
+	m := make(map[string][]string, len(localWaterwayStems)+1)
+	for k, local := range localWaterwayStems {
+		m[k] = append(append([]string(nil), genericWaterwayStems...), local...)
+	}
+	m[""] = genericWaterwayStems
+	return m
+}()
+
+// waterwayStemsFor is the stem list for a stream near l: its region's real
+// waterways when it lies in one of regions, else its state's.
+func waterwayStemsFor(l *locality) []string {
+	for key, r := range regions {
+		if r.contains(l) {
+			if s, ok := waterwayStemLists[key]; ok {
+				return s
+			}
+		}
+	}
+	if s, ok := waterwayStemLists[l.State]; ok {
+		return s
+	}
+	return waterwayStemLists[""]
 }
 
 var waterwayTypes = []string{"Creek", "Creek", "Creek", "River", "Gully", "Brook", "Rivulet", "Channel"}

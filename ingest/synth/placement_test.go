@@ -1,0 +1,88 @@
+package synth
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/paulmach/orb"
+
+	"siteenv/report/basemap"
+	"siteenv/tiles"
+)
+
+// TestDemoDataBelievable: the point registers of one state keep every point
+// in that state (Natural Earth's outline: no NSW register point in the ACT
+// or across the Murray), and stream names are of the stream's own area: around Sydney
+// Sydney's creeks, never the Yarra (Melbourne) or the Torrens (Adelaide).
+func TestDemoDataBelievable(t *testing.T) {
+	g := small(t)
+	for _, l := range g.layers {
+		st := l.state()
+		if st == "" || l.Geom.Kind != "point" {
+			continue
+		}
+		n, wrong := 0, 0
+		err := g.Features(l.ID, func(f tiles.Feature) error {
+			n++
+			p := f.Geometry.(orb.Point)
+			if at := basemap.StateAt(p); at != "" && at != st {
+				wrong++
+				if wrong <= 3 {
+					t.Errorf("%s %s at %v lies in %s", l.ID, f.ID, p, at)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wrong > 0 {
+			t.Errorf("%s: %d of %d points outside %s", l.ID, wrong, n, st)
+		}
+	}
+
+	foreign := map[string][]string{ // stems that must not name a stream of the key's area
+		"greater-sydney": {"Yarra", "Torrens", "Swan", "Derwent", "Brisbane", "Namoi", "Murrumbidgee"},
+		"VIC":            {"Parramatta", "Torrens", "Swan", "Brisbane", "Hawkesbury"},
+		"SA":             {"Yarra", "Parramatta", "Swan", "Brisbane"},
+	}
+	for i := range g.locs {
+		loc := &g.locs[i]
+		key := loc.State
+		if regions["greater-sydney"].contains(loc) {
+			key = "greater-sydney"
+		}
+		bad, ok := foreign[key]
+		if !ok {
+			continue
+		}
+		for _, stem := range waterwayStemsFor(loc) {
+			for _, b := range bad {
+				if stem == b {
+					t.Fatalf("a stream near %s (%s) may be named %q", loc.Title, key, stem)
+				}
+			}
+		}
+	}
+	// The hydrology lines around Parramatta carry Sydney names.
+	var names []string
+	parramatta := orb.Point{151.0, -33.815}
+	err := g.Features("au-surface-hydrology-lines", func(f tiles.Feature) error {
+		name, _ := f.Properties["name"].(string)
+		if name != "" && f.Geometry.Bound().Pad(0.15).Contains(parramatta) {
+			names = append(names, name)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		for _, b := range foreign["greater-sydney"] {
+			if strings.HasPrefix(n, b+" ") {
+				t.Errorf("a stream near Parramatta is named %q", n)
+			}
+		}
+	}
+	t.Logf("%d named streams near Parramatta, e.g. %v", len(names), names[:min(5, len(names))])
+}
