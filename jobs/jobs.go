@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -190,6 +191,8 @@ type Runner struct {
 	}
 	// running counts the workers' and janitor's goroutines.
 	running sync.WaitGroup
+	// inRequest counts the attempts running in requests (inrequest.go).
+	inRequest atomic.Int64
 }
 
 // Validate fills a copy of c with the defaults and reports the first field
