@@ -1,9 +1,16 @@
 package api_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/paulmach/orb"
+
+	"siteenv/api"
+	"siteenv/engine"
+	"siteenv/jobs"
+	"siteenv/store"
 )
 
 // A request refused with 400 (or 403, 404) is refused before its admission
@@ -29,4 +36,56 @@ func TestRefusedQueriesUseNoAdmission(t *testing.T) {
 		}
 	}
 	qh.query(k.Secret, body).problem(t, "rate_limited", 429)
+}
+
+// A POST /queries with a point site whose answer fits its page costs three
+// ledger round trips, counted on the ledger's pool (ledger.RoundTrips): the
+// key lookup, the admission (claim, site, sections, count and query in one
+// pipelined transaction) and the answer (the finish with the stored
+// response and audit record). The runner's workers and janitor are kept
+// idle (an hour's poll) so that only the request is counted.
+func TestSmallQueryCostsThreeRoundTrips(t *testing.T) {
+	t.Parallel()
+	h := setup(t, func(s *api.Server) {})
+	st, err := store.NewFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := engine.New(st, engine.Options{MemoryBudget: 64 << 20})
+	runner := jobs.New(jobs.Config{Workers: 1, Poll: time.Hour, Sweep: time.Hour, TempDir: t.TempDir()}, h.led, eng, st)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	runner.Start(ctx)
+	api.SetQueryBackend(h.srv, st, runner)
+	qh := &queryHarness{harness: h, store: st, runner: runner}
+	qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"b10": east(10), "b50": east(50), "b900": east(900)})
+	k := qh.key(qh.account(0), nil, "queries:run", "sites:read", "sites:write")
+	ask := func(lon float64) response {
+		return qh.query(k.Secret, map[string]any{"site": map[string]any{"kind": "point", "longitude": lon, "latitude": origin[1]},
+			"layer_ids": []string{"nsw.bores"}, "radius_m": 100}, "Prefer", "wait=3")
+	}
+	// The first warms the catalogue cache and the workers' first claim.
+	if r := ask(origin[0]); r.status != 200 {
+		t.Fatalf("warm-up: %d %s", r.status, r.body)
+	}
+	// The fewest of three: the runner's first claim and the janitor's first
+	// sweep, made as it starts, may still be under way beside the first.
+	least, statements := int64(1<<62), int64(0)
+	for i := range 3 {
+		before := h.led.RoundTrips()
+		r := ask(origin[0] + float64(i+1)*0.0001) // a new site, registered by the admission
+		after := h.led.RoundTrips()
+		if r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		if ids := featureIDs(r.json(t)); len(ids) != 2 {
+			t.Fatalf("features %v", ids)
+		}
+		if n := after.Trips - before.Trips; n < least {
+			least, statements = n, after.Statements-before.Statements
+		}
+	}
+	if least != 3 {
+		t.Fatalf("POST /queries took at least %d round trips (%d statements), want 3", least, statements)
+	}
 }

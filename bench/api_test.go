@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,7 +27,7 @@ func TestAPIAgreesWithPostGIS(t *testing.T) {
 	var logs bytes.Buffer
 	dir := traversableTempDir(t)
 	r, err := RunAPI(ctx, APIOptions{
-		WorkDir: dir, Scale: synth.Small, Seed: 7, Queries: 40, Clients: []int{1, 2}, Reads: 200,
+		WorkDir: dir, Scale: synth.Small, Seed: 7, Queries: 40, Clients: []int{1, 2}, Reads: 200, SmallQueries: 20,
 		MaxFeaturesPerLayer: 500, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if errors.Is(err, ErrNoPostGIS) {
@@ -58,10 +59,31 @@ func TestAPIAgreesWithPostGIS(t *testing.T) {
 		t.Errorf("the report does not state the ledger server's settings:\n%s", out.String())
 	}
 	for _, s := range r.Passes[0].Phases {
-		if s.Count == 0 && s.Phase.String() != "runner claim" {
-			// Every phase of POST /queries runs at least once per query.
+		switch s.Phase.String() {
+		case "runner claim", "rate limiting", "runner finish":
+			// A query run in its request is not claimed, its admission
+			// counts it in the admission batch, and its answer stores its
+			// finish.
+			continue
+		}
+		if s.Count == 0 {
+			// Every other phase of POST /queries runs at least once per query.
 			t.Errorf("phase %s never timed", s.Phase)
 		}
+	}
+	for i, p := range append(slices.Clip(r.Passes), r.SmallPasses...) {
+		n := int64(r.Queries)
+		if i >= len(r.Passes) {
+			n = int64(r.SmallQueries)
+		}
+		// At least the key lookup, the admission and the answer per query.
+		if p.Ledger.Trips < 3*n || p.Ledger.Statements < p.Ledger.Trips || p.CreateServer.P50 <= 0 {
+			t.Errorf("the pass with %d clients: ledger %+v, POST in the server %+v", p.Clients, p.Ledger, p.CreateServer)
+		}
+	}
+	if sc := r.SmallComparison; r.SmallQueries != 20 || len(r.SmallPasses) != 2 || sc.Compared == 0 ||
+		!strings.Contains(out.String(), "small mix p50, 1 client") {
+		t.Errorf("small-query mix: %d queries, %d passes, %+v", r.SmallQueries, len(r.SmallPasses), sc)
 	}
 	if r.ContextServer1.P50 <= 0 || r.LayersServer1.P50 <= 0 || r.SequentialReads != 200 {
 		t.Errorf("sequential reads not measured: %d, %+v %+v", r.SequentialReads, r.ContextServer1, r.LayersServer1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -80,11 +81,13 @@ func (r *Runner) RunNow(ctx context.Context, q ledger.Query, d time.Duration) No
 	}
 	execCtx := r.mu.execCtx
 	r.running.Add(1)
+	r.inRequest.Add(1)
 	r.mu.Unlock()
 	out := make(chan ledger.Query, 1)
 	handoff := make(chan *PendingFinish) // unbuffered: taken only while RunNow waits
 	go func() {
 		defer r.running.Done()
+		defer r.inRequest.Add(-1)
 		var row ledger.Query
 		defer func() { out <- row }() // buffered: never blocks
 		if err := r.attemptNow(context.WithValue(execCtx, handoffKey{}, handoff), q, &row); err != nil {
@@ -133,16 +136,24 @@ func (r *Runner) finishQuery(ctx context.Context, q ledger.Query, status string,
 }
 
 // RunLimits are the running limits RunNow's caller admits under: the
-// account's MaxRunning and the claim's Lease; ok is false while the runner is not
-// started or is stopping (RunNow would refuse: admit the query queued).
+// account's MaxRunning and the claim's Lease; ok is false while the runner
+// is not started or is stopping (RunNow would refuse), or while
+// maxInRequest() attempts already run in requests: then the caller admits
+// the query queued, for the workers.
 func (r *Runner) RunLimits() (maxRunning int, lease time.Duration, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	ok = r.mu.started && r.mu.claimCtx.Err() == nil && r.inRequest.Load() < maxInRequest()
 	// The admitted query's claim is a lease like a worker's (lease.go):
 	// attemptNow holds it, so this process renews it while the attempt
 	// lives, and a crash lets any replica take it over within a lease.
-	return r.cfg.MaxRunning, r.cfg.Lease, r.mu.started && r.mu.claimCtx.Err() == nil
+	return r.cfg.MaxRunning, r.cfg.Lease, ok
 }
+
+// maxInRequest bounds the attempts running in requests at once (RunLimits),
+// as Workers bounds the workers': a burst of requests from many accounts
+// queues beyond it instead of running every query at once.
+func maxInRequest() int64 { return int64(4 * runtime.GOMAXPROCS(0)) }
 
 // attemptNow is runOnce's attempt of an already claimed q under execCtx:
 // bounded by Attempt, stopped by a cancellation of the query, requeued when

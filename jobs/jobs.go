@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -206,6 +207,8 @@ type Runner struct {
 	running sync.WaitGroup
 	// claims are the claims this process's attempts hold and renew.
 	claims heldClaims
+	// inRequest counts the attempts running in requests (inrequest.go).
+	inRequest atomic.Int64
 }
 
 // Validate fills a copy of c with the defaults and reports the first field
