@@ -196,7 +196,7 @@ type edgeWalk struct {
 	hg     *heavyGeom
 	best   *near
 	dm     *degMetric
-	lower  bool
+	lower  bool // degMetric may bound (see inBand)
 	fitted bool
 	// kx, ky order children (metres per degree, roughly) when dm gives
 	// no bound.
@@ -217,7 +217,10 @@ func (ev *evaluator) partDistanceIndexed(k int, hg *heavyGeom, best *near) {
 	pt := ev.s.parts[k]
 	w := edgeWalk{ev: ev, pt: pt, hg: hg, best: best, dm: &ev.metrics[k], prevIdx: -1}
 	w.fitted = pt.loc.FittedBound(hg.f.box)
-	w.lower = !ev.noLower && w.dm.holds(hg.gb)
+	// degMetric's bound holds for boxes inside its band: per node, so
+	// that a feature reaching beyond the band (a river running for tens
+	// of kilometres) is still pruned near the site.
+	w.lower = !ev.noLower && w.dm.kx > 0
 	c := pt.box.Center()
 	w.ky = 111_000
 	w.kx = w.ky * math.Cos(c[1]*deg)
@@ -225,7 +228,7 @@ func (ev *evaluator) partDistanceIndexed(k int, hg *heavyGeom, best *near) {
 	if best.found {
 		w.setPrune(padBox(pt.box, best.d), best.d)
 	}
-	w.visit(len(hg.levels)-1, 0)
+	w.walk()
 }
 
 func (w *edgeWalk) setPrune(b orb.Bound, d float64) {
@@ -233,14 +236,19 @@ func (w *edgeWalk) setPrune(b orb.Bound, d float64) {
 	w.p32 = toBox32(b)
 }
 
+// inBand reports whether degMetric bounds distances to what lies in b.
+func (w *edgeWalk) inBand(b *ebox) bool {
+	return w.lower && float64(b.minY) >= w.dm.lo+degMetricInner && float64(b.maxY) <= w.dm.hi-degMetricInner
+}
+
 // gap is the lower bound (metres) of the geodesic distance between the
-// part and anything in b when w.lower, else a rough distance for ordering
-// (and 0 for pruning: ok false).
+// part and anything in b when inBand (bound true), else a rough distance
+// for ordering only.
 func (w *edgeWalk) gap(b *ebox) (float64, bool) {
 	pb := &w.pt.box
 	gx := math.Max(0, math.Max(float64(b.minX)-pb.Max[0], pb.Min[0]-float64(b.maxX)))
 	gy := math.Max(0, math.Max(float64(b.minY)-pb.Max[1], pb.Min[1]-float64(b.maxY)))
-	if w.lower {
+	if w.inBand(b) {
 		gx, gy = gx*w.dm.kx, gy*w.dm.ky
 		return math.Sqrt(gx*gx + gy*gy), true
 	}
@@ -253,51 +261,94 @@ func (w *edgeWalk) meets(b *ebox) bool {
 	return b.minX <= q.maxX && q.minX <= b.maxX && b.minY <= q.maxY && q.minY <= b.maxY
 }
 
-func (w *edgeWalk) visit(lv int, i int32) bool {
-	b := &w.hg.levels[lv][i]
-	if lv == 0 {
-		return w.leaf(b)
-	}
-	// Children nearest first: the first leaves visited shrink best.d and
-	// with it the prune box for the rest.
-	var order [edgeFanout]struct {
-		d float64
-		j int32
-	}
-	n := 0
-	below := w.hg.levels[lv-1]
-	for j := b.lo; j < b.hi; j++ {
-		c := &below[j]
-		if !w.meets(c) {
+// walkItem is a tree node waiting in edgeWalk's queue: d its gap from the
+// part (a lower bound when bound).
+type walkItem struct {
+	d     float64
+	lv, i int32
+	bound bool
+}
+
+// walk visits the tree best first: nodes by increasing gap from the part,
+// so the first leaves measured are the nearest and best.d shrinks before
+// the rest are looked at; a node is expanded only if it still meets the
+// prune box and its bound does not exceed best.d.
+func (w *edgeWalk) walk() {
+	levels := w.hg.levels
+	top := int32(len(levels) - 1)
+	q := w.ev.walkQueue[:0]
+	d, bound := w.gap(&levels[top][0])
+	q = pushWalk(q, walkItem{d, top, 0, bound})
+	for len(q) > 0 {
+		var it walkItem
+		it, q = popWalk(q)
+		b := &levels[it.lv][it.i]
+		if !w.meets(b) {
 			continue
 		}
-		d, bound := w.gap(c)
-		if bound && d > w.best.d+lowerMargin {
+		if it.bound && it.d > w.best.d+lowerMargin {
 			w.ev.lowerSkips++
 			continue
 		}
-		k := n
-		for k > 0 && order[k-1].d > d {
-			order[k] = order[k-1]
-			k--
-		}
-		order[k].d, order[k].j = d, j
-		n++
-	}
-	for _, o := range order[:n] {
-		c := &below[o.j]
-		if !w.meets(c) {
+		if it.lv == 0 {
+			if w.leaf(b) {
+				break
+			}
 			continue
 		}
-		if w.lower && o.d > w.best.d+lowerMargin {
-			w.ev.lowerSkips++
-			continue
-		}
-		if w.visit(lv-1, o.j) {
-			return true
+		below := levels[it.lv-1]
+		for j := b.lo; j < b.hi; j++ {
+			c := &below[j]
+			if !w.meets(c) {
+				continue
+			}
+			d, bound := w.gap(c)
+			if bound && d > w.best.d+lowerMargin {
+				w.ev.lowerSkips++
+				continue
+			}
+			q = pushWalk(q, walkItem{d, it.lv - 1, j, bound})
 		}
 	}
-	return false
+	w.ev.walkQueue = q[:0]
+}
+
+// pushWalk and popWalk keep q a binary min-heap by d.
+func pushWalk(q []walkItem, it walkItem) []walkItem {
+	q = append(q, it)
+	k := len(q) - 1
+	for k > 0 {
+		p := (k - 1) / 2
+		if q[p].d <= q[k].d {
+			break
+		}
+		q[p], q[k] = q[k], q[p]
+		k = p
+	}
+	return q
+}
+
+func popWalk(q []walkItem) (walkItem, []walkItem) {
+	top := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	q = q[:n]
+	k := 0
+	for {
+		l, m := 2*k+1, k
+		if l < n && q[l].d < q[m].d {
+			m = l
+		}
+		if r := l + 1; r < n && q[r].d < q[m].d {
+			m = r
+		}
+		if m == k {
+			break
+		}
+		q[k], q[m] = q[m], q[k]
+		k = m
+	}
+	return top, q
 }
 
 // leaf measures the leaf's edges as partDistance does; true when the
@@ -306,6 +357,7 @@ func (w *edgeWalk) leaf(b *ebox) bool {
 	pt, best, hg := w.pt, w.best, w.hg
 	pts := hg.f.pts
 	pb := &pt.box
+	lower := w.inBand(b)
 	for i := b.lo; i < b.hi; i++ {
 		A, B := pts[i], pts[i+1]
 		m := hg.m
@@ -315,7 +367,7 @@ func (w *edgeWalk) leaf(b *ebox) bool {
 		if !edgeMeets(A, B, m, &w.prune) {
 			continue
 		}
-		if w.lower {
+		if lower {
 			gx, gy := boxGap(A[0], B[0], pb.Min[0], pb.Max[0], m)*w.dm.kx, boxGap(A[1], B[1], pb.Min[1], pb.Max[1], m)*w.dm.ky
 			if lim := best.d + lowerMargin; gx*gx+gy*gy > lim*lim {
 				w.ev.lowerSkips++

@@ -87,6 +87,8 @@ type evaluator struct {
 	noLower bool
 	// lowerSkips counts the edges degMetric's bound skipped (tests).
 	lowerSkips int
+	// walkQueue is edgeWalk's queue (edgeindex.go).
+	walkQueue []walkItem
 }
 
 func newEvaluator(s *site, r float64) *evaluator {
