@@ -68,3 +68,44 @@ func TestEngineAgreesWithPostGIS(t *testing.T) {
 		t.Errorf("load: %+v for %d tiles, %d features", r.Load, r.Tiles, r.Features)
 	}
 }
+
+// TestEngineUnderBudgetAgreesWithPostGIS runs the same check with an
+// engine budget far below its shards: shards are evicted and loaded again
+// during the passes, and the answers still agree with PostGIS. The report
+// carries the peak memory of the bench and of PostGIS.
+func TestEngineUnderBudgetAgreesWithPostGIS(t *testing.T) {
+	ctx := context.Background()
+	var logs bytes.Buffer
+	r, err := RunEngine(ctx, EngineOptions{
+		WorkDir: traversableTempDir(t), Scale: synth.Small, Seed: 7, Queries: 100, Workers: 2,
+		MaxFeaturesPerLayer: 1000, EngineMemory: 64 << 10, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	if err != nil {
+		t.Fatalf("RunEngine: %v\nlogs:\n%s", err, logs.String())
+	}
+	var out strings.Builder
+	r.Print(&out)
+	t.Log("\n" + out.String())
+	if err := r.Err(false); err != nil {
+		t.Fatal(err)
+	}
+	if c := r.Comparison; c.Compared == 0 || c.Matched == 0 {
+		t.Fatalf("nothing compared: %+v", c)
+	}
+	b := r.Budget
+	if b.Loads == 0 || b.Evictions == 0 || r.Load.Evictions == 0 || r.Load.NeedBytes <= r.Load.Budget {
+		t.Errorf("a 64 KiB budget loaded %d shards and evicted %d during the passes (need %d bytes)", b.Loads, b.Evictions, r.Load.NeedBytes)
+	}
+	if r.Load.Features != r.Features || r.Load.Loads != int64(r.Tiles) {
+		t.Errorf("load: %+v for %d tiles, %d features", r.Load, r.Tiles, r.Features)
+	}
+	m := r.Memory
+	if m.Self <= 0 || len(m.Clusters) != 1 || m.Clusters[0].Peak <= 0 || m.MinAvailable <= 0 {
+		t.Errorf("memory figures: %+v", m)
+	}
+	for _, want := range []string{"peak resident: bench process", "cold query", "answers digest", "point layers"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
