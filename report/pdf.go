@@ -782,7 +782,7 @@ func (d *pdfDoc) sources() {
 	d.heading("Data sources and currency")
 	d.para("One row per source of each layer used: who published it, the release this report read, its published, effective and "+
 		"retrieved dates, its licence, and how far its data covers this site's search area.", 8.5)
-	cols := []float64{30, 32, 22, 17, 17, 17, 25, 20}
+	cols := []float64{28, 30, 24, 19, 19, 19, 23, 18}
 	head := []string{"Layer", "Provider / source variant", "Release", "Published", "Effective", "Retrieved", "Licence", "Coverage"}
 	d.tableHead(cols, head)
 	for _, s := range d.r.Sources {
