@@ -287,8 +287,9 @@ func (r *Runner) Start(ctx context.Context) {
 		defer r.running.Done()
 		r.janitor(claimCtx)
 	}()
-	// Renewal lasts as long as attempts may: Stop ends it once the
-	// workers have exited.
+	// Renewal lasts as long as attempts may: it ends once the workers and
+	// the janitor have exited (ctx ended and the attempts in flight
+	// finished, or Stop).
 	renewCtx, stopRenewal := context.WithCancel(context.WithoutCancel(ctx))
 	renewed := make(chan struct{})
 	r.mu.stopRenewal = func() {
@@ -298,6 +299,10 @@ func (r *Runner) Start(ctx context.Context) {
 	go func() {
 		defer close(renewed)
 		r.renewClaims(renewCtx)
+	}()
+	go func() {
+		r.running.Wait()
+		stopRenewal()
 	}()
 }
 
