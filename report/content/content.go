@@ -22,8 +22,20 @@ import (
 )
 
 // Listed is how many features a report lists per layer, nearest first
-// (the detail table, the map keys and the evidence's features).
+// (the detail table, the map keys and the evidence's features), beyond
+// those on the site itself, which are always all listed: the site profile
+// names every record on the site.
 const Listed = 10
+
+// onSite counts the features at distance 0 (the engine returns them
+// nearest first, so they lead).
+func onSite(fs []Feature) int {
+	n := 0
+	for n < len(fs) && fs[n].DistanceM == 0 {
+		n++
+	}
+	return n
+}
 
 // keyFields is how many of a listed feature's fields are printed.
 const keyFields = 3
@@ -190,7 +202,7 @@ func Build(in Input) Output {
 			}
 			n := 0
 			if l.Status == "data_present" {
-				n = min(len(l.Features), Listed)
+				n = min(len(l.Features), max(Listed, onSite(l.Features)))
 			}
 			fields := NewFields(l.FieldSchema, l.Units)
 			var names []string

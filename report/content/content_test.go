@@ -189,3 +189,25 @@ func TestLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestSiteProfileListsEveryOnSiteRecord: a layer with more records on the
+// site than Listed lists them all (each keyed once, in the site profile),
+// and then no others.
+func TestSiteProfileListsEveryOnSiteRecord(t *testing.T) {
+	in := sampleInput()
+	dists := make([]float64, Listed+3)
+	in.Layers = append(in.Layers, layer("e", "water", 1000, []string{"AUS"}, points("E", append(dists, 10, 20)...)))
+	out := Build(in)
+	f := out.Layers[len(out.Layers)-1]
+	if len(f.Listed) != Listed+3 {
+		t.Fatalf("listed %d, want every one of the %d on-site records", len(f.Listed), Listed+3)
+	}
+	for _, lf := range f.Listed {
+		if !lf.OnSite {
+			t.Errorf("listed %s at %v m beyond the on-site records", lf.FeatureID, lf.DistanceM)
+		}
+	}
+	if got, want := len(out.Doc.SiteProfile), 3+Listed+3; got != want {
+		t.Errorf("site profile has %d rows, want %d", got, want)
+	}
+}
