@@ -500,13 +500,15 @@ func (d *pdfDoc) profile() {
 	}
 	cols2 := []float64{12, 58, 40, 70}
 	d.tableHead(cols2, []string{"Key", "Layer", "Feature", "Details"})
+	var rows [][]string
 	for _, r := range d.r.SiteProfile {
 		var fs []string
 		for _, f := range r.Fields {
 			fs = append(fs, f.Name+": "+f.Value)
 		}
-		d.rowHead(cols2, []string{strconv.Itoa(r.Key), r.Layer, r.ID, strings.Join(fs, "; ")}, []string{"Key", "Layer", "Feature", "Details"})
+		rows = append(rows, []string{strconv.Itoa(r.Key), r.Layer, r.ID, strings.Join(fs, "; ")})
 	}
+	d.rowsHead(cols2, rows, []string{"Key", "Layer", "Feature", "Details"})
 }
 
 func countCell(c *int) string {
@@ -675,9 +677,7 @@ func (d *pdfDoc) layer(l *ReportLayer) {
 	}
 	if len(l.Rows) > 0 {
 		d.tableHead(cols, head)
-		for _, r := range l.Rows {
-			d.rowHead(cols, cells(r), head)
-		}
+		d.rowsHead(cols, mapRows(l.Rows, cells), head)
 	}
 	if len(l.NotDrawn) > 0 {
 		d.Ln(1)
@@ -685,9 +685,7 @@ func (d *pdfDoc) layer(l *ReportLayer) {
 		d.SetFont("go", "B", 8)
 		d.MultiCell(bodyW, 4.5, fmt.Sprintf("Not drawn: %s beyond the map's frame", plural(len(l.NotDrawn), "listed record", "listed records")), "", "L", false)
 		d.tableHead(cols, head)
-		for _, r := range l.NotDrawn {
-			d.rowHead(cols, cells(r), head)
-		}
+		d.rowsHead(cols, mapRows(l.NotDrawn, cells), head)
 	}
 	if l.Unlisted > 0 {
 		d.SetFont("go", "", 7.5)
@@ -719,6 +717,31 @@ func (d *pdfDoc) rowHeight(cols []float64, cells []string) float64 {
 		lines = max(lines, len(d.SplitText(c, cols[i]-1.6)))
 	}
 	return float64(lines)*3.6 + 0.8
+}
+
+// rowsHead prints a table's rows (its header already printed), the header
+// repeating on each new page; the last two rows stay together, so that no
+// row is left alone at the top of a page.
+func (d *pdfDoc) rowsHead(cols []float64, rows [][]string, head []string) {
+	for i, cells := range rows {
+		if i > 0 && i == len(rows)-2 {
+			d.SetFont("go", "", tableSize)
+			h, next := d.rowHeight(cols, cells), d.rowHeight(cols, rows[i+1])
+			if y := d.GetY(); y+h <= bottom && y+h+next > bottom {
+				d.AddPage()
+				d.tableHead(cols, head)
+			}
+		}
+		d.rowHead(cols, cells, head)
+	}
+}
+
+func mapRows(rs []Row, cells func(Row) []string) [][]string {
+	out := make([][]string, len(rs))
+	for i, r := range rs {
+		out[i] = cells(r)
+	}
+	return out
 }
 
 // rowHead prints a row; when it starts a new page, the header repeats.
@@ -785,14 +808,16 @@ func (d *pdfDoc) sources() {
 	cols := []float64{28, 30, 24, 19, 19, 19, 23, 18}
 	head := []string{"Layer", "Provider / source variant", "Release", "Published", "Effective", "Retrieved", "Licence", "Coverage"}
 	d.tableHead(cols, head)
+	var rows [][]string
 	for _, s := range d.r.Sources {
 		prov := orDash(s.Provider)
 		if s.Variant != "" {
 			prov += " / " + s.Variant
 		}
-		d.rowHead(cols, []string{s.Layer, prov, orDash(s.Release), orDash(day(s.Published)), orDash(day(s.Effective)), orDash(day(s.Retrieved)),
-			orDash(s.Licence), s.Coverage}, head)
+		rows = append(rows, []string{s.Layer, prov, orDash(s.Release), orDash(day(s.Published)), orDash(day(s.Effective)), orDash(day(s.Retrieved)),
+			orDash(s.Licence), s.Coverage})
 	}
+	d.rowsHead(cols, rows, head)
 	d.Ln(3)
 	var attr []string
 	for _, s := range d.r.Sources {
