@@ -77,10 +77,10 @@ func DiffReleasesAs(ctx context.Context, st store.Store, layerID, from, to strin
 	var mu sync.Mutex
 	err = eachTile(ctx, st, mf, func(t *tiles.Tile) error {
 		ids, cs := make([]uint64, t.Len()), make([]uint64, t.Len())
-		var buf []byte
+		var v hashVisitor
 		for i := range ids {
 			ids[i] = maphash.String(seed, t.IDs[i])
-			buf, cs[i] = contentHash(seed, t, i, buf)
+			cs[i] = v.contentHash(seed, t, i)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -110,10 +110,10 @@ func DiffReleasesAs(ctx context.Context, st store.Store, layerID, from, to strin
 	seen := make(map[uint64]struct{}, mt.FeatureCount)
 	err = eachTileOrdered(ctx, st, mt, func(t *tiles.Tile) (any, error) {
 		ids, cs := make([]uint64, t.Len()), make([]uint64, t.Len())
-		var buf []byte
+		var v hashVisitor
 		for i := range ids {
 			ids[i] = maphash.String(seed, t.IDs[i])
-			buf, cs[i] = contentHash(seed, t, i, buf)
+			cs[i] = v.contentHash(seed, t, i)
 		}
 		return [2][]uint64{ids, cs}, nil
 	}, func(t *tiles.Tile, v any) error {
@@ -167,14 +167,15 @@ func DiffReleasesAs(ctx context.Context, st store.Store, layerID, from, to strin
 	return sum, nil
 }
 
-// contentHash hashes feature i's geometry (its WKB) and field values.
-func contentHash(seed maphash.Seed, t *tiles.Tile, i int, buf []byte) ([]byte, uint64) {
-	buf = buf[:0]
-	buf = binary.AppendUvarint(buf, uint64(len(t.WKB[i])))
-	buf = append(buf, t.WKB[i]...)
-	v := hashVisitor{buf: buf}
-	t.VisitProperties(i, &v)
-	return v.buf, maphash.Bytes(seed, v.buf)
+// contentHash hashes feature i's geometry (its WKB) and field values. One
+// visitor serves a whole tile, so its buffer is reused (and the visitor
+// escapes to the heap once per tile, not once per feature).
+func (h *hashVisitor) contentHash(seed maphash.Seed, t *tiles.Tile, i int) uint64 {
+	h.buf = h.buf[:0]
+	h.buf = binary.AppendUvarint(h.buf, uint64(len(t.WKB[i])))
+	h.buf = append(h.buf, t.WKB[i]...)
+	t.VisitProperties(i, h)
+	return maphash.Bytes(seed, h.buf)
 }
 
 type hashVisitor struct{ buf []byte }
