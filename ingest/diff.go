@@ -3,16 +3,12 @@ package ingest
 import (
 	"context"
 	"encoding/binary"
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"hash/maphash"
 	"io"
 	"math"
 	"runtime"
 	"sync"
-
-	"github.com/paulmach/orb/encoding/wkt"
 
 	"siteenv/store"
 	"siteenv/tiles"
@@ -47,7 +43,26 @@ type DiffSummary struct {
 // by a 64-bit hash (two distinct ids share one with probability about
 // n²/2^65, 1e-7 at two million features).
 func DiffReleases(ctx context.Context, st store.Store, layerID, from, to string, out io.Writer) (DiffSummary, error) {
+	return DiffReleasesAs(ctx, st, layerID, from, to, out, ChangesCSV)
+}
+
+// Formats of the changed features DiffReleasesAs writes.
+const (
+	ChangesCSV        = "csv"
+	ChangesGeoParquet = "geoparquet"
+)
+
+// DiffReleasesAs is DiffReleases writing the changed features to out in
+// format: ChangesCSV (as DiffReleases) or ChangesGeoParquet, a GeoParquet
+// 1.1 file written by tiles.ChangeWriter: feature_id, change, geometry
+// (WKB, CRS84), the bbox covering and one typed column per field of the
+// two releases' field schemas (tiles.UnionSchema). Rows come in the same
+// order as the CSV's.
+func DiffReleasesAs(ctx context.Context, st store.Store, layerID, from, to string, out io.Writer, format string) (DiffSummary, error) {
 	sum := DiffSummary{LayerID: layerID, FromRelease: from, ToRelease: to}
+	if format != ChangesCSV && format != ChangesGeoParquet {
+		return sum, fmt.Errorf("unknown changes format %q", format)
+	}
 	mf, err := tiles.ReadManifest(ctx, st, layerID, from)
 	if err != nil {
 		return sum, fmt.Errorf("release %s: %w", from, err)
@@ -62,10 +77,10 @@ func DiffReleases(ctx context.Context, st store.Store, layerID, from, to string,
 	var mu sync.Mutex
 	err = eachTile(ctx, st, mf, func(t *tiles.Tile) error {
 		ids, cs := make([]uint64, t.Len()), make([]uint64, t.Len())
-		var buf []byte
+		var v hashVisitor
 		for i := range ids {
 			ids[i] = maphash.String(seed, t.IDs[i])
-			buf, cs[i] = contentHash(seed, t, i, buf)
+			cs[i] = v.contentHash(seed, t, i)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -78,36 +93,27 @@ func DiffReleases(ctx context.Context, st store.Store, layerID, from, to string,
 	if err != nil {
 		return sum, err
 	}
-	var w *csv.Writer
+	var sink changeSink
 	if out != nil {
-		w = csv.NewWriter(out)
-		if err := w.Write([]string{"change", "feature_id", "geometry", "properties"}); err != nil {
+		if sink, err = newChangeSink(out, format, mf, mt); err != nil {
 			return sum, err
 		}
 	}
 	write := func(change string, t *tiles.Tile, i int) error {
-		if w == nil {
+		if sink == nil {
 			return nil
 		}
-		g, err := t.Geometry(i)
-		if err != nil {
-			return err
-		}
-		props, err := json.Marshal(t.Properties(i))
-		if err != nil {
-			return err
-		}
-		return w.Write([]string{change, t.IDs[i], wkt.MarshalString(g), string(props)})
+		return sink.write(change, t, i)
 	}
 	// Pass 2: to's features against them. Tiles are hashed in parallel and
 	// judged in tile order, so the CSV is deterministic.
 	seen := make(map[uint64]struct{}, mt.FeatureCount)
 	err = eachTileOrdered(ctx, st, mt, func(t *tiles.Tile) (any, error) {
 		ids, cs := make([]uint64, t.Len()), make([]uint64, t.Len())
-		var buf []byte
+		var v hashVisitor
 		for i := range ids {
 			ids[i] = maphash.String(seed, t.IDs[i])
-			buf, cs[i] = contentHash(seed, t, i, buf)
+			cs[i] = v.contentHash(seed, t, i)
 		}
 		return [2][]uint64{ids, cs}, nil
 	}, func(t *tiles.Tile, v any) error {
@@ -138,7 +144,7 @@ func DiffReleases(ctx context.Context, st store.Store, layerID, from, to string,
 	}
 	sum.Removed = sum.From - sum.Changed - sum.Unchanged
 	// Pass 3, only for the CSV: from's features that to lacks.
-	if w != nil && sum.Removed > 0 {
+	if sink != nil && sum.Removed > 0 {
 		err = eachTileOrdered(ctx, st, mf, func(t *tiles.Tile) (any, error) { return nil, nil }, func(t *tiles.Tile, _ any) error {
 			for i := range t.IDs {
 				if _, ok := seen[maphash.String(seed, t.IDs[i])]; !ok {
@@ -153,23 +159,23 @@ func DiffReleases(ctx context.Context, st store.Store, layerID, from, to string,
 			return sum, err
 		}
 	}
-	if w != nil {
-		w.Flush()
-		if err := w.Error(); err != nil {
+	if sink != nil {
+		if err := sink.close(); err != nil {
 			return sum, err
 		}
 	}
 	return sum, nil
 }
 
-// contentHash hashes feature i's geometry (its WKB) and field values.
-func contentHash(seed maphash.Seed, t *tiles.Tile, i int, buf []byte) ([]byte, uint64) {
-	buf = buf[:0]
-	buf = binary.AppendUvarint(buf, uint64(len(t.WKB[i])))
-	buf = append(buf, t.WKB[i]...)
-	v := hashVisitor{buf: buf}
-	t.VisitProperties(i, &v)
-	return v.buf, maphash.Bytes(seed, v.buf)
+// contentHash hashes feature i's geometry (its WKB) and field values. One
+// visitor serves a whole tile, so its buffer is reused (and the visitor
+// escapes to the heap once per tile, not once per feature).
+func (h *hashVisitor) contentHash(seed maphash.Seed, t *tiles.Tile, i int) uint64 {
+	h.buf = h.buf[:0]
+	h.buf = binary.AppendUvarint(h.buf, uint64(len(t.WKB[i])))
+	h.buf = append(h.buf, t.WKB[i]...)
+	t.VisitProperties(i, h)
+	return maphash.Bytes(seed, h.buf)
 }
 
 type hashVisitor struct{ buf []byte }

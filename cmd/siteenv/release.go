@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"strings"
 	"time"
 
 	"siteenv/ingest"
@@ -18,7 +20,7 @@ import (
 
 const releaseUsage = `usage:
   siteenv release list --layer ID
-  siteenv release diff --layer ID [--from R1] [--to R2] [--out changes.csv]
+  siteenv release diff --layer ID [--from R1] [--to R2] [--out changes.csv|changes.parquet]
   siteenv release promote --layer ID --release R`
 
 // releaseCmd reviews a layer's releases: list them, compare two, make one
@@ -38,7 +40,7 @@ func releaseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case "diff":
 		from = fs.String("from", "", "release to compare from (default: the current release)")
 		to = fs.String("to", "", "release to compare to (default: the newest staged release)")
-		out = fs.String("out", "", "CSV of the added, removed and changed features (default <layer>.<from>..<to>.csv; - for none)")
+		out = fs.String("out", "", "file of the added, removed and changed features: GeoParquet when it ends in .parquet, CSV otherwise (default <layer>.<from>..<to>.csv; - for none)")
 	case "promote":
 		rel = fs.String("release", "", "release to make current (required)")
 	default:
@@ -148,16 +150,25 @@ func releaseDiff(ctx context.Context, e *env, layer, from, to, out string, stdou
 		out = fmt.Sprintf("%s.%s..%s.csv", layer, short(from), short(to))
 	}
 	var f *os.File
+	var bw *bufio.Writer
 	if out != "-" {
 		if f, err = os.Create(out); err != nil {
 			return err
 		}
-		w = f
+		bw = bufio.NewWriterSize(f, 1<<20)
+		w = bw
+	}
+	format := ingest.ChangesCSV
+	if strings.HasSuffix(strings.ToLower(out), ".parquet") {
+		format = ingest.ChangesGeoParquet
 	}
 	start := time.Now()
-	sum, err := ingest.DiffReleases(ctx, st, layer, from, to, w)
+	sum, err := ingest.DiffReleasesAs(ctx, st, layer, from, to, w, format)
 	sum.ElapsedS = time.Since(start).Seconds()
 	if f != nil {
+		if err == nil {
+			err = bw.Flush()
+		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

@@ -186,6 +186,13 @@ func TestStageDiffPromote(t *testing.T) {
 	if want := "[added:b11 added:b12 added:b13 changed:b7 changed:b8 changed:b9 removed:b10]"; fmt.Sprint(changes) != want {
 		t.Fatalf("changes %v, want %s", changes, want)
 	}
+	// The same changes as GeoParquet, read back by two readers.
+	pqPath := filepath.Join(dir, "changes.parquet")
+	d, err = cli(t, "release", "diff", "--layer", layerID, "--out", pqPath)
+	if err != nil || d["changes_file"] != pqPath || d["added"] != float64(3) || d["removed"] != float64(1) || d["changed"] != float64(3) {
+		t.Fatalf("diff to GeoParquet %v %v", d, err)
+	}
+	checkChangesGeoParquet(t, pqPath, pairChanges(false))
 	query("after the diff", relA)
 
 	// 4. Promote B.
@@ -206,6 +213,10 @@ func TestStageDiffPromote(t *testing.T) {
 	if err != nil || d["added"] != float64(1) || d["removed"] != float64(3) || d["changed"] != float64(3) || d["unchanged"] != float64(6) {
 		t.Fatalf("reverse diff %v %v", d, err)
 	}
+	if _, err = cli(t, "release", "diff", "--layer", layerID, "--from", relB, "--to", relA, "--out", pqPath); err != nil {
+		t.Fatal(err)
+	}
+	checkChangesGeoParquet(t, pqPath, pairChanges(true))
 
 	// Promoting the current release changes nothing; an unknown one fails.
 	if p, err = cli(t, "release", "promote", "--layer", layerID, "--release", relA); err != nil || p["changed"] != false {
