@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/geojson"
-	"github.com/paulmach/orb/planar"
 
 	"siteenv/engine/geo"
 	"siteenv/ledger"
@@ -443,21 +442,11 @@ func (s *Server) parcelsContaining(r *request, pt orb.Point) ([]parcel, error) {
 		// The raw geometry: canonical rounding must not move the boundary
 		// across the point.
 		raw, _ := geojson.UnmarshalGeometry(row.Geometry)
-		if contains(raw.Geometry(), pt) {
+		if geo.PolygonalContains(raw.Geometry(), pt) {
 			out = append(out, p)
 		}
 	}
 	return out, nil
-}
-
-func contains(g orb.Geometry, pt orb.Point) bool {
-	switch g := g.(type) {
-	case orb.Polygon:
-		return planar.PolygonContains(g, pt)
-	case orb.MultiPolygon:
-		return planar.MultiPolygonContains(g, pt)
-	}
-	return false
 }
 
 // resolveSite: a saved site or a registered external reference previews

@@ -171,3 +171,16 @@ func eachPoint(g orb.Geometry, f func(orb.Point) bool) bool {
 	}
 	return true
 }
+
+// PolygonalContains reports whether the Polygon or MultiPolygon g contains
+// p in the plane of its coordinates (a boundary point counts as orb's
+// planar package counts it); any other geometry contains nothing.
+func PolygonalContains(g orb.Geometry, p orb.Point) bool {
+	switch g := g.(type) {
+	case orb.Polygon:
+		return planar.PolygonContains(g, p)
+	case orb.MultiPolygon:
+		return planar.MultiPolygonContains(g, p)
+	}
+	return false
+}

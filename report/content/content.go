@@ -465,27 +465,17 @@ func ofSite(site orb.Geometry, centre orb.Point, ps []Parcel) []Parcel {
 		switch site.(type) {
 		case orb.Polygon, orb.MultiPolygon:
 			c, _ := planar.CentroidArea(p.Geometry)
-			if sb.Contains(pb.Min) && sb.Contains(pb.Max) && contains(site, c) {
+			if sb.Contains(pb.Min) && sb.Contains(pb.Max) && geo.PolygonalContains(site, c) {
 				out = append(out, p)
 			}
 		default:
-			if contains(p.Geometry, centre) {
+			if geo.PolygonalContains(p.Geometry, centre) {
 				out = append(out, p)
 			}
 		}
 	}
 	slices.SortFunc(out, func(a, b Parcel) int { return strings.Compare(a.CadastreID, b.CadastreID) })
 	return out
-}
-
-func contains(g orb.Geometry, p orb.Point) bool {
-	switch g := g.(type) {
-	case orb.Polygon:
-		return planar.PolygonContains(g, p)
-	case orb.MultiPolygon:
-		return planar.MultiPolygonContains(g, p)
-	}
-	return false
 }
 
 func plural(n int, one, many string) string {
