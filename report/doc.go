@@ -68,6 +68,10 @@ type ProfileRow struct {
 	// when the layer was not searched.
 	Total *int
 	Note  string
+	// NotCovered: the layer's data does not reach the site. Such layers
+	// (another state's register, say) get no row of their own: the
+	// profile names them once, below its table.
+	NotCovered bool
 }
 
 // ReportSection is one section: its map, legend and layers.

@@ -472,7 +472,12 @@ func (d *pdfDoc) profile() {
 	head = append(head, "Total")
 	d.tableHead(cols, head)
 	section := ""
+	var notCovered []string
 	for _, p := range d.r.Profile {
+		if p.NotCovered {
+			notCovered = append(notCovered, p.Layer)
+			continue
+		}
 		if p.Section != section {
 			section = p.Section
 			d.room(9)
@@ -490,6 +495,10 @@ func (d *pdfDoc) profile() {
 		}
 		cells = append(cells, countCell(p.Total))
 		d.rowAligned(cols, cells, "R", cols, head)
+	}
+	if len(notCovered) > 0 {
+		d.Ln(1.5)
+		d.para("Not covered here (the data does not reach the site; nothing was searched): "+strings.Join(notCovered, "; ")+".", 8)
 	}
 	d.Ln(5)
 	d.room(30)
@@ -521,15 +530,15 @@ func countCell(c *int) string {
 func (d *pdfDoc) section(i int) error {
 	s := &d.r.Sections[i]
 	// A section with nothing to draw starts no page of its own: it
-	// follows the one before when a few lines fit.
+	// follows the one before (or the site profile) when a few lines fit.
 	// A section with a map starts a page unless its heading, map and
-	// legend fit below the section before.
+	// legend fit below what comes before.
 	drawn := len(s.Legend) > 0 && s.Map.Site != nil
 	need := 45.0
 	if drawn {
 		need = 14 + bodyW*MapHeight/MapWidth + 22
 	}
-	if i == 0 || d.GetY()+need > bottom {
+	if d.GetY()+need > bottom {
 		d.AddPage()
 	} else {
 		d.Ln(6)

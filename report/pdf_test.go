@@ -59,7 +59,7 @@ func sampleReport() Report {
 			{Section: "Flooding", Key: "flood", Finding: "None found", Detail: "1 layer unavailable"}},
 		Profile: []ProfileRow{
 			{Section: "Contamination", Layer: "NSW contaminated land notified to the EPA", Counts: band(1, 0, 0, 1, 0, 0, -1, -1), Total: &two},
-			{Section: "Contamination", Layer: "Victoria EPA Priority Sites Register", Counts: band(-1, -1, -1, -1, -1, -1, -1, -1), Total: &zero, Note: "Not covered: the data does not reach the site"},
+			{Section: "Contamination", Layer: "Victoria EPA Priority Sites Register", Counts: band(-1, -1, -1, -1, -1, -1, -1, -1), Total: &zero, Note: "Not covered: the data does not reach the site", NotCovered: true},
 			{Section: "Flooding", Layer: "Flood planning areas", Counts: band(0, 0, 0, 0, 0, -1, -1, -1), Total: &zero},
 			{Section: "Flooding", Layer: "Flood warning gauges", Counts: band(-1, -1, -1, -1, -1, -1, -1, -1), Note: "Source unavailable: count unknown"},
 		},
@@ -140,6 +140,14 @@ func TestPDFStatesEveryLine(t *testing.T) {
 		if !strings.Contains(flat, w) {
 			t.Errorf("the PDF's text lacks %q", w)
 		}
+	}
+	// A layer whose data does not reach the site has no row in the
+	// statistical profile: the profile names it once, below its table.
+	if i, j := strings.Index(flat, "Statistical profile"), strings.Index(flat, "Site profile"); i < 0 || j < i {
+		t.Error("the PDF lacks the statistical profile or the site profile")
+	} else if prof := flat[i:j]; !strings.Contains(prof, "Not covered here (the data does not reach the site; nothing was searched): Victoria EPA Priority Sites Register.") ||
+		strings.Contains(prof, "Not covered: the data does not reach the site") {
+		t.Errorf("the statistical profile does not name its not-covered layer once below the table: %q", prof)
 	}
 	if !bytes.Contains(pdf, []byte("/FontFile2")) {
 		t.Error("fonts are not embedded")

@@ -370,7 +370,7 @@ func profileRow(section string, l *Layer, bands []*int) report.ProfileRow {
 	row := report.ProfileRow{Section: section, Layer: l.Name, Counts: bands, Total: l.Count}
 	switch {
 	case l.Reason == "outside_coverage":
-		row.Note = "Not covered: the data does not reach the site"
+		row.Note, row.NotCovered = "Not covered: the data does not reach the site", true
 	case l.Count == nil || l.Status == "unavailable":
 		row.Note = StatusText(l.Status, l.Reason) + ": count unknown"
 	}

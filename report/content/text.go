@@ -60,7 +60,12 @@ func Text(doc report.Report) []Section {
 		labels = append(labels, bd.Label)
 	}
 	fmt.Fprintf(&b, "Layer | %s | Total\n", strings.Join(labels, " | "))
+	var notCovered []string
 	for _, p := range doc.Profile {
+		if p.NotCovered {
+			notCovered = append(notCovered, p.Layer)
+			continue
+		}
 		fmt.Fprintf(&b, "%s | ", p.Layer)
 		if p.Note != "" {
 			fmt.Fprintf(&b, "%s\n", p.Note)
@@ -71,6 +76,9 @@ func Text(doc report.Report) []Section {
 			cs = append(cs, countText(c))
 		}
 		fmt.Fprintf(&b, "%s | %s\n", strings.Join(cs, " | "), countText(p.Total))
+	}
+	if len(notCovered) > 0 {
+		fmt.Fprintf(&b, "Not covered here (the data does not reach the site): %s.\n", strings.Join(notCovered, "; "))
 	}
 	add("Statistical profile", b.String())
 
