@@ -888,7 +888,7 @@ func layerSpecs() []*layerSpec {
 			Coverage: "AUS", Jurisdictions: []string{"AUS"}, GeomTypes: polygons, Place: fringe,
 			Geom: geomSpec{Kind: "polygon", Spread: 6000, MaxSpread: 15000, RMin: 300, RMax: 6000, VMin: 16, VMax: 56, Rough: 1, HoleP: 0.2, MultiP: 0.4},
 			Fields: []fieldDef{
-				enum("community_name", "Ecological community", threatenedCommunities...),
+				enum("community_name", "Ecological community", threatenedCommunityNames()...),
 				enum("epbc_status", "EPBC Act status", "Critically Endangered", "Endangered", "Vulnerable"),
 				enum("presence", "Likelihood of presence", "Community known to occur", "Community likely to occur", "Community may occur"),
 				date("listed_date", "Date the community was listed"),
@@ -903,7 +903,7 @@ func layerSpecs() []*layerSpec {
 				Attribution: "© Commonwealth of Australia (Department of Climate Change, Energy, the Environment and Water) 2024",
 			}),
 			Props: func(c *fctx, p map[string]any) {
-				p["community_name"] = oneOf(c.r, threatenedCommunities)
+				p["community_name"] = oneOf(c.r, threatenedCommunitiesIn(c.loc.State))
 				p["epbc_status"] = weighted(c.r, []string{"Critically Endangered", "Endangered", "Vulnerable"}, []float64{40, 50, 10})
 				p["presence"] = weighted(c.r, []string{"Community known to occur", "Community likely to occur", "Community may occur"}, []float64{30, 40, 30})
 				p["listed_date"] = c.date("2000-07-16", "2023-12-31")

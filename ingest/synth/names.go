@@ -1,5 +1,7 @@
 package synth
 
+import "slices"
+
 // Name lists for streets, waterways and places. Plausible Australian names:
 // native plants and birds, explorers and governors, English place names and
 // the streets every town has.
@@ -140,21 +142,56 @@ var vegetationFormations = []string{
 	"Rainforests", "Grasslands", "Forested wetlands", "Semi-arid woodlands", "Freshwater wetlands",
 }
 
-var threatenedCommunities = []string{
-	"Cumberland Plain Shale Woodlands and Shale-Gravel Transition Forest",
-	"White Box-Yellow Box-Blakely's Red Gum Grassy Woodland and Derived Native Grassland",
-	"Brigalow (Acacia harpophylla dominant and co-dominant)",
-	"Littoral Rainforest and Coastal Vine Thickets of Eastern Australia",
-	"Coastal Swamp Oak (Casuarina glauca) Forest of New South Wales and South East Queensland",
-	"Banksia Woodlands of the Swan Coastal Plain",
-	"Grey Box (Eucalyptus microcarpa) Grassy Woodlands and Derived Native Grasslands of South-eastern Australia",
-	"Natural Temperate Grassland of the Victorian Volcanic Plain",
-	"Iron-grass Natural Temperate Grassland of South Australia",
-	"Weeping Myall Woodlands",
-	"Lowland Rainforest of Subtropical Australia",
-	"Tasmanian Forests and Woodlands dominated by black gum or Brookers gum",
-	"Coolibah - Black Box Woodlands of the Darling Riverine Plains and the Brigalow Belt South Bioregions",
-	"Eastern Stirling Range Montane Heath and Thicket",
+// threatenedCommunities are EPBC-listed ecological communities with the
+// states and territories each occurs in, so that a community named near
+// Darwin is one of the Top End's, never the Victorian Volcanic Plain's.
+var threatenedCommunities = []struct {
+	Name   string
+	States []string
+}{
+	{"Cumberland Plain Shale Woodlands and Shale-Gravel Transition Forest", []string{"NSW"}},
+	{"White Box-Yellow Box-Blakely's Red Gum Grassy Woodland and Derived Native Grassland", []string{"NSW", "QLD", "VIC", "SA", "ACT"}},
+	{"Brigalow (Acacia harpophylla dominant and co-dominant)", []string{"QLD", "NSW"}},
+	{"Littoral Rainforest and Coastal Vine Thickets of Eastern Australia", []string{"QLD", "NSW", "VIC"}},
+	{"Coastal Swamp Oak (Casuarina glauca) Forest of New South Wales and South East Queensland", []string{"NSW", "QLD"}},
+	{"Banksia Woodlands of the Swan Coastal Plain", []string{"WA"}},
+	{"Grey Box (Eucalyptus microcarpa) Grassy Woodlands and Derived Native Grasslands of South-eastern Australia", []string{"NSW", "VIC", "SA", "QLD"}},
+	{"Natural Temperate Grassland of the Victorian Volcanic Plain", []string{"VIC"}},
+	{"Iron-grass Natural Temperate Grassland of South Australia", []string{"SA"}},
+	{"Peppermint Box (Eucalyptus odorata) Grassy Woodland of South Australia", []string{"SA"}},
+	{"Weeping Myall Woodlands", []string{"NSW", "QLD"}},
+	{"Lowland Rainforest of Subtropical Australia", []string{"NSW", "QLD"}},
+	{"Tasmanian Forests and Woodlands dominated by black gum or Brookers gum", []string{"TAS"}},
+	{"Alpine Sphagnum Bogs and Associated Fens", []string{"NSW", "VIC", "TAS", "ACT"}},
+	{"Natural Temperate Grassland of the South Eastern Highlands", []string{"NSW", "ACT"}},
+	{"Coolibah - Black Box Woodlands of the Darling Riverine Plains and the Brigalow Belt South Bioregions", []string{"NSW", "QLD"}},
+	{"Eastern Stirling Range Montane Heath and Thicket", []string{"WA"}},
+	{"Monsoon vine thickets on the coastal sand dunes of Dampier Peninsula", []string{"WA"}},
+	{"Arnhem Plateau Sandstone Shrubland Complex", []string{"NT"}},
+}
+
+// threatenedCommunityNames are every community's name (the field's enum).
+func threatenedCommunityNames() []string {
+	out := make([]string, len(threatenedCommunities))
+	for i, c := range threatenedCommunities {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// threatenedCommunitiesIn are the communities occurring in state (every
+// community when none is listed there).
+func threatenedCommunitiesIn(state string) []string {
+	var out []string
+	for _, c := range threatenedCommunities {
+		if slices.Contains(c.States, state) {
+			out = append(out, c.Name)
+		}
+	}
+	if len(out) == 0 {
+		return threatenedCommunityNames()
+	}
+	return out
 }
 
 var contaminationActivities = []string{

@@ -1,6 +1,7 @@
 package synth
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,4 +86,39 @@ func TestDemoDataBelievable(t *testing.T) {
 		}
 	}
 	t.Logf("%d named streams near Parramatta, e.g. %v", len(names), names[:min(5, len(names))])
+}
+
+// TestThreatenedCommunitiesOfTheirState: a community named around Sydney
+// occurs in NSW and one named around Darwin in the NT (never the Victorian
+// Volcanic Plain's grassland in the Top End).
+func TestThreatenedCommunitiesOfTheirState(t *testing.T) {
+	g := small(t)
+	areas := []struct {
+		state string
+		box   orb.Bound
+	}{{"NSW", orb.Bound{Min: orb.Point{150.5, -34.2}, Max: orb.Point{151.5, -33.5}}},
+		{"NT", orb.Bound{Min: orb.Point{130.5, -12.8}, Max: orb.Point{131.5, -12.2}}}}
+	seen := map[string]int{}
+	err := g.Features("au-threatened-ecological-communities", func(f tiles.Feature) error {
+		c := f.Geometry.Bound().Center()
+		for _, a := range areas {
+			if !a.box.Contains(c) {
+				continue
+			}
+			seen[a.state]++
+			name, _ := f.Properties["community_name"].(string)
+			if !slices.Contains(threatenedCommunitiesIn(a.state), name) {
+				t.Errorf("%s around %s names %q, which does not occur there", f.ID, a.state, name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range areas {
+		if seen[a.state] == 0 {
+			t.Errorf("no threatened community generated around %s: the check checked nothing", a.state)
+		}
+	}
 }
