@@ -80,7 +80,13 @@ type ReportSection struct {
 	Map       Map
 	// MapRadiusM is the distance the map draws.
 	MapRadiusM float64
-	Legend     []LegendEntry
+	// Detail, when its Site is set, is a larger-scale map of the site's
+	// surroundings to DetailRadiusM: the keys of the records within that
+	// distance are drawn there rather than on Map, where they would crowd
+	// the site.
+	Detail        Map
+	DetailRadiusM float64
+	Legend        []LegendEntry
 	// NotCovered names the section's layers whose data does not cover the
 	// site (other jurisdictions): stated once, not as empty tables.
 	NotCovered []string

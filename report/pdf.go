@@ -87,11 +87,13 @@ type sectionMap struct {
 	err error
 }
 
-// drawSectionMaps draws the maps of the sections that have one, as many
-// at a time as the machine has processors: DrawMap is pure, and the maps
-// are most of a report's rendering.
+// drawSectionMaps draws the maps of the sections that have one, and their
+// detail maps (at len(secs)+i), as many at a time as the machine has
+// processors: DrawMap is pure, and the maps are most of a report's
+// rendering.
 func drawSectionMaps(secs []ReportSection) []sectionMap {
-	out := make([]sectionMap, len(secs))
+	n := len(secs)
+	out := make([]sectionMap, 2*n)
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range max(1, min(runtime.GOMAXPROCS(0), 4)) {
@@ -99,13 +101,22 @@ func drawSectionMaps(secs []ReportSection) []sectionMap {
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				out[i].img, out[i].err = DrawMap(secs[i].Map)
+				if i < n {
+					out[i].img, out[i].err = DrawMap(secs[i].Map)
+				} else {
+					m := secs[i-n].Detail
+					m.TextScale = printScale * bodyW / detailW
+					out[i].img, out[i].err = DrawMap(m)
+				}
 			}
 		}()
 	}
 	for i, s := range secs {
 		if len(s.Legend) > 0 && s.Map.Site != nil {
 			work <- i
+			if s.Detail.Site != nil {
+				work <- n + i
+			}
 		}
 	}
 	close(work)
@@ -560,6 +571,9 @@ func (d *pdfDoc) section(i int) error {
 			return err
 		}
 		d.legend(s)
+		if s.Detail.Site != nil {
+			d.detail(s, d.maps[len(d.r.Sections)+i])
+		}
 	}
 	for _, l := range s.Layers {
 		if l.Reason == "outside_coverage" {
@@ -568,6 +582,30 @@ func (d *pdfDoc) section(i int) error {
 		d.layer(&l)
 	}
 	return nil
+}
+
+// A detail map prints detailH millimetres high (drawn for that size: its
+// text prints at 7 pt or more), so that it fits below most section maps'
+// legends.
+const (
+	detailH = 92.0
+	detailW = detailH * MapWidth / MapHeight
+)
+
+// detail places a section's detail map below its legend, captioned.
+func (d *pdfDoc) detail(s *ReportSection, drawn sectionMap) {
+	d.room(5 + detailH)
+	d.SetFont("go", "B", 8.5)
+	d.SetTextColor(20, 20, 20)
+	var rs []string
+	for _, r := range s.Detail.Rings {
+		rs = append(rs, formatDistance(r))
+	}
+	d.CellFormat(bodyW, 5, "Detail: the records keyed within "+formatDistance(s.DetailRadiusM)+" of the site boundary (rings "+
+		strings.Join(rs, ", ")+")", "", 1, "L", false, 0, "")
+	if err := d.mapImage("detail-"+s.Key, drawn, detailH); err != nil {
+		d.SetError(err)
+	}
 }
 
 // legend lists the layers drawn on the section map, with their counts.
@@ -590,8 +628,13 @@ func (d *pdfDoc) legend(s *ReportSection) {
 	d.SetDrawColor(0, 0, 0)
 	d.SetXY(marginL+8, y)
 	d.SetFont("go", "", 8)
+	keys := "Numbers are map keys of the listed records (tables below)."
+	if s.Detail.Site != nil {
+		keys = "Numbers are map keys of the listed records (tables below); those within " + formatDistance(s.DetailRadiusM) +
+			" are on the detail map."
+	}
 	d.MultiCell(bodyW-8, 4.2, "Site. Rings: search distances "+strings.Join(rs, ", ")+" from the site boundary; the map draws to "+
-		formatDistance(s.MapRadiusM)+". Numbers are map keys of the listed records (tables below).", "", "L", false)
+		formatDistance(s.MapRadiusM)+". "+keys, "", "L", false)
 	if len(s.Legend) == 0 {
 		d.para("No layer of this section has records within the distance drawn.", 8)
 	}

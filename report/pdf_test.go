@@ -75,6 +75,7 @@ func sampleReport() Report {
 						RadiusM: 2000, Status: "no_data", Reason: "outside_coverage", Coverage: "none", Count: &zero},
 				}},
 			{Key: "flood", Name: "Flooding", Map: flood, MapRadiusM: 2000, Warning: "No NSW register: a test warning.",
+				Detail: func() Map { m := flood; m.Rings = []float64{100, 250}; return m }(), DetailRadiusM: 250,
 				Legend: []LegendEntry{{Style: 0, Name: "Flood planning areas", Kind: "polygon", Features: 3}},
 				Layers: []ReportLayer{
 					{ID: "nsw-flood-planning-area", Name: "Flood planning areas", ReleaseID: "r_cccc", SchemaVersion: "2024-01",
@@ -123,6 +124,7 @@ func TestPDFStatesEveryLine(t *testing.T) {
 		"Records found", "No records", "Not covered", "Source unavailable", "Statistical profile", "Site profile",
 		"NSWEPA-00000042", "412 m", "NE", "on site", "Dry cleaner", "EPA regulatory status", "Not drawn: 1 listed record",
 		"Changes since revision 1", "250–500 m 0 → 1", "No NSW register",
+		"Detail: the records keyed within 250 m of the site boundary (rings 100 m, 250 m)", "those within 250 m are on the detail map",
 		strings.Join(strings.Fields(Limitations), " ")}
 	for _, s := range r.Sections {
 		want = append(want, s.Name)

@@ -178,6 +178,7 @@ func Build(in Input) Output {
 		}
 		maxMap = math.Max(maxMap, rs.MapRadiusM)
 		rs.Map = report.Map{Title: in.Site.Name, Section: rs.Name, Date: in.Built, Site: in.Site.Geometry, Parcels: parcels, Print: true}
+		var drawnAt [][]float64 // per map layer, each drawn feature's distance
 		for _, i := range sec {
 			l := &in.Layers[i]
 			f := &out.Layers[i]
@@ -199,6 +200,7 @@ func Build(in Input) Output {
 			if searchedHere(l) {
 				rs.Map.Layers = append(rs.Map.Layers, report.Layer{ID: l.ID, Name: l.Name, RadiusM: l.RadiusM, Coverage: l.Coverage})
 				ml = &rs.Map.Layers[len(rs.Map.Layers)-1]
+				drawnAt = append(drawnAt, nil)
 			}
 			n := 0
 			if l.Status == "data_present" {
@@ -251,6 +253,7 @@ func Build(in Input) Output {
 					}
 					ml.Features = append(ml.Features, ft.Geometry)
 					ml.Keys = append(ml.Keys, keys[ft.ID])
+					drawnAt[len(drawnAt)-1] = append(drawnAt[len(drawnAt)-1], ft.DistanceM)
 					entry.Features++
 					if keys[ft.ID] > 0 {
 						entry.Keyed++
@@ -275,6 +278,7 @@ func Build(in Input) Output {
 			rs.Layers = append(rs.Layers, rl)
 			doc.Profile = append(doc.Profile, profileRow(rs.Name, l, f.Bands))
 		}
+		detailMap(&rs, drawnAt)
 		doc.Overview = append(doc.Overview, overviewLine(rs, in.Layers, sec))
 		doc.Sections = append(doc.Sections, rs)
 	}

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/paulmach/orb"
+
+	"siteenv/report"
 )
 
 // east is a point m metres east of p (at about 34° S).
@@ -91,16 +94,7 @@ func TestBandsSumToMatched(t *testing.T) {
 // layer's not-drawn rows, and the tables and maps agree.
 func TestMapKeys(t *testing.T) {
 	out := Build(sampleInput())
-	onMap := map[int]int{}
-	for _, s := range out.Doc.Sections {
-		for _, ml := range s.Map.Layers {
-			for _, k := range ml.Keys {
-				if k > 0 {
-					onMap[k]++
-				}
-			}
-		}
-	}
+	onMap := keysOnMaps(out.Doc.Sections)
 	notDrawn := map[int]int{}
 	rows := map[int]bool{}
 	for _, s := range out.Doc.Sections {
@@ -209,5 +203,70 @@ func TestSiteProfileListsEveryOnSiteRecord(t *testing.T) {
 	}
 	if got, want := len(out.Doc.SiteProfile), 3+Listed+3; got != want {
 		t.Errorf("site profile has %d rows, want %d", got, want)
+	}
+}
+
+// keysOnMaps counts each key's marks on the sections' maps and detail maps.
+func keysOnMaps(secs []report.ReportSection) map[int]int {
+	onMap := map[int]int{}
+	for _, s := range secs {
+		for _, ml := range append(slices.Clone(s.Map.Layers), s.Detail.Layers...) {
+			for _, k := range ml.Keys {
+				if k > 0 {
+					onMap[k]++
+				}
+			}
+		}
+	}
+	return onMap
+}
+
+// TestDetailMap: when six or more keyed records crowd the site on a 2 km
+// map, a detail map draws them at 250 m (or 500 m), and their keys move
+// there: every drawn key is still on exactly one map. Spread records get
+// no detail map.
+func TestDetailMap(t *testing.T) {
+	in := sampleInput()
+	in.Layers = []Layer{layer("f", "flood", 2000, []string{"AUS"}, points("F", 0, 20, 40, 80, 120, 160, 200, 240, 900, 1800))}
+	out := Build(in)
+	s := out.Doc.Sections[0]
+	if s.Detail.Site == nil || s.DetailRadiusM != 250 {
+		t.Fatalf("detail map %v to %v m, want one to 250 m", s.Detail.Site != nil, s.DetailRadiusM)
+	}
+	if !slices.Equal(s.Detail.Rings, []float64{100, 250}) {
+		t.Errorf("detail rings %v, want [100 250]", s.Detail.Rings)
+	}
+	var main, detail []int
+	for _, ml := range s.Map.Layers {
+		for _, k := range ml.Keys {
+			if k > 0 {
+				main = append(main, k)
+			}
+		}
+	}
+	for _, ml := range s.Detail.Layers {
+		for _, k := range ml.Keys {
+			if k > 0 {
+				detail = append(detail, k)
+			}
+		}
+	}
+	if !slices.Equal(detail, []int{1, 2, 3, 4, 5, 6, 7, 8}) || !slices.Equal(main, []int{9, 10}) {
+		t.Errorf("keys on the detail map %v and on the section map %v, want 1-8 and 9-10", detail, main)
+	}
+	for k, n := range keysOnMaps(out.Doc.Sections) {
+		if n != 1 {
+			t.Errorf("key %d is on %d maps", k, n)
+		}
+	}
+
+	in.Layers = []Layer{layer("f", "flood", 2000, []string{"AUS"}, points("F", 0, 200, 400, 600, 800, 1000, 1200, 1400, 1600, 1800))}
+	if s := Build(in).Doc.Sections[0]; s.Detail.Site != nil {
+		t.Errorf("records spread over the map got a detail map to %v m", s.DetailRadiusM)
+	}
+	// A map of 500 m is its own detail.
+	in.Layers = []Layer{layer("f", "flood", 500, []string{"AUS"}, points("F", 0, 20, 40, 80, 120, 160, 200, 240))}
+	if s := Build(in).Doc.Sections[0]; s.Detail.Site != nil {
+		t.Errorf("a 500 m map got a detail map to %v m", s.DetailRadiusM)
 	}
 }
