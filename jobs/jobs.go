@@ -811,7 +811,7 @@ func (r *Runner) fail(ctx context.Context, q ledger.Query, rec *recorded, reason
 	for _, id := range q.LayerIDs {
 		outcome = append(outcome, ledger.LayerOutcome{LayerID: id, DataStatus: "unavailable", Reason: reason, Coverage: "unknown"})
 	}
-	kept, err := r.led.FinishQuery(context.WithoutCancel(ctx), q.ID, ledger.QueryFailed, outcome, "", 0, nil, r.cfg.Retain)
+	_, kept, err := r.led.FinishQueryRow(context.WithoutCancel(ctx), q, ledger.QueryFailed, outcome, "", 0, nil, r.cfg.Retain)
 	*rec = recorded(kept && err == nil)
 	return err
 }
