@@ -210,9 +210,12 @@ type Runner struct {
 	// inRequest counts the attempts running in requests (inrequest.go).
 	inRequest atomic.Int64
 	// pending are results answered before their file is stored, and behind
-	// counts the writes storing them (writebehind.go).
-	pending pendingResults
-	behind  sync.WaitGroup
+	// counts the writes storing them (writebehind.go); once behindClosed
+	// (Stop) a write is made in its caller instead.
+	pending      pendingResults
+	behind       sync.WaitGroup
+	behindMu     sync.Mutex
+	behindClosed bool
 }
 
 // Validate fills a copy of c with the defaults and reports the first field
@@ -341,6 +344,9 @@ func (r *Runner) Stop(ctx context.Context) error {
 	}
 	interrupt(nil) // releases the context
 	stopRenewal()
+	r.behindMu.Lock()
+	r.behindClosed = true
+	r.behindMu.Unlock()
 	r.behind.Wait() // the results answered from memory are stored
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -102,9 +102,7 @@ func (r *Runner) writeBehind(ctx context.Context, key string) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	r.behind.Add(1)
-	go func() {
-		defer r.behind.Done()
+	write := func() {
 		err := r.storeResult(ctx, key, e.data)
 		if r.pending.stored(key, e) && err == nil {
 			err = r.store.Delete(ctx, key)
@@ -112,6 +110,18 @@ func (r *Runner) writeBehind(ctx context.Context, key string) {
 		if err != nil && !errors.Is(err, store.ErrNotExist) {
 			r.cfg.Logger.Warn("result write behind the answer failed; its next page recomputes it", "key", key, "err", err)
 		}
+	}
+	r.behindMu.Lock()
+	if r.behindClosed { // stopped: nobody would wait for it
+		r.behindMu.Unlock()
+		write()
+		return
+	}
+	r.behind.Add(1)
+	r.behindMu.Unlock()
+	go func() {
+		defer r.behind.Done()
+		write()
 	}()
 }
 
