@@ -368,9 +368,10 @@ func (s *Server) fillPage(r *request, q ledger.Query, body *queryBody, offset, o
 		return nil // nothing retained, or nothing to read (the runner stores no empty file)
 	}
 	defer r.phases.Done(phase.PageRead, r.phases.Start())
-	obj, err := s.store.Open(r.c, *q.ResultKey)
+	obj, err := s.openResult(r, q)
 	if errors.Is(err, store.ErrNotExist) {
-		// Swept at its expiry between the ledger read and this one.
+		// Swept at its expiry or released between the ledger read and this
+		// one.
 		return newProblem(CodeResultExpired, "This query's results expired 24 hours after completion; submit a new query.")
 	}
 	if err != nil {
@@ -612,6 +613,7 @@ func (s *Server) deleteQuery(r *request) error {
 		return err
 	}
 	if key != "" {
+		s.dropResult(key)
 		if err := s.store.Delete(r.c, key); err != nil && !errors.Is(err, store.ErrNotExist) {
 			return err
 		}

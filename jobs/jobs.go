@@ -209,6 +209,13 @@ type Runner struct {
 	claims heldClaims
 	// inRequest counts the attempts running in requests (inrequest.go).
 	inRequest atomic.Int64
+	// pending are results answered before their file is stored, and behind
+	// counts the writes storing them (writebehind.go); once behindClosed
+	// (Stop) a write is made in its caller instead.
+	pending      pendingResults
+	behind       sync.WaitGroup
+	behindMu     sync.Mutex
+	behindClosed bool
 }
 
 // Validate fills a copy of c with the defaults and reports the first field
@@ -230,6 +237,7 @@ func New(cfg Config, led *ledger.Ledger, eng *engine.Engine, st store.Store) *Ru
 	r := &Runner{cfg: cfg, led: led, eng: eng, store: st, wake: make(chan struct{}, 1), reportWake: make(chan struct{}, 1)}
 	r.mu.waiters = map[uuid.UUID][]chan ledger.Query{}
 	r.mu.recent = map[uuid.UUID]struct{}{}
+	r.pending.m = map[string]*pendingResult{}
 	return r
 }
 
@@ -336,6 +344,10 @@ func (r *Runner) Stop(ctx context.Context) error {
 	}
 	interrupt(nil) // releases the context
 	stopRenewal()
+	r.behindMu.Lock()
+	r.behindClosed = true
+	r.behindMu.Unlock()
+	r.behind.Wait() // the results answered from memory are stored
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	err := errors.Join(r.mu.requeueErrs...)
@@ -624,10 +636,22 @@ type FeatureRecord struct {
 	Geometry   *geojson.Geometry `json:"geometry"`
 }
 
-func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded, row *ledger.Query) error {
+// computed is what the engine found for a query: its outcome, status,
+// count and the records to store, in the order the result file holds them.
+type computed struct {
+	status  string
+	outcome []ledger.LayerOutcome
+	chunks  []recordChunk
+	count   *int64
+}
+
+// compute runs q on the engine from its frozen inputs (site, radius, layers,
+// releases): the same records in the same order on every run, so a result
+// computed again has the bytes of the one first answered (recompute).
+func (r *Runner) compute(ctx context.Context, q ledger.Query) (computed, error) {
 	site, err := geojson.UnmarshalGeometry(q.SiteGeometry)
 	if err != nil {
-		return fmt.Errorf("jobs: query %s site: %w", q.ID, err)
+		return computed{}, fmt.Errorf("jobs: query %s site: %w", q.ID, err)
 	}
 	req := engine.Request{Site: site.Geometry(), RadiusM: q.RadiusM}
 	unavailable := map[string]bool{}
@@ -647,21 +671,19 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded, row
 	te := r.cfg.Phases.Start()
 	results, err := r.eng.Query(ctx, req)
 	r.cfg.Phases.Done(phase.Engine, te)
-	tw := r.cfg.Phases.Start()
 	if err != nil {
-		return r.fail(ctx, q, rec, "source_unavailable", err)
+		return computed{}, &engineError{err}
 	}
 	byLayer := map[string]engine.LayerResult{}
 	for _, res := range results {
 		byLayer[res.LayerID] = res
 	}
-	var outcome []ledger.LayerOutcome
-	var chunks []recordChunk
+	var c computed
 	var total int64
 	failed := 0
 	for _, id := range q.LayerIDs {
 		if unavailable[id] {
-			outcome = append(outcome, ledger.LayerOutcome{LayerID: id, DataStatus: "unavailable", Reason: "source_unavailable", Coverage: "unknown"})
+			c.outcome = append(c.outcome, ledger.LayerOutcome{LayerID: id, DataStatus: "unavailable", Reason: "source_unavailable", Coverage: "unknown"})
 			failed++
 			continue
 		}
@@ -675,16 +697,57 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded, row
 		if res.Status == "unavailable" {
 			failed++
 		}
-		chunks = appendChunks(chunks, id, res.Features)
-		outcome = append(outcome, o)
+		c.chunks = appendChunks(c.chunks, id, res.Features)
+		c.outcome = append(c.outcome, o)
 	}
+	c.status = ledger.QuerySucceeded
+	switch {
+	case failed == len(q.LayerIDs):
+		c.status = ledger.QueryFailed
+	case failed > 0:
+		c.status = ledger.QueryPartial
+	}
+	if failed == 0 {
+		c.count = &total
+	}
+	return c, nil
+}
+
+// engineError is the engine's failure in compute (the query fails
+// source_unavailable).
+type engineError struct{ err error }
+
+func (e *engineError) Error() string { return e.err.Error() }
+func (e *engineError) Unwrap() error { return e.err }
+
+func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded, row *ledger.Query) error {
+	c, err := r.compute(ctx, q)
+	var ee *engineError
+	if errors.As(err, &ee) {
+		return r.fail(ctx, q, rec, "source_unavailable", ee.err)
+	}
+	if err != nil {
+		return err
+	}
+	tw := r.cfg.Phases.Start()
 	key := ResultKey(q.AccountID, q.ID)
+	// An in-request attempt's result of up to writeBehindMaxFeatures
+	// features is answered from memory and its file written behind the
+	// answer (writebehind.go): the request does not wait for the write and
+	// its fsyncs.
+	_, inRequest := ctx.Value(handoffKey{}).(chan *PendingFinish)
+	behind := inRequest && len(c.chunks) > 0 && chunkFeatures(c.chunks) <= writeBehindMaxFeatures
 	// A result without records stores nothing: its key is still recorded
 	// (the result is retained, of 0 bytes) and its pages are read as empty
 	// without opening it. That spares the most common answer a file's
 	// creation and two fsyncs.
 	var out store.Writer = discardWriter{}
-	if len(chunks) > 0 {
+	var mem *memWriter
+	switch {
+	case behind:
+		mem = &memWriter{}
+		out = mem
+	case len(c.chunks) > 0:
 		out, err = r.resultWriter(ctx, key)
 		if errors.Is(err, store.ErrExists) {
 			// An earlier attempt stored it (the same records: the releases are
@@ -696,7 +759,7 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded, row
 		}
 	}
 	defer out.Abort()
-	size, err := writeRecords(out, chunks, q.IncludeGeometry, runtime.GOMAXPROCS(0))
+	size, err := writeRecords(out, c.chunks, q.IncludeGeometry, runtime.GOMAXPROCS(0))
 	var we *writeError
 	if errors.As(err, &we) {
 		return r.fail(ctx, q, rec, "source_unavailable", we.err)
@@ -704,24 +767,23 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded, row
 	if err != nil {
 		return err
 	}
-	status := ledger.QuerySucceeded
-	switch {
-	case failed == len(q.LayerIDs):
-		status = ledger.QueryFailed
-	case failed > 0:
-		status = ledger.QueryPartial
-	}
 	if err := out.Commit(); err != nil && !errors.Is(err, store.ErrExists) {
 		return r.fail(ctx, q, rec, "source_unavailable", err)
 	}
-	r.cfg.Phases.Done(phase.ResultWrite, tw)
-	var count *int64
-	if failed == 0 {
-		count = &total
+	if mem != nil {
+		r.pending.put(key, mem.b)
 	}
+	r.cfg.Phases.Done(phase.ResultWrite, tw)
 	// Not abandoned halfway once the result is stored: a cancellation from
 	// here on is settled by FinishQuery (then the result is deleted).
-	done, kept, err := r.finishQuery(ctx, q, status, outcome, key, size, count)
+	done, kept, err := r.finishQuery(ctx, q, c.status, c.outcome, key, size, c.count)
+	if mem != nil {
+		if kept && err == nil {
+			r.writeBehind(ctx, key)
+		} else {
+			r.pending.remove(key)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -729,7 +791,7 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded, row
 		*row = done
 	}
 	*rec = recorded(kept)
-	if !kept {
+	if !kept && mem == nil {
 		// Cancelled while running: its result is not retained.
 		if err := r.store.Delete(context.WithoutCancel(ctx), key); err != nil && !errors.Is(err, store.ErrNotExist) {
 			return err
@@ -811,7 +873,7 @@ func (r *Runner) fail(ctx context.Context, q ledger.Query, rec *recorded, reason
 	for _, id := range q.LayerIDs {
 		outcome = append(outcome, ledger.LayerOutcome{LayerID: id, DataStatus: "unavailable", Reason: reason, Coverage: "unknown"})
 	}
-	kept, err := r.led.FinishQuery(context.WithoutCancel(ctx), q.ID, ledger.QueryFailed, outcome, "", 0, nil, r.cfg.Retain)
+	_, kept, err := r.led.FinishQueryRow(context.WithoutCancel(ctx), q, ledger.QueryFailed, outcome, "", 0, nil, r.cfg.Retain)
 	*rec = recorded(kept && err == nil)
 	return err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -70,7 +69,7 @@ const admitRequireSiteSQL = `SELECT siteenv_require(coalesce((SELECT $3::text[] 
 // transaction, found by its fingerprint ($4; $5 is true).
 var admitBatchSQL = `WITH site AS (SELECT site_id, geometry FROM sites
 		WHERE account_id = $2::uuid AND fingerprint = $4::text AND archived_at IS NULL AND $5::boolean ORDER BY created_at LIMIT 1), ` +
-	strings.Replace(admitQueryCTEs, "$4::uuid, $5::jsonb,", "(SELECT site_id FROM site), (SELECT geometry FROM site),", 1)
+	admitQueryCTEs("(SELECT site_id FROM site)", "(SELECT geometry FROM site)")
 
 // AdmitQueryBatch admits a query in one round trip: one pipelined relaxed
 // transaction claims the idempotency key, registers the site, checks its
@@ -81,9 +80,6 @@ var admitBatchSQL = `WITH site AS (SELECT site_id, geometry FROM sites
 // checks, ErrRateLimited and ErrCapacity come with the fresh claim's Token
 // (the claim and the site stay committed, as on the step-by-step path).
 func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBatchResult, error) {
-	if strings.Count(admitBatchSQL, "(SELECT site_id FROM site)") != 1 {
-		panic("ledger: admitBatchSQL lost its site")
-	}
 	now := l.now()
 	token := uuid.New()
 	l.leases.add(token)
@@ -119,8 +115,7 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 	}
 	b.Queue(admitSiteSQL, q.AccountID, s.Fingerprint)
 	b.Queue(admitRequireSiteSQL, q.AccountID, s.Fingerprint, sections)
-	b.Queue(admitBatchSQL, q.ID, q.AccountID, q.IntegrationID, s.Fingerprint, true, q.RadiusM, q.LayerIDs, q.IncludeGeometry,
-		frozen, q.CreatedAt, lim.MaxQueued, lim.MaxRetainedBytes, cur, lim.PerMinute, lim.RunNow, now.Add(lim.Lease), lim.MaxRunning)
+	b.Queue(admitBatchSQL, admitArgs(q, frozen, s.Fingerprint, true, cur, lim, now)...)
 	b.Queue("COMMIT")
 	br := l.pool.SendBatch(ctx, b)
 	var (
@@ -187,17 +182,7 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 		s.ID, s.CreatedAt, s.AccountID = siteID, now, q.AccountID
 		res.Site = s
 	}
-	res.Window = rateWindow(v, now, time.Minute, cur)
-	switch {
-	case res.Window.Hits > lim.PerMinute:
-		return res, ErrRateLimited
-	case status == nil:
-		return res, ErrCapacity
-	}
-	q.Status, q.SiteID, q.SiteGeometry = *status, res.Site.ID, res.Site.Geometry
-	if q.Status == QueryRunning {
-		q.Attempts = 1
-	}
-	res.Query = q
-	return res, nil
+	q.SiteID, q.SiteGeometry = res.Site.ID, res.Site.Geometry
+	res.AdmitResult, err = admitted(q, v, status, lim, now, cur)
+	return res, err
 }

@@ -45,15 +45,19 @@ type AdmitResult struct {
 // until $16, when the account runs fewer than $17 queries. The counter's
 // value is returned with the inserted status (NULL: not inserted). rc is
 // read twice, so PostgreSQL evaluates it once (a CTE of a volatile call).
-const admitQuerySQL = `WITH ` + admitQueryCTEs
+// The site is $4 (its id) and $5 (its geometry); AdmitQueryBatch's
+// admitBatchSQL is the same statement of the site it registered.
+var admitQuerySQL = `WITH ` + admitQueryCTEs("$4::uuid", "$5::jsonb")
 
-// admitQueryCTEs is admitQuerySQL after its WITH: AdmitQueryBatch puts the
-// site's own CTE before it.
-const admitQueryCTEs = `rc AS (SELECT rate_count($2::uuid, 'query_admissions', $13::bigint) AS v),
+// admitQueryCTEs is admitQuerySQL's CTEs with the query's site id and
+// geometry given as the SQL expressions siteID and siteGeometry: the one
+// home of the admission's statement, for AdmitQuery and AdmitQueryBatch.
+func admitQueryCTEs(siteID, siteGeometry string) string {
+	return `rc AS (SELECT rate_count($2::uuid, 'query_admissions', $13::bigint) AS v),
 	ins AS (
 		INSERT INTO queries (query_id, account_id, integration_id, site_id, site_geometry, radius_m, layer_ids,
 			include_geometry, frozen, status, created_at, attempts, started_at, claimed_until)
-		SELECT $1::uuid, $2::uuid, $3::uuid, $4::uuid, $5::jsonb, $6::double precision, $7::text[], $8::boolean, $9::jsonb,
+		SELECT $1::uuid, $2::uuid, $3::uuid, ` + siteID + `, ` + siteGeometry + `, $6::double precision, $7::text[], $8::boolean, $9::jsonb,
 			CASE WHEN run THEN 'running' ELSE 'queued' END, $10::timestamptz,
 			CASE WHEN run THEN 1 ELSE 0 END, CASE WHEN run THEN $10::timestamptz END, CASE WHEN run THEN $16::timestamptz END
 		FROM rc, (SELECT count(*) FILTER (WHERE status = 'queued') AS queued,
@@ -64,6 +68,33 @@ const admitQueryCTEs = `rc AS (SELECT rate_count($2::uuid, 'query_admissions', $
 		WHERE (rc.v & 4294967295) <= $14::bigint AND u.queued < $11 AND u.retained < $12
 		RETURNING status)
 	SELECT rc.v, (SELECT status FROM ins) FROM rc`
+}
+
+// admitArgs are admitQuerySQL's arguments but the site's ($4, $5: site4
+// and site5).
+func admitArgs(q Query, frozen []byte, site4, site5 any, cur int64, lim AdmitLimits, now time.Time) []any {
+	return []any{q.ID, q.AccountID, q.IntegrationID, site4, site5, q.RadiusM, q.LayerIDs, q.IncludeGeometry,
+		frozen, q.CreatedAt, lim.MaxQueued, lim.MaxRetainedBytes, cur, lim.PerMinute, lim.RunNow, now.Add(lim.Lease), lim.MaxRunning}
+}
+
+// admitted is the admission's outcome from what admitQuerySQL returned
+// (the counter's value v and the inserted status): q as stored, or
+// ErrRateLimited or ErrCapacity with the window.
+func admitted(q Query, v int64, status *string, lim AdmitLimits, now time.Time, cur int64) (AdmitResult, error) {
+	res := AdmitResult{Window: rateWindow(v, now, time.Minute, cur)}
+	switch {
+	case res.Window.Hits > lim.PerMinute:
+		return res, ErrRateLimited
+	case status == nil:
+		return res, ErrCapacity
+	}
+	q.Status = *status
+	if q.Status == QueryRunning {
+		q.Attempts = 1
+	}
+	res.Query = q
+	return res, nil
+}
 
 // AdmitQuery admits a query in one round trip: it counts the admission in
 // the account's rate window and, within the limit, stores the query with
@@ -86,8 +117,7 @@ func (l *Ledger) AdmitQuery(ctx context.Context, q Query, lim AdmitLimits) (Admi
 	b.Queue("BEGIN")
 	b.Queue("SET LOCAL synchronous_commit = off")
 	b.Queue(lockAccountSQL, q.AccountID)
-	b.Queue(admitQuerySQL, q.ID, q.AccountID, q.IntegrationID, q.SiteID, q.SiteGeometry, q.RadiusM, q.LayerIDs, q.IncludeGeometry,
-		frozen, q.CreatedAt, lim.MaxQueued, lim.MaxRetainedBytes, cur, lim.PerMinute, lim.RunNow, now.Add(lim.Lease), lim.MaxRunning)
+	b.Queue(admitQuerySQL, admitArgs(q, frozen, q.SiteID, q.SiteGeometry, cur, lim, now)...)
 	b.Queue("COMMIT")
 	br := l.pool.SendBatch(ctx, b)
 	var (
@@ -122,19 +152,8 @@ func (l *Ledger) AdmitQuery(ctx context.Context, q Query, lim AdmitLimits) (Admi
 	if err != nil {
 		return AdmitResult{}, translate(err)
 	}
-	res := AdmitResult{Window: rateWindow(v, now, time.Minute, cur)}
-	switch {
-	case !locked:
-		return res, ErrNotFound
-	case res.Window.Hits > lim.PerMinute:
-		return res, ErrRateLimited
-	case status == nil:
-		return res, ErrCapacity
+	if !locked {
+		return AdmitResult{Window: rateWindow(v, now, time.Minute, cur)}, ErrNotFound
 	}
-	q.Status = *status
-	if q.Status == QueryRunning {
-		q.Attempts = 1
-	}
-	res.Query = q
-	return res, nil
+	return admitted(q, v, status, lim, now, cur)
 }

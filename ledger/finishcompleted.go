@@ -36,14 +36,14 @@ func (l *Ledger) PrepareFinish(q Query, status string, outcome []LayerOutcome, r
 	return QueryFinish{Row: q, outcome: oj}, nil
 }
 
-// finishCompletedSQL is FinishQueryRow's update ($18-$25) with
-// completeAuditedSQL's ($1-$17) in one statement: the idempotency record
-// and the audit record are written only when the finish is (the query was
-// still running).
+// finishCompletedSQL is FinishQueryRow's update ($18-$26, the attempt
+// checked as there) with completeAuditedSQL's ($1-$17) in one statement:
+// the idempotency record and the audit record are written only when the
+// finish is (the query was still running in that attempt).
 const finishCompletedSQL = `WITH fin AS (
 		UPDATE queries SET status = $18, outcome = $19, result_key = $20, result_bytes = $21, result_count = $22,
 			computed_at = $23, expires_at = $24, claimed_until = NULL
-		WHERE query_id = $25 AND status = 'running'
+		WHERE query_id = $25 AND status = 'running' AND ($26::int = 0 OR attempts = $26)
 		RETURNING 1
 	), done AS (
 		UPDATE idempotency SET state = 'done', status = $4, content_type = $5, location = nullif($6, ''), body = $7, updated_at = $8,
@@ -62,7 +62,8 @@ const finishCompletedSQL = `WITH fin AS (
 // stored response and audit record (CompleteIdempotencyAuditedRelaxed's)
 // in one relaxed statement, one round trip: what POST /queries writes once
 // it has answered a query it ran in the request. kept is false when the
-// query was no longer running (cancelled or taken over): then nothing is
+// query was no longer running in f.Row's attempt (cancelled, or taken over
+// after its lease lapsed): then nothing is
 // written and the claim stays the caller's. ErrClaimLost: the finish is
 // kept but the claim was taken over (the response not stored).
 func (l *Ledger) FinishQueryCompleted(ctx context.Context, f QueryFinish, integration uuid.UUID, key string, token uuid.UUID, r IdemResponse, account uuid.UUID, a Activity) (kept bool, err error) {
@@ -74,7 +75,7 @@ func (l *Ledger) FinishQueryCompleted(ctx context.Context, f QueryFinish, integr
 	err = l.queryRowRelaxed(ctx, func(row pgx.Row) error { return row.Scan(&fin, &done) }, finishCompletedSQL,
 		integration, key, token, r.Status, r.ContentType, r.Location, r.Body, l.now(),
 		a.ID, account, a.Operation, a.Outcome, a.RequestID, a.HTTPStatus, a.ErrorCode, a.ResourceType, a.ResourceID,
-		q.Status, f.outcome, q.ResultKey, q.ResultBytes, q.ResultCount, q.ComputedAt, q.ExpiresAt, q.ID)
+		q.Status, f.outcome, q.ResultKey, q.ResultBytes, q.ResultCount, q.ComputedAt, q.ExpiresAt, q.ID, q.Attempts)
 	if err != nil {
 		return false, translate(err)
 	}

@@ -309,6 +309,12 @@ func (l *Ledger) FinishQuery(ctx context.Context, id uuid.UUID, status string, o
 // now stored when kept: the columns the finish wrote, read back from the
 // statement, over the claimed row's unchanged ones. The worker hands it to
 // a request waiting for the query, which then need not read it back.
+//
+// The finish names the attempt it ran (q.Attempts, as RenewJobLeases does):
+// an attempt that stalled beyond its lease, whose query was requeued and
+// claimed again, finds the query running in another attempt and writes
+// nothing (kept false), so it cannot overwrite the new owner's finish.
+// q.Attempts 0 (FinishQuery) finishes whichever attempt runs.
 func (l *Ledger) FinishQueryRow(ctx context.Context, q Query, status string, outcome []LayerOutcome, resultKey string, resultBytes int64, resultCount *int64, retain time.Duration) (Query, bool, error) {
 	id := q.ID
 	oj, err := json.Marshal(outcome)
@@ -330,11 +336,11 @@ func (l *Ledger) FinishQueryRow(ctx context.Context, q Query, status string, out
 		return row.Scan(&q.Status, &oc, &q.ResultKey, &q.ResultBytes, &q.ResultCount, &q.Attempts, &q.ComputedAt, &q.ExpiresAt, &q.ReleasedAt)
 	}, `UPDATE queries SET status = $2, outcome = $3, result_key = $4, result_bytes = $5, result_count = $6,
 			computed_at = $7, expires_at = $8, claimed_until = NULL
-		WHERE query_id = $1 AND status = 'running'
+		WHERE query_id = $1 AND status = 'running' AND ($9::int = 0 OR attempts = $9)
 		RETURNING status, outcome, result_key, result_bytes, result_count, attempts, computed_at, expires_at, released_at`,
-		id, status, oj, key, resultBytes, resultCount, now, expires)
+		id, status, oj, key, resultBytes, resultCount, now, expires, q.Attempts)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Query{}, false, nil // no longer running: cancelled or reclaimed
+		return Query{}, false, nil // no longer running in q's attempt: cancelled or taken over
 	}
 	if err == nil {
 		q.Outcome = nil

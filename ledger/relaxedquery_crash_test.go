@@ -4,12 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,7 +12,6 @@ import (
 
 	"siteenv/clock"
 	"siteenv/ledger"
-	"siteenv/ledger/pgembed"
 )
 
 // TestRelaxedQueryAnswerAfterCrash: POST /queries commits its admission
@@ -30,52 +24,8 @@ func TestRelaxedQueryAnswerAfterCrash(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "relaxed-crash-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil { // the server's OS user must reach it
-		t.Fatal(err)
-	}
-	c, err := pgembed.Start(ctx, filepath.Join(dir, "pg"), pgembed.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop(context.Background()) //nolint:errcheck
-	c.Supervise(ctx)
-	clk := clock.NewFake(time.Date(2026, 11, 22, 10, 0, 30, 0, time.UTC))
-	open := func() *ledger.Ledger {
-		t.Helper()
-		for {
-			l, err := ledger.Open(ctx, c.DSN("siteenv"), ledger.Options{Clock: clk, MaxConns: 2, Logger: slog.New(slog.DiscardHandler)})
-			if err == nil {
-				return l
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("PostgreSQL is not back: %v", err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
-	crash := func() {
-		t.Helper()
-		pidFile, err := os.ReadFile(filepath.Join(dir, "pg", "data", "postmaster.pid"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(pidFile), "\n", 2)[0]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		for syscall.Kill(pid, 0) == nil {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	l := open()
+	cl := newCrashable(t, ctx, "relaxed-crash-", clock.NewFake(time.Date(2026, 11, 22, 10, 0, 30, 0, time.UTC)))
+	l := cl.open()
 	acct, err := l.CreateAccount(ctx, "crash", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -140,9 +90,9 @@ func TestRelaxedQueryAnswerAfterCrash(t *testing.T) {
 	}
 	last := answer(l, "last", "fp-2")
 	l.Close()
-	crash()
+	cl.crash()
 
-	l = open()
+	l = cl.open()
 	defer l.Close()
 	if !retry(l, "flushed", flushed) {
 		t.Fatal("an answer followed by a durable commit was lost in the crash")
