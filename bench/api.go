@@ -222,9 +222,6 @@ func startAPI(ctx context.Context, dir string, g *synth.Generator, ds *dataset, 
 	a.keys, a.readKeys = keys[:nQueries], keys[nQueries:]
 
 	jcfg := jobs.Config{Logger: log, TempDir: dir, Phases: a.timer}
-	if err := jcfg.Validate(); err != nil {
-		return nil, err
-	}
 	// The server's own store over the same files, keeping recent objects
 	// as `siteenv serve` does (SITEENV_STORE_RECENT's default).
 	served, err := store.NewFileStore(ds.store.(*store.FileStore).Root())
@@ -232,7 +229,9 @@ func startAPI(ctx context.Context, dir string, g *synth.Generator, ds *dataset, 
 		return nil, err
 	}
 	served.KeepRecent(store.DefaultRecentBytes)
-	a.runner = jobs.New(jcfg, a.led, e, served)
+	if a.runner, err = jobs.New(jcfg, a.led, e, served); err != nil {
+		return nil, err
+	}
 	a.workers = a.runner.Config().Workers
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
@@ -758,7 +757,10 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 	if bs.ColdP50, bs.ColdMax, bs.ColdLoads, err = coldCost(ctx, ds.store, opt.EngineMemory, engineRequests(ds, qs)); err != nil {
 		return nil, err
 	}
-	e := engine.New(ds.store, engine.Options{MemoryBudget: opt.EngineMemory})
+	e, err := engine.New(ds.store, engine.Options{MemoryBudget: opt.EngineMemory})
+	if err != nil {
+		return nil, err
+	}
 	load, err := loadEngine(ctx, e, ds, opt.EngineMemory, log)
 	if err != nil {
 		return nil, err

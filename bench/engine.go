@@ -60,7 +60,10 @@ func runEngine(ctx context.Context, opt EngineOptions, watch *memWatch) (*Engine
 	if bs.ColdP50, bs.ColdMax, bs.ColdLoads, err = coldCost(ctx, ds.store, opt.EngineMemory, reqs); err != nil {
 		return nil, err
 	}
-	e := engine.New(ds.store, engine.Options{MemoryBudget: opt.EngineMemory})
+	e, err := engine.New(ds.store, engine.Options{MemoryBudget: opt.EngineMemory})
+	if err != nil {
+		return nil, err
+	}
 	load, err := loadEngine(ctx, e, ds, opt.EngineMemory, log)
 	if err != nil {
 		return nil, err

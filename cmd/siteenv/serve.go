@@ -83,21 +83,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	engOpt := engine.Options{MemoryBudget: mem, Logger: log}
-	if err := engOpt.Validate(); err != nil {
+	eng, err := engine.New(store, engine.Options{MemoryBudget: mem, Logger: log})
+	if err != nil {
 		return err
 	}
-	eng := engine.New(store, engOpt)
 	jobsCfg, err := queryTimings()
 	if err != nil {
 		return err
 	}
 	jobsCfg.Logger = log
 	jobsCfg.ObserveAttempt = metrics.ObserveAttempt
-	if err := jobsCfg.Validate(); err != nil {
+	runner, err := jobs.New(jobsCfg, e.led, eng, store)
+	if err != nil {
 		return err
 	}
-	runner := jobs.New(jobsCfg, e.led, eng, store)
 	srv, err := api.New(api.Config{Secret: secret, Logger: log, Store: store, Runner: runner, Engine: eng, Metrics: metrics}, e.led)
 	if err != nil {
 		return err
@@ -275,5 +274,5 @@ func queryTimings() (jobs.Config, error) {
 		}
 		*v.dst = d
 	}
-	return cfg, cfg.Validate()
+	return cfg, nil
 }
