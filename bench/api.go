@@ -105,7 +105,8 @@ type APIOptions struct {
 	Logger *slog.Logger
 }
 
-func (o *APIOptions) fill() error {
+// WithDefaults returns o with every zero field set to its default.
+func (o APIOptions) WithDefaults() APIOptions {
 	if o.Scale == "" {
 		o.Scale = synth.Medium
 	}
@@ -130,6 +131,11 @@ func (o *APIOptions) fill() error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	return o
+}
+
+// validate reports the first field of filled options out of range.
+func (o APIOptions) validate() error {
 	switch {
 	case o.WorkDir == "":
 		return errors.New("bench: WorkDir is required")
@@ -704,7 +710,8 @@ func runID() string {
 // answers agree, measures authenticated reads, and writes the report and
 // the latency CDF plot to OutDir.
 func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
-	if err := opt.fill(); err != nil {
+	opt = opt.WithDefaults()
+	if err := opt.validate(); err != nil {
 		return nil, err
 	}
 	log := opt.Logger

@@ -20,7 +20,8 @@ const warmupQueries = 200
 // same features. The report is returned even when they disagree: see
 // EngineReport.Err.
 func RunEngine(ctx context.Context, opt EngineOptions) (*EngineReport, error) {
-	if err := opt.fill(); err != nil {
+	opt = opt.WithDefaults()
+	if err := opt.validate(); err != nil {
 		return nil, err
 	}
 	log := opt.Logger
