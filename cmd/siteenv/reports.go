@@ -25,11 +25,7 @@ func reviseReport(ctx context.Context, e *env, id uuid.UUID) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	mem, err := engineMemory()
-	if err != nil {
-		return nil, err
-	}
-	eng, err := engine.New(st, engine.Options{MemoryBudget: mem, Logger: e.log})
+	eng, err := engine.New(st, engine.Options{MemoryBudget: e.set.EngineMemory, Logger: e.log})
 	if err != nil {
 		return nil, err
 	}
