@@ -2,11 +2,17 @@ package api_test
 
 import (
 	"bytes"
+	"log/slog"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"siteenv/api"
+	"siteenv/engine"
+	"siteenv/jobs"
+	"siteenv/ledger"
+	"siteenv/store"
 )
 
 // A configuration is validated once, in New, and a bad value is named.
@@ -31,4 +37,38 @@ func TestConfigValidated(t *testing.T) {
 	if _, err := api.New(api.Config{Secret: secret}, nil); err != nil {
 		t.Fatalf("defaults refused: %v", err)
 	}
+}
+
+// TestConfigWithDefaults: every zero field takes its documented default and
+// a set field is kept.
+func TestConfigWithDefaults(t *testing.T) {
+	d := api.Config{}.WithDefaults()
+	if d.Clock == nil || d.Logger != slog.Default() || d.CursorTTL != time.Hour || d.IdempotencyWait != 10*time.Second ||
+		d.MapRenders != runtime.GOMAXPROCS(0) || d.BodyReadTimeout != 5*time.Second || d.Metrics == nil {
+		t.Fatalf("defaults: %+v", d)
+	}
+	set := api.Config{CursorTTL: time.Minute, MapRenders: 3}.WithDefaults()
+	if set.CursorTTL != time.Minute || set.MapRenders != 3 || set.IdempotencyWait != 10*time.Second {
+		t.Fatalf("set fields not kept: %+v", set)
+	}
+}
+
+// newEngine is engine.New for tests: an error fails tb.
+func newEngine(tb testing.TB, st store.Store, opt engine.Options) *engine.Engine {
+	tb.Helper()
+	e, err := engine.New(st, opt)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return e
+}
+
+// newRunner is jobs.New for tests: an error fails tb.
+func newRunner(tb testing.TB, cfg jobs.Config, led *ledger.Ledger, eng *engine.Engine, st store.Store) *jobs.Runner {
+	tb.Helper()
+	r, err := jobs.New(cfg, led, eng, st)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
 }

@@ -190,7 +190,7 @@ func (s *Server) limits() map[string]int64 {
 	out["max_radius_m"] = engine.MaxRadiusM
 	out["max_query_features"] = engine.DefaultMaxFeatures
 	out["max_query_result_bytes"] = engine.DefaultMaxBytes
-	cfg := jobs.Defaults()
+	cfg := jobs.Config{}.WithDefaults()
 	if r, ok := s.runner.(interface{ Config() jobs.Config }); ok {
 		cfg = r.Config()
 	}

@@ -25,8 +25,8 @@ func TestContextLimitsAreTheEnforcedValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	opened := make(chan struct{}, 16)
-	eng := engine.New(stalledTiles{st, opened}, engine.Options{MemoryBudget: 16 << 20})
-	runner := jobs.New(jobs.Config{MaxRunning: 1, Attempt: 90 * time.Second, Retain: 2 * time.Hour, QueueLimit: 5 * time.Minute,
+	eng := newEngine(t, stalledTiles{st, opened}, engine.Options{MemoryBudget: 16 << 20})
+	runner := newRunner(t, jobs.Config{MaxRunning: 1, Attempt: 90 * time.Second, Retain: 2 * time.Hour, QueueLimit: 5 * time.Minute,
 		Poll: 20 * time.Millisecond, TempDir: t.TempDir()}, h.led, eng, st)
 	api.SetQueryBackend(h.srv, st, runner)
 	qh := &queryHarness{harness: h, store: st, runner: runner}

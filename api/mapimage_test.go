@@ -24,7 +24,7 @@ import (
 func setupMaps(t testing.TB) *queryHarness {
 	t.Helper()
 	qh := setupQueries(t, false)
-	api.SetMapEngine(qh.srv, engine.New(qh.store, engine.Options{MemoryBudget: 64 << 20}))
+	api.SetMapEngine(qh.srv, newEngine(t, qh.store, engine.Options{MemoryBudget: 64 << 20}))
 	return qh
 }
 

@@ -174,8 +174,8 @@ func setupMetrics(t *testing.T, start bool) (*queryHarness, *api.Metrics) {
 		t.Fatal(err)
 	}
 	st := m.WrapStore(raw)
-	eng := engine.New(st, engine.Options{MemoryBudget: 64 << 20})
-	runner := jobs.New(jobs.Config{Workers: 1, Poll: 20 * time.Millisecond, TempDir: t.TempDir(), ObserveAttempt: m.ObserveAttempt}, h.led, eng, st)
+	eng := newEngine(t, st, engine.Options{MemoryBudget: 64 << 20})
+	runner := newRunner(t, jobs.Config{Workers: 1, Poll: 20 * time.Millisecond, TempDir: t.TempDir(), ObserveAttempt: m.ObserveAttempt}, h.led, eng, st)
 	if start {
 		ctx, cancel := context.WithCancel(context.Background())
 		runner.Start(ctx)

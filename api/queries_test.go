@@ -49,8 +49,8 @@ func setupQueriesWith(t testing.TB, run bool, engineStore func(store.Store) stor
 	if engineStore != nil {
 		es = engineStore(st)
 	}
-	eng := engine.New(es, engine.Options{MemoryBudget: 64 << 20})
-	qh.runner = jobs.New(jobs.Config{Workers: 2, Poll: 20 * time.Millisecond, TempDir: t.TempDir()}, h.led, eng, st)
+	eng := newEngine(t, es, engine.Options{MemoryBudget: 64 << 20})
+	qh.runner = newRunner(t, jobs.Config{Workers: 2, Poll: 20 * time.Millisecond, TempDir: t.TempDir()}, h.led, eng, st)
 	if run {
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)

@@ -51,8 +51,8 @@ func TestSmallQueryCostsThreeRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := engine.New(st, engine.Options{MemoryBudget: 64 << 20})
-	runner := jobs.New(jobs.Config{Workers: 1, Poll: time.Hour, Sweep: time.Hour, TempDir: t.TempDir()}, h.led, eng, st)
+	eng := newEngine(t, st, engine.Options{MemoryBudget: 64 << 20})
+	runner := newRunner(t, jobs.Config{Workers: 1, Poll: time.Hour, Sweep: time.Hour, TempDir: t.TempDir()}, h.led, eng, st)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	runner.Start(ctx)

@@ -77,7 +77,8 @@ type QueryRunner interface {
 	Wait(ctx context.Context, id uuid.UUID, d time.Duration) (ledger.Query, bool)
 }
 
-func (c *Config) fill() error {
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}
@@ -99,6 +100,12 @@ func (c *Config) fill() error {
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics()
 	}
+	return c
+}
+
+// validate reports the first field of a filled config out of range, naming
+// it.
+func (c Config) validate() error {
 	switch {
 	case c.BodyReadTimeout < 0:
 		return errors.New("api: Config.BodyReadTimeout must not be negative")
@@ -150,7 +157,8 @@ type Server struct {
 
 // New builds a Server over a ledger.
 func New(cfg Config, led *ledger.Ledger) (*Server, error) {
-	if err := cfg.fill(); err != nil {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	ops, err := openapi.Operations()

@@ -105,7 +105,8 @@ type APIOptions struct {
 	Logger *slog.Logger
 }
 
-func (o *APIOptions) fill() error {
+// WithDefaults returns o with every zero field set to its default.
+func (o APIOptions) WithDefaults() APIOptions {
 	if o.Scale == "" {
 		o.Scale = synth.Medium
 	}
@@ -130,6 +131,11 @@ func (o *APIOptions) fill() error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	return o
+}
+
+// validate reports the first field of filled options out of range.
+func (o APIOptions) validate() error {
 	switch {
 	case o.WorkDir == "":
 		return errors.New("bench: WorkDir is required")
@@ -222,9 +228,6 @@ func startAPI(ctx context.Context, dir string, g *synth.Generator, ds *dataset, 
 	a.keys, a.readKeys = keys[:nQueries], keys[nQueries:]
 
 	jcfg := jobs.Config{Logger: log, TempDir: dir, Phases: a.timer}
-	if err := jcfg.Validate(); err != nil {
-		return nil, err
-	}
 	// The server's own store over the same files, keeping recent objects
 	// as `siteenv serve` does (SITEENV_STORE_RECENT's default).
 	served, err := store.NewFileStore(ds.store.(*store.FileStore).Root())
@@ -232,7 +235,9 @@ func startAPI(ctx context.Context, dir string, g *synth.Generator, ds *dataset, 
 		return nil, err
 	}
 	served.KeepRecent(store.DefaultRecentBytes)
-	a.runner = jobs.New(jcfg, a.led, e, served)
+	if a.runner, err = jobs.New(jcfg, a.led, e, served); err != nil {
+		return nil, err
+	}
 	a.workers = a.runner.Config().Workers
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
@@ -705,7 +710,8 @@ func runID() string {
 // answers agree, measures authenticated reads, and writes the report and
 // the latency CDF plot to OutDir.
 func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
-	if err := opt.fill(); err != nil {
+	opt = opt.WithDefaults()
+	if err := opt.validate(); err != nil {
 		return nil, err
 	}
 	log := opt.Logger
@@ -758,7 +764,10 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 	if bs.ColdP50, bs.ColdMax, bs.ColdLoads, err = coldCost(ctx, ds.store, opt.EngineMemory, engineRequests(ds, qs)); err != nil {
 		return nil, err
 	}
-	e := engine.New(ds.store, engine.Options{MemoryBudget: opt.EngineMemory})
+	e, err := engine.New(ds.store, engine.Options{MemoryBudget: opt.EngineMemory})
+	if err != nil {
+		return nil, err
+	}
 	load, err := loadEngine(ctx, e, ds, opt.EngineMemory, log)
 	if err != nil {
 		return nil, err

@@ -124,7 +124,10 @@ func coldCost(ctx context.Context, st store.Store, budget int64, reqs []engine.R
 	lat := make([]time.Duration, n)
 	var total int64
 	for i := range n {
-		e := engine.New(st, engine.Options{MemoryBudget: budget})
+		e, err := engine.New(st, engine.Options{MemoryBudget: budget})
+		if err != nil {
+			return 0, 0, 0, err
+		}
 		p, err := enginePass(ctx, e, reqs[i:i+1], 1, nil)
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("bench: cold query %d: %w", i, err)

@@ -58,7 +58,7 @@ func TestBudgetAnswers(t *testing.T) {
 		if bs.ColdP50, bs.ColdMax, bs.ColdLoads, err = coldCost(ctx, ds.store, budget, reqs); err != nil {
 			t.Fatal(err)
 		}
-		e := engine.New(ds.store, engine.Options{MemoryBudget: budget})
+		e := newEngine(t, ds.store, engine.Options{MemoryBudget: budget})
 		load, err := loadEngine(ctx, e, ds, budget, log)
 		if err != nil {
 			t.Fatal(err)

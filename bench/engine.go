@@ -20,7 +20,8 @@ const warmupQueries = 200
 // same features. The report is returned even when they disagree: see
 // EngineReport.Err.
 func RunEngine(ctx context.Context, opt EngineOptions) (*EngineReport, error) {
-	if err := opt.fill(); err != nil {
+	opt = opt.WithDefaults()
+	if err := opt.validate(); err != nil {
 		return nil, err
 	}
 	log := opt.Logger
@@ -60,7 +61,10 @@ func runEngine(ctx context.Context, opt EngineOptions, watch *memWatch) (*Engine
 	if bs.ColdP50, bs.ColdMax, bs.ColdLoads, err = coldCost(ctx, ds.store, opt.EngineMemory, reqs); err != nil {
 		return nil, err
 	}
-	e := engine.New(ds.store, engine.Options{MemoryBudget: opt.EngineMemory})
+	e, err := engine.New(ds.store, engine.Options{MemoryBudget: opt.EngineMemory})
+	if err != nil {
+		return nil, err
+	}
 	load, err := loadEngine(ctx, e, ds, opt.EngineMemory, log)
 	if err != nil {
 		return nil, err

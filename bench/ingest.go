@@ -67,7 +67,8 @@ type IngestReport struct {
 // process: opt.Command) and with `ogr2ogr -f GPKG`, measuring wall and CPU
 // time and peak resident memory of each child.
 func RunIngest(ctx context.Context, opt IngestOptions) (*IngestReport, error) {
-	if err := opt.fill(); err != nil {
+	opt = opt.WithDefaults()
+	if err := opt.validate(); err != nil {
 		return nil, err
 	}
 	log := opt.Logger

@@ -53,7 +53,8 @@ type EngineOptions struct {
 	Logger *slog.Logger
 }
 
-func (o *EngineOptions) fill() error {
+// WithDefaults returns o with every zero field set to its default.
+func (o EngineOptions) WithDefaults() EngineOptions {
 	if o.Scale == "" {
 		o.Scale = synth.Medium
 	}
@@ -72,6 +73,11 @@ func (o *EngineOptions) fill() error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	return o
+}
+
+// validate reports the first field of filled options out of range.
+func (o EngineOptions) validate() error {
 	switch {
 	case o.WorkDir == "":
 		return errors.New("bench: WorkDir is required")
@@ -108,7 +114,8 @@ type IngestOptions struct {
 	Logger *slog.Logger
 }
 
-func (o *IngestOptions) fill() error {
+// WithDefaults returns o with every zero field set to its default.
+func (o IngestOptions) WithDefaults() IngestOptions {
 	if o.Scale == "" {
 		o.Scale = synth.Medium
 	}
@@ -118,6 +125,11 @@ func (o *IngestOptions) fill() error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	return o
+}
+
+// validate reports the first field of filled options out of range.
+func (o IngestOptions) validate() error {
 	switch {
 	case o.WorkDir == "":
 		return errors.New("bench: WorkDir is required")

@@ -59,7 +59,7 @@ func TestProfileEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	e := engine.New(ds.store, engine.Options{MemoryBudget: benchMemoryBudget})
+	e := newEngine(t, ds.store, engine.Options{MemoryBudget: benchMemoryBudget})
 	stop := startProfile(t, "SITEENV_BENCH_LOADPROFILE")
 	load, err := loadEngine(ctx, e, ds, benchMemoryBudget, log)
 	stop()
@@ -216,7 +216,7 @@ func profileTo(t *testing.T, path string) (stop func()) {
 // three fresh engines (shards preloaded, caches of projections, coverages
 // and property sizes empty), profiling each pass.
 func profileCold(t *testing.T, ctx context.Context, ds *dataset, reqs []engine.Request, path string) {
-	e := engine.New(ds.store, engine.Options{MemoryBudget: benchMemoryBudget})
+	e := newEngine(t, ds.store, engine.Options{MemoryBudget: benchMemoryBudget})
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if _, err := loadEngine(ctx, e, ds, benchMemoryBudget, quiet); err != nil {
 		t.Fatal(err)
@@ -231,7 +231,7 @@ func profileCold(t *testing.T, ctx context.Context, ds *dataset, reqs []engine.R
 	small, p50 := fastQueries(warm, reqs)
 	fmt.Printf("cold: %d queries under 1.5 x the warm p50 %v\n", len(small), p50)
 	for round := range 3 {
-		e := engine.New(ds.store, engine.Options{MemoryBudget: benchMemoryBudget})
+		e := newEngine(t, ds.store, engine.Options{MemoryBudget: benchMemoryBudget})
 		if _, err := loadEngine(ctx, e, ds, benchMemoryBudget, quiet); err != nil {
 			t.Fatal(err)
 		}
@@ -271,7 +271,7 @@ func profileQueries(t *testing.T, ctx context.Context, ds *dataset, e *engine.En
 			api = append(api, i)
 		}
 	}
-	one := engine.New(ds.store, engine.Options{MemoryBudget: benchMemoryBudget, Workers: 1})
+	one := newEngine(t, ds.store, engine.Options{MemoryBudget: benchMemoryBudget, Workers: 1})
 	best := func(e *engine.Engine, req engine.Request) (d time.Duration, matches int) {
 		for r := range 5 {
 			start := time.Now()

@@ -112,7 +112,7 @@ func TestReferenceAgreesWithEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := engine.New(ds.store, engine.Options{})
+	e := newEngine(t, ds.store, engine.Options{})
 	checked := 0
 	for i, q := range qs {
 		for _, li := range q.layers {

@@ -172,7 +172,7 @@ func benchQuery(b *testing.B, kind int) {
 				name += "/cold"
 			}
 			b.Run(name, func(b *testing.B) {
-				e := New(d.store, Options{})
+				e := newEngine(b, d.store, Options{})
 				ctx := context.Background()
 				for _, s := range warm {
 					if _, err := e.Query(ctx, Request{Site: s, RadiusM: r, Layers: layers}); err != nil {
@@ -217,7 +217,7 @@ func BenchmarkQueryPointParallel(b *testing.B) {
 	d := benchSetup(b)
 	layers := []LayerRequest{layerReq(d.points), layerReq(d.polys)}
 	sites := benchSites(0, 256)
-	e := New(d.store, Options{})
+	e := newEngine(b, d.store, Options{})
 	ctx := context.Background()
 	for _, s := range sites {
 		if _, err := e.Query(ctx, Request{Site: s, RadiusM: 1000, Layers: layers}); err != nil {

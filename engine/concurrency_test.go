@@ -55,7 +55,7 @@ func TestConcurrentQueries(t *testing.T) {
 	t.Parallel()
 	store, _, reqs := concurrencyFixture(t)
 	ctx := context.Background()
-	big := New(store, Options{Workers: 1})
+	big := newEngine(t, store, Options{Workers: 1})
 	want := make([][]LayerResult, len(reqs))
 	for i, req := range reqs {
 		res, err := big.Query(ctx, req)
@@ -75,7 +75,7 @@ func TestConcurrentQueries(t *testing.T) {
 	}{{1, scanChunk, false}, {100 << 10, scanChunk, false}, {1, 2, false}, {100 << 10, 2, false}, {1, 2, true}, {100 << 10, 2, true}} {
 		budget := c.budget
 		t.Run(fmt.Sprintf("budget=%d/chunk=%d/lazy=%v", budget, c.chunk, c.lazy), func(t *testing.T) {
-			small := New(store, Options{MemoryBudget: budget, Workers: 4})
+			small := newEngine(t, store, Options{MemoryBudget: budget, Workers: 4})
 			small.parallelMin = 0 // every query scans on several workers
 			if c.lazy {
 				small.parallelMin = math.Inf(1)
@@ -137,7 +137,7 @@ func TestReleasesAreIndependent(t *testing.T) {
 	v1 := publish(t, st, "roads", [][]tiles.Feature{{
 		feat("old-1", m.at(10, 0)), feat("old-2", orb.LineString{m.at(-50, 20), m.at(50, 20)}),
 	}}, nil)
-	e := New(st, Options{})
+	e := newEngine(t, st, Options{})
 	site := m.at(0, 0)
 	before := query(t, e, site, 100, layerReq(v1))
 
@@ -174,7 +174,7 @@ func TestPreload(t *testing.T) {
 	t.Parallel()
 	store, layers, reqs := concurrencyFixture(t)
 	ctx := context.Background()
-	e := New(store, Options{})
+	e := newEngine(t, store, Options{})
 	m, err := tiles.ReadManifest(ctx, store, layers[0].LayerID, layers[0].ReleaseID)
 	if err != nil {
 		t.Fatal(err)
@@ -216,8 +216,8 @@ func TestLargeTileIsShared(t *testing.T) {
 	feats = append(feats, feat("far-1", m.at(-50_000, -50_000)), feat("far-2", m.at(50_000, 50_000)))
 	st := newStore(t)
 	rel := publish(t, st, "cluster", [][]tiles.Feature{feats}, nil)
-	one := New(st, Options{Workers: 1})
-	two := New(st, Options{Workers: 2})
+	one := newEngine(t, st, Options{Workers: 1})
+	two := newEngine(t, st, Options{Workers: 2})
 	for _, r := range []float64{100, 300, 1000} {
 		want := query(t, one, m.at(250, 200), r, layerReq(rel))
 		got := query(t, two, m.at(250, 200), r, layerReq(rel))

@@ -85,7 +85,8 @@ type Options struct {
 // ErrInvalidOptions reports an Options field outside its range.
 var ErrInvalidOptions = errors.New("engine: invalid options")
 
-func (o *Options) fill() {
+// WithDefaults returns o with every zero field set to its default.
+func (o Options) WithDefaults() Options {
 	if o.MemoryBudget == 0 {
 		o.MemoryBudget = DefaultMemoryBudget
 	}
@@ -95,9 +96,13 @@ func (o *Options) fill() {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	return o
 }
 
-func (o *Options) validate() error {
+// validate reports the first field of filled options out of range
+// (ErrInvalidOptions, naming the field): zero took the default, so a
+// negative value was set on purpose.
+func (o Options) validate() error {
 	if o.MemoryBudget < 0 {
 		return fmt.Errorf("%w: MemoryBudget must not be negative (0 takes the default), got %d", ErrInvalidOptions, o.MemoryBudget)
 	}
@@ -105,13 +110,6 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: Workers must not be negative (0 takes the default), got %d", ErrInvalidOptions, o.Workers)
 	}
 	return nil
-}
-
-// Validate fills a copy of o with the defaults and reports the first field
-// out of range (ErrInvalidOptions, naming the field).
-func (o Options) Validate() error {
-	o.fill()
-	return o.validate()
 }
 
 // Engine answers buffered intersection queries over immutable releases.
@@ -152,13 +150,13 @@ type Engine struct {
 	}
 }
 
-// New returns an engine over the releases in store. opt must pass
-// Validate: an invalid value is a programming error here, and New panics
-// with Validate's message rather than run with a value nobody chose.
-func New(st store.Store, opt Options) *Engine {
-	opt.fill()
+// New returns an engine over the releases in store. Zero fields of opt take
+// their defaults (WithDefaults); a field out of range is refused with
+// ErrInvalidOptions naming it.
+func New(st store.Store, opt Options) (*Engine, error) {
+	opt = opt.WithDefaults()
 	if err := opt.validate(); err != nil {
-		panic(err)
+		return nil, err
 	}
 	e := &Engine{store: st, budget: opt.MemoryBudget, workers: opt.Workers, log: opt.Logger, parallelMin: parallelMinCandidates, scanChunk: scanChunk, edgeMin: edgeIndexMinVertices}
 	e.mu.shards = map[string]*shardEntry{}
@@ -168,7 +166,7 @@ func New(st store.Store, opt Options) *Engine {
 	e.mu.idle.next, e.mu.idle.prev = &e.mu.idle, &e.mu.idle
 	e.mu.props = map[propKey]*propEntry{}
 	e.mu.propIdle.next, e.mu.propIdle.prev = &e.mu.propIdle, &e.mu.propIdle
-	return e
+	return e, nil
 }
 
 // LayerRequest selects one layer release and its limits.

@@ -160,7 +160,7 @@ func testExactness(t *testing.T, edgeMin int) {
 		perKind = 1
 	}
 	store := newStore(t)
-	e := New(store, Options{})
+	e := newEngine(t, store, Options{})
 	e.edgeMin = edgeMin
 	for ci, city := range testCities {
 		t.Run(city.name, func(t *testing.T) {
@@ -319,7 +319,7 @@ func TestSplitSite(t *testing.T) {
 	}
 	store := newStore(t)
 	rel := publish(t, store, "split", [][]tiles.Feature{feats}, nil)
-	e := New(store, Options{})
+	e := newEngine(t, store, Options{})
 	sref := newRefGeom(long)
 	for _, r := range []float64{0, 150, 1000, 4000} {
 		res := query(t, e, long, r, layerReq(rel))[0]

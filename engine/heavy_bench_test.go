@@ -103,7 +103,7 @@ func (d *heavyData) requests(site synth.HeavySite) []LayerRequest {
 // heavyEngine returns an engine with every heavy shard loaded.
 // With plain, no feature gets an edge index (the path before them).
 func heavyEngine(tb testing.TB, d *heavyData, opt Options, plain bool) *Engine {
-	e := New(d.store, opt)
+	e := newEngine(tb, d.store, opt)
 	if plain {
 		e.edgeMin = 0
 	}

@@ -163,3 +163,13 @@ func query(t testing.TB, e *Engine, site orb.Geometry, r float64, layers ...Laye
 func layerReq(m *tiles.Manifest) LayerRequest {
 	return LayerRequest{LayerID: m.LayerID, ReleaseID: m.ReleaseID}
 }
+
+// newEngine is New for tests: an error fails tb.
+func newEngine(tb testing.TB, st store.Store, opt Options) *Engine {
+	tb.Helper()
+	e, err := New(st, opt)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return e
+}

@@ -30,7 +30,7 @@ func TestFeatureLimit(t *testing.T) {
 	feats = append(feats, tiles.Feature{ID: "far", Geometry: m.at(2000, 0), Properties: map[string]any{"kind": "far", "n": int64(-1)}})
 	store := newStore(t)
 	rel := publish(t, store, "dense", [][]tiles.Feature{feats}, nil)
-	e := New(store, Options{})
+	e := newEngine(t, store, Options{})
 
 	res := query(t, e, m.at(0, 0), 1000, layerReq(rel))[0]
 	if res.Status != StatusDataPresent || res.Count == nil || *res.Count != DefaultMaxFeatures || len(res.Features) != DefaultMaxFeatures {
@@ -72,7 +72,7 @@ func TestByteLimits(t *testing.T) {
 		Properties: map[string]any{"kind": "huge", "n": int64(1)}})
 	store := newStore(t)
 	rel := publish(t, store, "bytes", [][]tiles.Feature{feats}, nil)
-	e := New(store, Options{})
+	e := newEngine(t, store, Options{})
 
 	lr := layerReq(rel)
 	lr.IncludeGeometry = true
@@ -151,7 +151,7 @@ func TestCoverage(t *testing.T) {
 	rel := publish(t, store, "covered", [][]tiles.Feature{feats}, cover)
 	withCover := layerReq(rel)
 	withCover.Coverage = cover
-	e := New(store, Options{})
+	e := newEngine(t, store, Options{})
 	cases := []struct {
 		name     string
 		site     orb.Geometry
@@ -180,7 +180,7 @@ func TestCoverage(t *testing.T) {
 	}
 	// Outside coverage is decided without searching: features exist
 	// there, and no shard is loaded.
-	e2 := New(store, Options{})
+	e2 := newEngine(t, store, Options{})
 	res := query(t, e2, m.at(7000, 0), 1000, withCover)[0]
 	if res.Reason != ReasonOutsideCoverage || e2.Stats().Loads != 0 {
 		t.Errorf("outside coverage: %+v, %d loads", res, e2.Stats().Loads)
@@ -220,7 +220,7 @@ func TestUnreadableTile(t *testing.T) {
 	if err := store.Delete(ctx, missing.Tiles[0].Key); err != nil {
 		t.Fatal(err)
 	}
-	e := New(store, Options{})
+	e := newEngine(t, store, Options{})
 	nope := LayerRequest{LayerID: "never", ReleaseID: "r_00000000000000000000000000000000"}
 	res := query(t, e, m.at(0, 0), 100, layerReq(good), layerReq(corrupt), layerReq(missing), nope)
 	if res[0].Status != StatusDataPresent || *res[0].Count != 1 {
@@ -242,7 +242,7 @@ func TestUnreadableTile(t *testing.T) {
 
 func TestInvalidRequests(t *testing.T) {
 	t.Parallel()
-	e := New(newStore(t), Options{})
+	e := newEngine(t, newStore(t), Options{})
 	ok := LayerRequest{LayerID: "a", ReleaseID: "r_1"}
 	bad := []Request{
 		{Site: nil, Layers: []LayerRequest{ok}},

@@ -2,15 +2,22 @@ package engine_test
 
 import (
 	"errors"
+	"log/slog"
+	"runtime"
 	"strings"
 	"testing"
 
 	"siteenv/engine"
+	"siteenv/store"
 )
 
-// TestOptionsValidate: a bad value is refused with a message naming the
-// field; zero takes the default.
+// TestOptionsValidate: New refuses a bad value with an error naming the
+// field (not a panic); zero takes the default.
 func TestOptionsValidate(t *testing.T) {
+	st, err := store.NewFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		opt   engine.Options
 		field string
@@ -18,15 +25,27 @@ func TestOptionsValidate(t *testing.T) {
 		{engine.Options{MemoryBudget: -1}, "MemoryBudget"},
 		{engine.Options{Workers: -2}, "Workers"},
 	} {
-		err := tc.opt.Validate()
-		if !errors.Is(err, engine.ErrInvalidOptions) || !strings.Contains(err.Error(), tc.field) {
-			t.Errorf("%+v: err = %v, want ErrInvalidOptions naming %s", tc.opt, err, tc.field)
+		e, err := engine.New(st, tc.opt)
+		if e != nil || !errors.Is(err, engine.ErrInvalidOptions) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%+v: %v, %v, want ErrInvalidOptions naming %s", tc.opt, e, err, tc.field)
 		}
 	}
-	if err := (engine.Options{}).Validate(); err != nil {
-		t.Fatalf("defaults: %v", err)
+	for _, opt := range []engine.Options{{}, {MemoryBudget: 1 << 20, Workers: 1}} {
+		if _, err := engine.New(st, opt); err != nil {
+			t.Fatalf("%+v: %v", opt, err)
+		}
 	}
-	if err := (engine.Options{MemoryBudget: 1 << 20, Workers: 1}).Validate(); err != nil {
-		t.Fatal(err)
+}
+
+// TestOptionsWithDefaults: every zero field takes its documented default,
+// and a set field is kept.
+func TestOptionsWithDefaults(t *testing.T) {
+	got := engine.Options{}.WithDefaults()
+	if got.MemoryBudget != engine.DefaultMemoryBudget || got.Workers != runtime.GOMAXPROCS(0) || got.Logger != slog.Default() {
+		t.Fatalf("defaults: %+v", got)
+	}
+	set := engine.Options{MemoryBudget: 1 << 20, Workers: 3, Logger: slog.New(slog.DiscardHandler)}
+	if got := set.WithDefaults(); got != set {
+		t.Fatalf("set fields changed: %+v, want %+v", got, set)
 	}
 }

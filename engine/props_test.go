@@ -35,7 +35,7 @@ func propsFixture(t testing.TB) (*Engine, func(budget int64) *Engine, LayerReque
 		groups = append(groups, feats)
 	}
 	m := publish(t, st, "props", groups, nil)
-	return New(st, Options{}), func(budget int64) *Engine { return New(st, Options{MemoryBudget: budget}) }, layerReq(m), byID
+	return newEngine(t, st, Options{}), func(budget int64) *Engine { return newEngine(t, st, Options{MemoryBudget: budget}) }, layerReq(m), byID
 }
 
 // A shard holds no properties: a query reads those of the features it
@@ -146,7 +146,7 @@ func TestPropertiesTileChanged(t *testing.T) {
 		feats = append(feats, feat(fmt.Sprintf("f%03d", i), orb.Point{151 + 0.001*float64(i), -33.9}))
 	}
 	m := publish(t, st, "changed", [][]tiles.Feature{feats}, nil)
-	e := New(st, Options{})
+	e := newEngine(t, st, Options{})
 	ctx := context.Background()
 	if err := e.Preload(ctx, m.LayerID, m.ReleaseID); err != nil {
 		t.Fatal(err)

@@ -49,7 +49,7 @@ func TestRadiusZero(t *testing.T) {
 	}
 	store := newStore(t)
 	rel := publish(t, store, "semantics", [][]tiles.Feature{features}, nil)
-	e := New(store, Options{})
+	e := newEngine(t, store, Options{})
 	run := func(site orb.Geometry, r float64) []string {
 		t.Helper()
 		res := query(t, e, site, r, layerReq(rel))[0]
@@ -131,7 +131,7 @@ func TestLongEdges(t *testing.T) {
 	line := orb.LineString{{150, -34.2}, {152.17, -34.2}}
 	store := newStore(t)
 	rel := publish(t, store, "long", [][]tiles.Feature{{feat("poly", poly), feat("line", line)}}, nil)
-	e := New(store, Options{})
+	e := newEngine(t, store, Options{})
 	fp, fl := newRefGeom(poly), newRefGeom(line)
 	m := newMetric(orb.Point{151.085, -34})
 	for _, y := range []float64{-200, -400, -800, -1500} {

@@ -150,14 +150,56 @@ type config struct {
 	workers    int
 }
 
+// WithDefaults returns o with every zero field set to its default.
+func (o Options) WithDefaults() Options {
+	if o.MaxVertices == 0 {
+		o.MaxVertices = DefaultMaxVertices
+	}
+	if o.MemoryBudget == 0 {
+		o.MemoryBudget = DefaultMemoryBudget
+	}
+	if o.TileRows == 0 {
+		o.TileRows = DefaultTileRows
+	}
+	if o.TempDir == "" {
+		o.TempDir = os.TempDir()
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if strings.TrimSpace(o.CreatedBy) == "" {
+		o.CreatedBy = DefaultCreatedBy
+	}
+	return o
+}
+
+// validate reports the first field of filled options that is missing or
+// out of range.
+func (o Options) validate() error {
+	switch {
+	case o.Layer == nil:
+		return errors.New("ingest: Options.Layer is required")
+	case o.Store == nil:
+		return errors.New("ingest: Options.Store is required")
+	case o.MaxRejects < 0:
+		return errors.New("ingest: MaxRejects must not be negative")
+	case o.MaxVertices < 0:
+		return errors.New("ingest: MaxVertices must not be negative")
+	case o.MemoryBudget < 0:
+		return errors.New("ingest: MemoryBudget must not be negative")
+	case o.TileRows < 0:
+		return errors.New("ingest: TileRows must not be negative")
+	}
+	return nil
+}
+
+// config fills o's defaults, validates it and derives the run's state.
 func (o Options) config() (*config, error) {
+	o = o.WithDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
 	c := &config{Options: o}
-	if o.Layer == nil {
-		return nil, errors.New("ingest: Options.Layer is required")
-	}
-	if o.Store == nil {
-		return nil, errors.New("ingest: Options.Store is required")
-	}
 	c.schema = o.Layer.Schema
 	if c.schema == nil {
 		s, err := tiles.ParseFieldSchema(o.Layer.FieldSchema)
@@ -175,35 +217,7 @@ func (o Options) config() (*config, error) {
 		return nil, fmt.Errorf("ingest: source CRS: %w", err)
 	}
 	c.crsGiven = strings.TrimSpace(o.SourceCRS) != ""
-	switch {
-	case o.MaxRejects < 0:
-		return nil, errors.New("ingest: MaxRejects must not be negative")
-	case o.MaxVertices < 0:
-		return nil, errors.New("ingest: MaxVertices must not be negative")
-	case o.MemoryBudget < 0:
-		return nil, errors.New("ingest: MemoryBudget must not be negative")
-	case o.TileRows < 0:
-		return nil, errors.New("ingest: TileRows must not be negative")
-	}
-	if c.MaxVertices == 0 {
-		c.MaxVertices = DefaultMaxVertices
-	}
-	if c.MemoryBudget == 0 {
-		c.MemoryBudget = DefaultMemoryBudget
-	}
 	c.MemoryBudget = max(c.MemoryBudget, minMemoryBudget)
-	if c.TileRows == 0 {
-		c.TileRows = DefaultTileRows
-	}
-	if c.TempDir == "" {
-		c.TempDir = os.TempDir()
-	}
-	if c.Clock == nil {
-		c.Clock = time.Now
-	}
-	if strings.TrimSpace(c.CreatedBy) == "" {
-		c.CreatedBy = DefaultCreatedBy
-	}
 	c.allowed = map[string]bool{}
 	types := o.Layer.GeometryTypes
 	if len(types) == 0 {

@@ -86,7 +86,8 @@ const (
 	AttemptRequeued = "requeued"
 )
 
-func (c *Config) fill() {
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
 	if c.Workers == 0 {
 		c.Workers = 2
 	}
@@ -126,21 +127,16 @@ func (c *Config) fill() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-}
-
-// Defaults is the Config a zero Config takes.
-func Defaults() Config {
-	var c Config
-	c.fill()
 	return c
 }
 
 // ErrInvalidConfig reports a Config field outside its range.
 var ErrInvalidConfig = errors.New("jobs: invalid config")
 
-// validate checks the filled config: zero took the default, so a negative
+// validate reports the first field of a filled config out of range
+// (ErrInvalidConfig, naming the field): zero took the default, so a negative
 // value was set on purpose and would panic a ticker or stop all work.
-func (c *Config) validate() error {
+func (c Config) validate() error {
 	for _, f := range []struct {
 		name     string
 		negative bool
@@ -218,27 +214,19 @@ type Runner struct {
 	behindClosed bool
 }
 
-// Validate fills a copy of c with the defaults and reports the first field
-// out of range (ErrInvalidConfig, naming the field). Commands call it on
-// configuration from outside before New.
-func (c Config) Validate() error {
-	c.fill()
-	return c.validate()
-}
-
-// New makes a Runner; Start launches its workers. cfg must pass Validate:
-// an invalid config is a programming error here, and New panics with
-// Validate's message rather than run with a value nobody chose.
-func New(cfg Config, led *ledger.Ledger, eng *engine.Engine, st store.Store) *Runner {
-	cfg.fill()
+// New makes a Runner; Start launches its workers. Zero fields of cfg take
+// their defaults (WithDefaults); a field out of range is refused with
+// ErrInvalidConfig naming it.
+func New(cfg Config, led *ledger.Ledger, eng *engine.Engine, st store.Store) (*Runner, error) {
+	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
-		panic(err)
+		return nil, err
 	}
 	r := &Runner{cfg: cfg, led: led, eng: eng, store: st, wake: make(chan struct{}, 1), reportWake: make(chan struct{}, 1)}
 	r.mu.waiters = map[uuid.UUID][]chan ledger.Query{}
 	r.mu.recent = map[uuid.UUID]struct{}{}
 	r.pending.m = map[string]*pendingResult{}
-	return r
+	return r, nil
 }
 
 // recentFinishes bounds Runner.mu.recent.

@@ -167,8 +167,8 @@ func (b *bundle) runner(cfg jobs.Config, engineStore store.Store) *jobs.Runner {
 		cfg.Poll = 10 * time.Millisecond
 	}
 	cfg.TempDir, cfg.Logger = b.t.TempDir(), b.log
-	eng := engine.New(engineStore, engine.Options{MemoryBudget: 16 << 20, Logger: b.log})
-	return jobs.New(cfg, b.led, eng, b.store)
+	eng := newEngine(b.t, engineStore, engine.Options{MemoryBudget: 16 << 20, Logger: b.log})
+	return newRunner(b.t, cfg, b.led, eng, b.store)
 }
 
 // waitFor polls cond (bounded) until it holds: state, not time, is asserted.
@@ -688,8 +688,8 @@ func TestMissingTileIsLogged(t *testing.T) {
 	}
 }
 
-// TestConfigValidate: a bad value is refused with a message naming the
-// field; zero takes the default.
+// TestConfigValidate: New refuses a bad value with an error naming the
+// field (not a panic); zero takes the default.
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -709,12 +709,33 @@ func TestConfigValidate(t *testing.T) {
 		{jobs.Config{MaxReportBytes: -1}, "MaxReportBytes"},
 		{jobs.Config{MaxReportBytes: jobs.MaxPDFBytes + 1}, "MaxReportBytes"},
 	} {
-		err := tc.cfg.Validate()
-		if !errors.Is(err, jobs.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {
-			t.Errorf("%+v: err = %v, want ErrInvalidConfig naming %s", tc.cfg, err, tc.field)
+		r, err := jobs.New(tc.cfg, nil, nil, nil)
+		if r != nil || !errors.Is(err, jobs.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%+v: %v, %v, want ErrInvalidConfig naming %s", tc.cfg, r, err, tc.field)
 		}
 	}
-	if err := (jobs.Config{}).Validate(); err != nil {
+	r, err := jobs.New(jobs.Config{}, nil, nil, nil)
+	if err != nil {
 		t.Fatalf("defaults: %v", err)
+	}
+	if !reflect.DeepEqual(r.Config(), jobs.Config{}.WithDefaults()) {
+		t.Fatalf("the runner enforces %+v, not the defaults", r.Config())
+	}
+}
+
+// TestConfigWithDefaults: every zero field takes its documented default and
+// a set field is kept.
+func TestConfigWithDefaults(t *testing.T) {
+	t.Parallel()
+	d := jobs.Config{}.WithDefaults()
+	want := jobs.Config{Workers: 2, MaxRunning: 4, Attempt: 120 * time.Second, QueueLimit: 10 * time.Minute, Retain: 24 * time.Hour,
+		MaxAttempts: 3, ReportWorkers: 1, ReportAttempt: 10 * time.Minute, Lease: 5 * time.Second, MaxReportBytes: jobs.MaxPDFBytes,
+		Poll: 500 * time.Millisecond, Sweep: 30 * time.Second, Logger: slog.Default()}
+	if !reflect.DeepEqual(d, want) {
+		t.Fatalf("defaults %+v, want %+v", d, want)
+	}
+	set := jobs.Config{Workers: 7, Lease: time.Minute, Logger: slog.New(slog.DiscardHandler)}.WithDefaults()
+	if set.Workers != 7 || set.Lease != time.Minute || set.Logger == slog.Default() || set.MaxRunning != 4 {
+		t.Fatalf("set fields not kept: %+v", set)
 	}
 }

@@ -102,8 +102,8 @@ func TestReportSamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := engine.New(d.store, engine.Options{})
-	r := jobs.New(jobs.Config{Logger: slog.New(slog.DiscardHandler)}, led, eng, d.store)
+	eng := newEngine(t, d.store, engine.Options{})
+	r := newRunner(t, jobs.Config{Logger: slog.New(slog.DiscardHandler)}, led, eng, d.store)
 	for _, s := range samples {
 		t.Run(s.name, func(t *testing.T) {
 			raw, _ := json.Marshal(geojson.NewGeometry(s.site))

@@ -183,8 +183,8 @@ func BenchmarkReportBuild(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	eng := engine.New(d.store, engine.Options{})
-	r := jobs.New(jobs.Config{Logger: slog.New(slog.DiscardHandler)}, led, eng, d.store)
+	eng := newEngine(b, d.store, engine.Options{})
+	r := newRunner(b, jobs.Config{Logger: slog.New(slog.DiscardHandler)}, led, eng, d.store)
 	var took []time.Duration
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -213,8 +213,8 @@ func (b *rbundle) runner(cfg jobs.Config, engineStore store.Store) *jobs.Runner 
 		cfg.Poll = 10 * time.Millisecond
 	}
 	cfg.TempDir, cfg.Logger = b.t.TempDir(), b.log
-	eng := engine.New(engineStore, engine.Options{MemoryBudget: 64 << 20, Logger: b.log})
-	return jobs.New(cfg, b.led, eng, b.store)
+	eng := newEngine(b.t, engineStore, engine.Options{MemoryBudget: 64 << 20, Logger: b.log})
+	return newRunner(b.t, cfg, b.led, eng, b.store)
 }
 
 func (b *rbundle) report(id uuid.UUID) ledger.Report {
@@ -532,8 +532,8 @@ func TestReportFailureRefundsOnce(t *testing.T) {
 			st := tc.break_(b)
 			rep, pur := b.order()
 			const attempts = 3
-			eng := engine.New(b.store, engine.Options{MemoryBudget: 64 << 20, Logger: b.log})
-			r := jobs.New(jobs.Config{MaxAttempts: attempts, Logger: b.log}, b.led, eng, st)
+			eng := newEngine(t, b.store, engine.Options{MemoryBudget: 64 << 20, Logger: b.log})
+			r := newRunner(t, jobs.Config{MaxAttempts: attempts, Logger: b.log}, b.led, eng, st)
 			for i := 1; i <= attempts; i++ {
 				if ran, err := r.RunReportOnce(b.ctx); !ran || err != nil {
 					t.Fatalf("attempt %d: RunReportOnce = %v, %v", i, ran, err)

@@ -5,6 +5,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -30,6 +31,44 @@ type Options struct {
 	// ActivityLinger is how long a small batch of read audit records waits
 	// for more before it is inserted (activityqueue.go); default 5 ms.
 	ActivityLinger time.Duration
+}
+
+// ErrInvalidOptions reports an Options field outside its range.
+var ErrInvalidOptions = errors.New("ledger: invalid options")
+
+// WithDefaults returns o with every zero field set to its default.
+func (o Options) WithDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.MaxConns == 0 {
+		o.MaxConns = 20
+	}
+	if o.IdempotencyLease == 0 {
+		o.IdempotencyLease = DefaultIdempotencyLease
+	}
+	if o.ActivityLinger == 0 {
+		o.ActivityLinger = activityLinger
+	}
+	return o
+}
+
+// validate reports the first field of filled options out of range
+// (ErrInvalidOptions, naming the field): zero took the default, so a
+// negative value was set on purpose.
+func (o Options) validate() error {
+	switch {
+	case o.MaxConns < 0:
+		return fmt.Errorf("%w: MaxConns must not be negative (0 takes the default), got %d", ErrInvalidOptions, o.MaxConns)
+	case o.IdempotencyLease < 0:
+		return fmt.Errorf("%w: IdempotencyLease must not be negative (0 takes the default), got %v", ErrInvalidOptions, o.IdempotencyLease)
+	case o.ActivityLinger < 0:
+		return fmt.Errorf("%w: ActivityLinger must not be negative (0 takes the default), got %v", ErrInvalidOptions, o.ActivityLinger)
+	}
+	return nil
 }
 
 // Ledger is the PostgreSQL-backed store. Safe for concurrent use.
@@ -59,20 +98,9 @@ func (l *Ledger) fault(ctx context.Context, point string) error {
 // Open connects to dsn, applies the embedded migrations and returns a Ledger.
 // A database whose schema is newer than this binary is refused (ErrSchemaTooNew).
 func Open(ctx context.Context, dsn string, opt Options) (*Ledger, error) {
-	if opt.Clock == nil {
-		opt.Clock = clock.Real{}
-	}
-	if opt.Logger == nil {
-		opt.Logger = slog.Default()
-	}
-	if opt.MaxConns == 0 {
-		opt.MaxConns = 20
-	}
-	if opt.IdempotencyLease <= 0 {
-		opt.IdempotencyLease = DefaultIdempotencyLease
-	}
-	if opt.ActivityLinger <= 0 {
-		opt.ActivityLinger = activityLinger
+	opt = opt.WithDefaults()
+	if err := opt.validate(); err != nil {
+		return nil, err
 	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {

@@ -1,8 +1,6 @@
 package ledger
 
 import (
-	"strings"
-
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -28,13 +26,26 @@ type ContextPrefetch struct {
 	Err  error
 }
 
-// contextByKeySQL is contextSQL with the account and the integration those
-// of the key whose hash is $1.
-var contextByKeySQL = strings.NewReplacer(
-	"$3", "$2",
-	"i.integration_id = $2", "i.integration_id = (SELECT integration_id FROM api_keys WHERE key_hash = $1)",
-	"a.account_id = $1", "a.account_id = (SELECT account_id FROM api_keys WHERE key_hash = $1)",
-).Replace(contextSQL)
+// contextByKeySQL is contextSQL (queries.go) for the account and the
+// integration of the key whose hash is $1; $2 is the report-price setting's
+// name. TestAuthenticateCountPrefetch holds its answer equal to
+// ContextReads'.
+const contextByKeySQL = `SELECT a.account_id, a.name, a.credit_balance, a.dataset_ids,
+		i.integration_id, i.spend_limit, i.credits_used,
+		u.retained, u.queued, u.running, u.next_expiry,
+		(SELECT value FROM settings WHERE name = $2)
+	FROM accounts a
+	JOIN integrations i ON i.integration_id = (SELECT integration_id FROM api_keys WHERE key_hash = $1)
+	CROSS JOIN LATERAL (SELECT coalesce(sum(result_bytes) FILTER (WHERE result_key IS NOT NULL), 0) AS retained,
+			count(*) FILTER (WHERE status = 'queued') AS queued, count(*) FILTER (WHERE status = 'running') AS running,
+			min(expires_at) FILTER (WHERE result_key IS NOT NULL) AS next_expiry
+		FROM queries WHERE account_id = a.account_id) u
+	WHERE a.account_id = (SELECT account_id FROM api_keys WHERE key_hash = $1)`
+
+// queryLiveByKeySQL reads QueryLive of query $2 in the account of the key
+// whose hash is $1.
+const queryLiveByKeySQL = `SELECT status, result_key, result_bytes, released_at FROM queries
+	WHERE query_id = $2 AND account_id = (SELECT account_id FROM api_keys WHERE key_hash = $1)`
 
 func (p *ContextPrefetch) queue(b *pgx.Batch, keyHash []byte) {
 	b.Queue(contextByKeySQL, keyHash, SettingReportPrice)
@@ -53,8 +64,7 @@ type QueryLivePrefetch struct {
 }
 
 func (p *QueryLivePrefetch) queue(b *pgx.Batch, keyHash []byte) {
-	b.Queue(`SELECT status, result_key, result_bytes, released_at FROM queries
-		WHERE query_id = $2 AND account_id = (SELECT account_id FROM api_keys WHERE key_hash = $1)`, keyHash, p.ID)
+	b.Queue(queryLiveByKeySQL, keyHash, p.ID)
 }
 
 func (p *QueryLivePrefetch) scan(br pgx.BatchResults) {

@@ -33,20 +33,11 @@ var _ Store = (*S3Store)(nil)
 // NewS3Store connects to bucket (which must exist) with cfg. Keys are stored
 // below prefix ("" for the bucket root).
 func NewS3Store(ctx context.Context, cfg S3Config, bucket, prefix string) (*S3Store, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	endpoint, secure := cfg.Endpoint, cfg.UseSSL
-	switch {
-	case strings.HasPrefix(strings.ToLower(endpoint), "https://"):
-		endpoint, secure = endpoint[len("https://"):], true
-	case strings.HasPrefix(strings.ToLower(endpoint), "http://"):
-		endpoint, secure = endpoint[len("http://"):], false
-	}
-	endpoint = strings.TrimSuffix(endpoint, "/")
-	if endpoint == "" {
-		return nil, fmt.Errorf("%w: s3 store needs an endpoint (SITEENV_S3_ENDPOINT)", ErrInvalidURL)
-	}
-	if strings.Contains(endpoint, "/") {
-		return nil, fmt.Errorf("%w: s3 endpoint %q must be host[:port]", ErrInvalidURL, cfg.Endpoint)
-	}
 	var creds *credentials.Credentials
 	if cfg.AccessKey != "" || cfg.SecretKey != "" {
 		creds = credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, "")

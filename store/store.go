@@ -160,6 +160,32 @@ type S3Config struct {
 	UseSSL bool
 }
 
+// WithDefaults returns c as NewS3Store uses it: an "http://" or "https://"
+// scheme on Endpoint is taken off and sets UseSSL, and a trailing "/" is
+// dropped. No other field has a default of its own.
+func (c S3Config) WithDefaults() S3Config {
+	switch {
+	case strings.HasPrefix(strings.ToLower(c.Endpoint), "https://"):
+		c.Endpoint, c.UseSSL = c.Endpoint[len("https://"):], true
+	case strings.HasPrefix(strings.ToLower(c.Endpoint), "http://"):
+		c.Endpoint, c.UseSSL = c.Endpoint[len("http://"):], false
+	}
+	c.Endpoint = strings.TrimSuffix(c.Endpoint, "/")
+	return c
+}
+
+// validate reports a filled config an s3:// store cannot use
+// (ErrInvalidURL, naming the setting).
+func (c S3Config) validate() error {
+	if c.Endpoint == "" {
+		return fmt.Errorf("%w: s3 store needs an endpoint (SITEENV_S3_ENDPOINT)", ErrInvalidURL)
+	}
+	if strings.Contains(c.Endpoint, "/") {
+		return fmt.Errorf("%w: s3 endpoint %q must be host[:port] (SITEENV_S3_ENDPOINT)", ErrInvalidURL, c.Endpoint)
+	}
+	return nil
+}
+
 // OpenStore opens the store named by rawURL:
 //
 //	file:///abs/path          a directory on a local or shared filesystem (created if missing)

@@ -44,8 +44,8 @@ type ChangeWriter struct {
 // NewChangeWriter starts a changes file on w. schema may not have a field
 // named ChangeColumn (ErrInvalidSchema).
 func NewChangeWriter(w io.Writer, schema FieldSchema, opt WriterOptions) (*ChangeWriter, error) {
-	opt, err := opt.withDefaults()
-	if err != nil {
+	opt = opt.WithDefaults()
+	if err := opt.validate(); err != nil {
 		return nil, err
 	}
 	if _, ok := schema.Lookup(ChangeColumn); ok {

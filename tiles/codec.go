@@ -63,7 +63,8 @@ const DefaultRowGroupRows = 2048
 // maxFeatureIDLen bounds feature ids.
 const maxFeatureIDLen = 512
 
-func (o WriterOptions) withDefaults() (WriterOptions, error) {
+// WithDefaults returns o with every zero field set to its default.
+func (o WriterOptions) WithDefaults() WriterOptions {
 	if o.RowGroupRows == 0 {
 		o.RowGroupRows = DefaultRowGroupRows
 	}
@@ -73,17 +74,23 @@ func (o WriterOptions) withDefaults() (WriterOptions, error) {
 	if o.GeometryCompression == "" {
 		o.GeometryCompression = CompressionUncompressed
 	}
+	return o
+}
+
+// validate reports the first field of filled options out of range, naming
+// it.
+func (o WriterOptions) validate() error {
 	if o.RowGroupRows < 1 {
-		return o, fmt.Errorf("tiles: WriterOptions.RowGroupRows %d < 1", o.RowGroupRows)
+		return fmt.Errorf("tiles: WriterOptions.RowGroupRows %d < 1", o.RowGroupRows)
 	}
 	for _, c := range []Compression{o.Compression, o.GeometryCompression} {
 		switch c {
 		case CompressionZstd, CompressionSnappy, CompressionUncompressed:
 		default:
-			return o, fmt.Errorf("tiles: unknown compression %q", c)
+			return fmt.Errorf("tiles: unknown compression %q", c)
 		}
 	}
-	return o, nil
+	return nil
 }
 
 func (c Compression) codec() compress.Compression {
@@ -120,8 +127,8 @@ type TileInfo struct {
 // properties, a *PropertyError (ErrInvalidProperties), naming the feature.
 // Output is deterministic: equal input gives equal bytes.
 func WriteTile(w io.Writer, schema FieldSchema, feats []Feature, opt WriterOptions) (TileInfo, error) {
-	opt, err := opt.withDefaults()
-	if err != nil {
+	opt = opt.WithDefaults()
+	if err := opt.validate(); err != nil {
 		return TileInfo{}, err
 	}
 	if len(feats) == 0 {

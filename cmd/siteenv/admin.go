@@ -28,7 +28,7 @@ func parseTime(s string) (time.Time, error) {
 }
 
 // admin runs `siteenv admin <noun> <verb> [flags]`.
-func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func admin(ctx context.Context, set settings, args []string, stdout, stderr io.Writer) error {
 	if len(args) < 2 {
 		fmt.Fprint(stderr, usage)
 		return usageError{"admin needs a noun and a verb, e.g. `admin account create`"}
@@ -36,7 +36,7 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cmd := args[0] + " " + args[1]
 	fs := flag.NewFlagSet("admin "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dataDir := dataDirFlag(fs)
+	dataDir := dataDirFlag(fs, set)
 	var op func(context.Context, *ledger.Ledger) (any, error)
 	// envOp is an op that also needs the store (and engine).
 	var envOp func(context.Context, *env) (any, error)
@@ -244,7 +244,7 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
-	e, err := openEnv(ctx, *dataDir, newLogger(io.Discard))
+	e, err := openEnv(ctx, set, *dataDir, set.logger(io.Discard))
 	if err != nil {
 		return err
 	}

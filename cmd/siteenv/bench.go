@@ -24,17 +24,17 @@ The engine's memory budget is SITEENV_ENGINE_MEMORY (default in a bench: 4GiB).`
 // benchCmd runs the benchmarks of package bench. Their scratch data (file
 // store, PostgreSQL cluster, GeoJSON) goes in a temporary directory under
 // the data dir, removed at the end; the service's own data is not touched.
-func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func benchCmd(ctx context.Context, set settings, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return usageError{benchUsage}
 	}
 	switch args[0] {
 	case "engine":
-		return benchEngine(ctx, args[1:], stdout, stderr)
+		return benchEngine(ctx, set, args[1:], stdout, stderr)
 	case "ingest":
-		return benchIngest(ctx, args[1:], stdout, stderr)
+		return benchIngest(ctx, set, args[1:], stdout, stderr)
 	case "api":
-		return benchAPI(ctx, args[1:], stdout, stderr)
+		return benchAPI(ctx, set, args[1:], stdout, stderr)
 	case "ingest-run":
 		// Internal: the child process `bench ingest` measures.
 		return bench.IngestChild(ctx, args[1:], stdout, stderr)
@@ -42,10 +42,10 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return usageError{fmt.Sprintf("unknown bench %q\n%s", args[0], benchUsage)}
 }
 
-func benchEngine(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func benchEngine(ctx context.Context, set settings, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench engine", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dataDir := dataDirFlag(fs)
+	dataDir := dataDirFlag(fs, set)
 	scale := fs.String("scale", "medium", "small (~200k features), medium (~2M), large (~20M) or heavy (380 polygons of 1k-250k vertices)")
 	queries := fs.Int("queries", bench.DefaultQueries, "queries in the mix")
 	seed := fs.Int64("seed", bench.DefaultSeed, "seed of the data and the query mix")
@@ -63,12 +63,8 @@ func benchEngine(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	mem, err := engineMemory()
-	if err != nil {
-		return err
-	}
 	opt := bench.EngineOptions{
-		WorkDir: work, Scale: sc, Seed: *seed, Queries: *queries, Workers: *workers, EngineMemory: mem, Logger: newLogger(stderr),
+		WorkDir: work, Scale: sc, Seed: *seed, Queries: *queries, Workers: *workers, EngineMemory: set.EngineMemory, Logger: set.logger(stderr),
 	}
 	if *cpuProfile != "" {
 		f, err := createProfile(*cpuProfile)
@@ -86,10 +82,10 @@ func benchEngine(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return r.Err(*strict)
 }
 
-func benchIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func benchIngest(ctx context.Context, set settings, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench ingest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dataDir := dataDirFlag(fs)
+	dataDir := dataDirFlag(fs, set)
 	scale := fs.String("scale", "medium", "small (~200k features), medium (~2M) or large (~20M)")
 	seed := fs.Int64("seed", bench.DefaultSeed, "seed of the data")
 	layers := fs.String("layers", "", "comma-separated layer ids (default: every layer)")
@@ -114,7 +110,7 @@ func benchIngest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	r, err := bench.RunIngest(ctx, bench.IngestOptions{
 		WorkDir: work, Scale: sc, Seed: *seed, Layers: ids,
-		Command: []string{self, "bench", "ingest-run"}, Logger: newLogger(stderr),
+		Command: []string{self, "bench", "ingest-run"}, Logger: set.logger(stderr),
 	})
 	if err != nil {
 		return err
@@ -123,10 +119,10 @@ func benchIngest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return nil
 }
 
-func benchAPI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func benchAPI(ctx context.Context, set settings, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench api", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dataDir := dataDirFlag(fs)
+	dataDir := dataDirFlag(fs, set)
 	scale := fs.String("scale", "medium", "small (~200k features), medium (~2M), large (~20M) or heavy (380 polygons of 1k-250k vertices)")
 	clients := fs.String("clients", "1,2,8", "comma-separated client counts of the passes")
 	queries := fs.Int("queries", bench.DefaultAPIQueries, "queries in the mix (a prefix of bench engine's)")
@@ -157,12 +153,8 @@ func benchAPI(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *out == "" {
 		*out = work
 	}
-	mem, err := engineMemory()
-	if err != nil {
-		return err
-	}
 	opt := bench.APIOptions{
-		WorkDir: work, OutDir: *out, Scale: sc, Seed: *seed, Queries: *queries, Clients: cs, Reads: *reads, SmallQueries: *small, EngineMemory: mem, Logger: newLogger(stderr),
+		WorkDir: work, OutDir: *out, Scale: sc, Seed: *seed, Queries: *queries, Clients: cs, Reads: *reads, SmallQueries: *small, EngineMemory: set.EngineMemory, Logger: set.logger(stderr),
 	}
 	if *cpuProfile != "" {
 		f, err := createProfile(*cpuProfile)

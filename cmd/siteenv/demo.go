@@ -25,10 +25,10 @@ const demoSeed = 20261122
 // `make run` serves POST /reports; a price an operator set is kept.
 const demoReportPrice = 25
 
-func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func demoCmd(ctx context.Context, set settings, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dataDir := dataDirFlag(fs)
+	dataDir := dataDirFlag(fs, set)
 	scale := fs.String("scale", "small", "small (~200k features), medium (~2M) or large (~20M)")
 	seed := fs.Int64("seed", demoSeed, "generator seed")
 	if err := fs.Parse(args); err != nil {
@@ -38,7 +38,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	e, err := openEnv(ctx, *dataDir, newLogger(stderr))
+	e, err := openEnv(ctx, set, *dataDir, set.logger(stderr))
 	if err != nil {
 		return err
 	}
@@ -84,10 +84,7 @@ func loadDemo(ctx context.Context, e *env, scale synth.Scale, seed int64, progre
 		return demoResult{}, err
 	}
 	// Two ingests at a time, each with half the ingest budget.
-	mem, err := ingestMemory()
-	if err != nil {
-		return demoResult{}, err
-	}
+	mem := e.set.IngestMemory
 	layers := g.Layers()
 	var (
 		mu       sync.Mutex

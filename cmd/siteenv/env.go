@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -17,72 +16,25 @@ import (
 	"siteenv/ledger/pgembed"
 )
 
-// env is what every command shares: the data dir, the database and the secret.
+// env is what every command shares: the settings, the data dir, the
+// database and the secret.
 type env struct {
+	set     settings
 	dataDir string
 	log     *slog.Logger
 	led     *ledger.Ledger
 	cluster *pgembed.Cluster
 }
 
-// dataDirFlag registers --data-dir (default $SITEENV_DATA_DIR, else ./var).
-func dataDirFlag(fs *flag.FlagSet) *string {
-	def := os.Getenv("SITEENV_DATA_DIR")
-	if def == "" {
-		def = "./var"
-	}
-	return fs.String("data-dir", def, "data directory (embedded database, store, secret)")
-}
-
-// newLogger logs text at SITEENV_LOG_LEVEL (checked by checkEnv before any
-// command runs).
-func newLogger(w io.Writer) *slog.Logger {
-	level, _ := logLevel()
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
-}
-
-// logLevel parses SITEENV_LOG_LEVEL: debug, info (default), warn or error.
-func logLevel() (slog.Level, error) {
-	level := slog.LevelInfo
-	v := strings.TrimSpace(os.Getenv("SITEENV_LOG_LEVEL"))
-	if v == "" {
-		return level, nil
-	}
-	if err := level.UnmarshalText([]byte(v)); err != nil {
-		return slog.LevelInfo, fmt.Errorf("SITEENV_LOG_LEVEL must be debug, info, warn or error, got %q", v)
-	}
-	return level, nil
-}
-
-// checkEnv validates the environment every command reads, once, before
-// anything starts: a bad value stops the command with a message naming it
-// rather than being ignored.
-func checkEnv() error {
-	if _, err := logLevel(); err != nil {
-		return err
-	}
-	if _, err := storeRecent(); err != nil {
-		return err
-	}
-	if _, err := engineMemory(); err != nil {
-		return err
-	}
-	if _, err := ingestMemory(); err != nil {
-		return err
-	}
-	if _, err := queryTimings(); err != nil {
-		return err
-	}
-	if s := os.Getenv("SITEENV_SECRET"); s != "" && len(s) < 32 {
-		return errors.New("SITEENV_SECRET must be at least 32 characters")
-	}
-	return nil
+// dataDirFlag registers --data-dir (default SITEENV_DATA_DIR, else ./var).
+func dataDirFlag(fs *flag.FlagSet, set settings) *string {
+	return fs.String("data-dir", set.DataDir, "data directory (embedded database, store, secret)")
 }
 
 // openEnv opens the ledger: SITEENV_DATABASE_URL when set, otherwise the
 // embedded cluster under <data-dir>/pg (started here, or attached to when a
 // server already runs it).
-func openEnv(ctx context.Context, dataDir string, log *slog.Logger) (*env, error) {
+func openEnv(ctx context.Context, set settings, dataDir string, log *slog.Logger) (*env, error) {
 	abs, err := filepath.Abs(dataDir)
 	if err != nil {
 		return nil, err
@@ -90,10 +42,10 @@ func openEnv(ctx context.Context, dataDir string, log *slog.Logger) (*env, error
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	e := &env{dataDir: abs, log: log}
-	dsn := os.Getenv("SITEENV_DATABASE_URL")
+	e := &env{set: set, dataDir: abs, log: log}
+	dsn := set.DatabaseURL
 	if dsn == "" {
-		c, err := pgembed.Start(ctx, filepath.Join(abs, "pg"), pgembed.Options{Database: "siteenv", Logger: log, BinDir: os.Getenv("SITEENV_PG_BIN")})
+		c, err := pgembed.Start(ctx, filepath.Join(abs, "pg"), pgembed.Options{Database: "siteenv", Logger: log, BinDir: set.PGBin})
 		if err != nil {
 			if errors.Is(err, pgembed.ErrNoBinaries) {
 				return nil, fmt.Errorf("%w\n(or point SITEENV_DATABASE_URL at an existing PostgreSQL)", err)
@@ -128,11 +80,8 @@ func (e *env) close() {
 // secret is SITEENV_SECRET, or a random secret generated once into the data
 // dir (replicas sharing a database must share SITEENV_SECRET).
 func (e *env) secret() ([]byte, error) {
-	if s := os.Getenv("SITEENV_SECRET"); s != "" {
-		if len(s) < 32 {
-			return nil, errors.New("SITEENV_SECRET must be at least 32 characters")
-		}
-		return []byte(s), nil
+	if s := e.set.Secret; s != "" {
+		return []byte(s), nil // at least 32 characters (readSettings)
 	}
 	path := filepath.Join(e.dataDir, "secret")
 	b, err := os.ReadFile(path)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"siteenv/ingest"
+	"siteenv/jobs"
 	"siteenv/store"
 )
 
@@ -62,19 +65,22 @@ func TestServeRefusesABadEnvironment(t *testing.T) {
 	}
 }
 
+// envOf is a getenv over vars (readSettings' input in tests).
+func envOf(vars map[string]string) func(string) string {
+	return func(name string) string { return vars[name] }
+}
+
 // TestStoreRecent: SITEENV_STORE_RECENT takes bytes or KiB/MiB/GiB, 0 turns
 // the recent-object cache off, unset is the default, and nonsense or an
 // overflow is refused.
 func TestStoreRecent(t *testing.T) {
 	for v, want := range map[string]int64{"": store.DefaultRecentBytes, "0": 0, "64MiB": 64 << 20, "1GiB": 1 << 30, "4096": 4096} {
-		t.Setenv("SITEENV_STORE_RECENT", v)
-		if n, err := storeRecent(); err != nil || n != want {
-			t.Errorf("%q: %d %v, want %d", v, n, err, want)
+		if s, err := readSettings(envOf(map[string]string{"SITEENV_STORE_RECENT": v})); err != nil || s.StoreRecent != want {
+			t.Errorf("%q: %d %v, want %d", v, s.StoreRecent, err, want)
 		}
 	}
 	for _, v := range []string{"-1", "lots", "9000000000000GiB", "1TiB"} {
-		t.Setenv("SITEENV_STORE_RECENT", v)
-		if _, err := storeRecent(); err == nil || !strings.Contains(err.Error(), "SITEENV_STORE_RECENT") {
+		if _, err := readSettings(envOf(map[string]string{"SITEENV_STORE_RECENT": v})); err == nil || !strings.Contains(err.Error(), "SITEENV_STORE_RECENT") {
 			t.Errorf("%q accepted: %v", v, err)
 		}
 	}
@@ -82,53 +88,122 @@ func TestStoreRecent(t *testing.T) {
 
 func TestLogLevel(t *testing.T) {
 	for v, want := range map[string]string{"": "INFO", "debug": "DEBUG", "WARN": "WARN", "error": "ERROR"} {
-		t.Setenv("SITEENV_LOG_LEVEL", v)
-		if l, err := logLevel(); err != nil || l.String() != want {
-			t.Errorf("%q: %v %v", v, l, err)
+		if s, err := readSettings(envOf(map[string]string{"SITEENV_LOG_LEVEL": v})); err != nil || s.LogLevel.String() != want {
+			t.Errorf("%q: %v %v", v, s.LogLevel, err)
 		}
 	}
 }
 
 func TestS3ConfigFromEnv(t *testing.T) {
-	t.Setenv("SITEENV_S3_ENDPOINT", "http://127.0.0.1:9000")
-	t.Setenv("SITEENV_S3_ACCESS_KEY", "ak")
-	t.Setenv("SITEENV_S3_SECRET_KEY", "sk")
-	t.Setenv("SITEENV_S3_REGION", "")
-	got := s3ConfigFromEnv()
-	want := store.S3Config{Endpoint: "http://127.0.0.1:9000", AccessKey: "ak", SecretKey: "sk", UseSSL: false}
-	if got != want {
-		t.Fatalf("got %+v, want %+v", got, want)
+	vars := map[string]string{
+		"SITEENV_S3_ENDPOINT": "http://127.0.0.1:9000", "SITEENV_S3_ACCESS_KEY": "ak", "SITEENV_S3_SECRET_KEY": "sk", "SITEENV_S3_REGION": "",
 	}
-	t.Setenv("SITEENV_S3_ENDPOINT", "s3.ap-southeast-2.amazonaws.com")
-	if !s3ConfigFromEnv().UseSSL {
-		t.Fatal("bare endpoint should default to TLS")
+	s, err := readSettings(envOf(vars))
+	want := store.S3Config{Endpoint: "http://127.0.0.1:9000", AccessKey: "ak", SecretKey: "sk", UseSSL: false}
+	if err != nil || s.S3 != want {
+		t.Fatalf("got %+v %v, want %+v", s.S3, err, want)
+	}
+	vars["SITEENV_S3_ENDPOINT"] = "s3.ap-southeast-2.amazonaws.com"
+	if s, err := readSettings(envOf(vars)); err != nil || !s.S3.UseSSL {
+		t.Fatalf("bare endpoint should default to TLS: %+v %v", s.S3, err)
 	}
 }
 
 func TestQueryTimings(t *testing.T) {
-	t.Setenv("SITEENV_QUERY_ATTEMPT", "")
-	t.Setenv("SITEENV_QUERY_SWEEP", "")
-	if cfg, err := queryTimings(); err != nil || cfg.Attempt != 0 || cfg.Sweep != 0 {
+	read := func(vars map[string]string) (jobs.Config, error) {
+		s, err := readSettings(envOf(vars))
+		return s.Jobs, err
+	}
+	if cfg, err := read(nil); err != nil || cfg.Attempt != 0 || cfg.Sweep != 0 {
 		t.Fatalf("unset: %+v %v (want zero: the runner's defaults)", cfg, err)
 	}
-	t.Setenv("SITEENV_QUERY_ATTEMPT", "4s")
-	t.Setenv("SITEENV_QUERY_SWEEP", " 2m ")
-	if cfg, err := queryTimings(); err != nil || cfg.Attempt != 4*time.Second || cfg.Sweep != 2*time.Minute {
+	if cfg, err := read(map[string]string{"SITEENV_QUERY_ATTEMPT": "4s", "SITEENV_QUERY_SWEEP": " 2m "}); err != nil || cfg.Attempt != 4*time.Second || cfg.Sweep != 2*time.Minute {
 		t.Fatalf("set: %+v %v", cfg, err)
 	}
 	for _, bad := range []string{"4", "0s", "500ms", "-3s", "25h", "soon"} {
-		t.Setenv("SITEENV_QUERY_ATTEMPT", bad)
-		if _, err := queryTimings(); err == nil || !strings.Contains(err.Error(), "SITEENV_QUERY_ATTEMPT") {
+		if _, err := read(map[string]string{"SITEENV_QUERY_ATTEMPT": bad}); err == nil || !strings.Contains(err.Error(), "SITEENV_QUERY_ATTEMPT") {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}
-	t.Setenv("SITEENV_QUERY_ATTEMPT", "")
-	t.Setenv("SITEENV_JOB_LEASE", "3s")
-	if cfg, err := queryTimings(); err != nil || cfg.Lease != 3*time.Second {
+	if cfg, err := read(map[string]string{"SITEENV_JOB_LEASE": "3s"}); err != nil || cfg.Lease != 3*time.Second {
 		t.Fatalf("SITEENV_JOB_LEASE=3s: %+v %v", cfg, err)
 	}
-	t.Setenv("SITEENV_JOB_LEASE", "200ms")
-	if _, err := queryTimings(); err == nil || !strings.Contains(err.Error(), "SITEENV_JOB_LEASE") {
+	if _, err := read(map[string]string{"SITEENV_JOB_LEASE": "200ms"}); err == nil || !strings.Contains(err.Error(), "SITEENV_JOB_LEASE") {
 		t.Errorf("SITEENV_JOB_LEASE=200ms: %v", err)
 	}
+}
+
+// TestSettingsDefaults: an empty environment takes the documented defaults.
+func TestSettingsDefaults(t *testing.T) {
+	s, err := readSettings(envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.DataDir != "./var" || s.DatabaseURL != "" || s.Store != "" || s.Secret != "" || s.LogLevel != slog.LevelInfo ||
+		s.EngineMemory != 0 || s.IngestMemory != ingest.DefaultMemoryBudget || s.StoreRecent != store.DefaultRecentBytes ||
+		s.MetricsAddr != "" || s.MetricsPublic || !s.S3.UseSSL {
+		t.Fatalf("defaults: %+v", s)
+	}
+	s, err = readSettings(envOf(map[string]string{"SITEENV_DATA_DIR": "/d", "SITEENV_METRICS_PUBLIC": "1", "SITEENV_SECRET": strings.Repeat("s", 32)}))
+	if err != nil || s.DataDir != "/d" || !s.MetricsPublic || len(s.Secret) != 32 {
+		t.Fatalf("set: %+v %v", s, err)
+	}
+}
+
+// TestReadmeDocumentsEveryVariable: every variable readSettings reads is
+// in envVars and in the README's configuration table, and no other
+// non-test file of the command reads the environment.
+func TestReadmeDocumentsEveryVariable(t *testing.T) {
+	read := map[string]bool{}
+	if _, err := readSettings(func(name string) string { read[name] = true; return "" }); err != nil {
+		t.Fatal(err)
+	}
+	if len(read) != len(envVars) {
+		t.Errorf("readSettings reads %d variables, envVars lists %d", len(read), len(envVars))
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range envVars {
+		if !read[name] {
+			t.Errorf("envVars lists %s, which readSettings does not read", name)
+		}
+		if !configRow(readme, name) {
+			t.Errorf("README's configuration table has no row for %s", name)
+		}
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") || f == "settings.go" {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, call := range []string{"os.Getenv(", "os.LookupEnv(", "os.Environ("} {
+			if bytes.Contains(src, []byte(call)) {
+				t.Errorf("%s calls %s: the environment is read in settings.go only", f, call)
+			}
+		}
+	}
+}
+
+// configRow reports whether the README has a configuration table row whose
+// first cell names the variable.
+func configRow(readme []byte, name string) bool {
+	for _, line := range strings.Split(string(readme), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 || strings.TrimSpace(cells[0]) != "" {
+			continue
+		}
+		if strings.Contains(cells[1], "`"+name+"`") || strings.Contains(cells[1], "`"+name+"=") {
+			return true
+		}
+	}
+	return false
 }

@@ -19,10 +19,10 @@ import (
 
 // gazetteerCmd loads address points and cadastral parcels, replacing the
 // previous gazetteer atomically.
-func gazetteerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func gazetteerCmd(ctx context.Context, set settings, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ingest gazetteer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dataDir := dataDirFlag(fs)
+	dataDir := dataDirFlag(fs, set)
 	addrPath := fs.String("addresses", "", "addresses CSV: label,number,street,locality,state,postcode,longitude,latitude")
 	parcelPath := fs.String("parcels", "", "parcels: newline-delimited GeoJSON Features {jurisdiction, cadastre_id, address}")
 	if err := fs.Parse(args); err != nil {
@@ -41,7 +41,7 @@ func gazetteerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	defer pf.Close()
-	e, err := openEnv(ctx, *dataDir, newLogger(stderr))
+	e, err := openEnv(ctx, set, *dataDir, set.logger(stderr))
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"siteenv/engine/geo"
 	"siteenv/ingest"
@@ -17,7 +16,7 @@ import (
 
 // openStore opens SITEENV_STORE, or file://<data-dir>/store.
 func (e *env) openStore(ctx context.Context) (store.Store, error) {
-	u := os.Getenv("SITEENV_STORE")
+	u := e.set.Store
 	if u == "" {
 		dir := filepath.Join(e.dataDir, "store")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -25,30 +24,16 @@ func (e *env) openStore(ctx context.Context) (store.Store, error) {
 		}
 		u = "file://" + dir
 	}
-	return store.OpenStore(ctx, u, s3ConfigFromEnv())
+	return store.OpenStore(ctx, u, e.set.S3)
 }
 
-// s3ConfigFromEnv reads SITEENV_S3_ENDPOINT, SITEENV_S3_ACCESS_KEY,
-// SITEENV_S3_SECRET_KEY and, optionally, SITEENV_S3_REGION. UseSSL is true
-// unless the endpoint starts with "http://".
-func s3ConfigFromEnv() store.S3Config {
-	ep := os.Getenv("SITEENV_S3_ENDPOINT")
-	return store.S3Config{
-		Endpoint:  ep,
-		AccessKey: os.Getenv("SITEENV_S3_ACCESS_KEY"),
-		SecretKey: os.Getenv("SITEENV_S3_SECRET_KEY"),
-		Region:    os.Getenv("SITEENV_S3_REGION"),
-		UseSSL:    !strings.HasPrefix(strings.ToLower(ep), "http://"),
-	}
-}
-
-func ingestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func ingestCmd(ctx context.Context, set settings, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "gazetteer" {
-		return gazetteerCmd(ctx, args[1:], stdout, stderr)
+		return gazetteerCmd(ctx, set, args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dataDir := dataDirFlag(fs)
+	dataDir := dataDirFlag(fs, set)
 	layerPath := fs.String("layer", "", "layer.json (required)")
 	srcCRS := fs.String("source-crs", "", "CRS of the inputs (default OGC:CRS84, or what the file names): "+geo.SourceCRSList)
 	table := fs.String("table", "", "GeoPackage feature table (default: the only one)")
@@ -69,8 +54,8 @@ func ingestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *rejects == "" {
 		*rejects = def.LayerID + ".rejects.csv"
 	}
-	log := newLogger(stderr)
-	e, err := openEnv(ctx, *dataDir, log)
+	log := set.logger(stderr)
+	e, err := openEnv(ctx, set, *dataDir, log)
 	if err != nil {
 		return err
 	}
@@ -79,12 +64,8 @@ func ingestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	mem, err := ingestMemory()
-	if err != nil {
-		return err
-	}
 	sum, err := ingest.Run(ctx, ingest.Options{
-		Layer: def, SourceCRS: *srcCRS, Table: *table, IDProperty: *idProp, MaxRejects: *maxRejects, RejectsPath: *rejects, MemoryBudget: mem,
+		Layer: def, SourceCRS: *srcCRS, Table: *table, IDProperty: *idProp, MaxRejects: *maxRejects, RejectsPath: *rejects, MemoryBudget: set.IngestMemory,
 		Store: st, Publisher: ingest.LedgerPublisher{Ledger: e.led, Stage: *stage, Actor: actor("siteenv ingest")}, Progress: os.Stderr,
 	}, fs.Args()...)
 	if err != nil {

@@ -95,27 +95,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
+	var set settings
 	if args[0] != "help" && args[0] != "-h" && args[0] != "--help" {
-		if err := checkEnv(); err != nil {
+		s, err := loadSettings()
+		if err != nil {
 			return err
 		}
+		set = s
 	}
 	switch args[0] {
 	case "serve":
-		return serve(ctx, args[1:], stdout, stderr)
+		return serve(ctx, set, args[1:], stdout, stderr)
 	case "admin":
-		return admin(ctx, args[1:], stdout, stderr)
+		return admin(ctx, set, args[1:], stdout, stderr)
 	case "ingest":
 		boundMemory()
-		return ingestCmd(ctx, args[1:], stdout, stderr)
+		return ingestCmd(ctx, set, args[1:], stdout, stderr)
 	case "release":
 		boundMemory()
-		return releaseCmd(ctx, args[1:], stdout, stderr)
+		return releaseCmd(ctx, set, args[1:], stdout, stderr)
 	case "demo":
 		boundMemory()
-		return demoCmd(ctx, args[1:], stdout, stderr)
+		return demoCmd(ctx, set, args[1:], stdout, stderr)
 	case "bench":
-		return benchCmd(ctx, args[1:], stdout, stderr)
+		return benchCmd(ctx, set, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

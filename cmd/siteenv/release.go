@@ -25,14 +25,14 @@ const releaseUsage = `usage:
 
 // releaseCmd reviews a layer's releases: list them, compare two, make one
 // current (a staged one, or an earlier one: the rollback).
-func releaseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func releaseCmd(ctx context.Context, set settings, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return usageError{releaseUsage}
 	}
 	sub := args[0]
 	fs := flag.NewFlagSet("release "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dataDir := dataDirFlag(fs)
+	dataDir := dataDirFlag(fs, set)
 	layer := fs.String("layer", "", "layer id (required)")
 	var from, to, out, rel *string
 	switch sub {
@@ -52,7 +52,7 @@ func releaseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *layer == "" || fs.NArg() != 0 || (rel != nil && *rel == "") {
 		return usageError{releaseUsage}
 	}
-	e, err := openEnv(ctx, *dataDir, newLogger(stderr))
+	e, err := openEnv(ctx, set, *dataDir, set.logger(stderr))
 	if err != nil {
 		return err
 	}

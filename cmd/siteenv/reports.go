@@ -25,12 +25,15 @@ func reviseReport(ctx context.Context, e *env, id uuid.UUID) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	mem, err := engineMemory()
+	eng, err := engine.New(st, engine.Options{MemoryBudget: e.set.EngineMemory, Logger: e.log})
 	if err != nil {
 		return nil, err
 	}
-	eng := engine.New(st, engine.Options{MemoryBudget: mem, Logger: e.log})
-	rev, err := jobs.New(jobs.Config{Logger: e.log}, e.led, eng, st).ReviseReport(ctx, id)
+	runner, err := jobs.New(jobs.Config{Logger: e.log}, e.led, eng, st)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := runner.ReviseReport(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -123,7 +123,14 @@ func TestAdminReportImportAndRevise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := jobs.New(jobs.Config{}, led, engine.New(st, engine.Options{}), st)
+	eng, err := engine.New(st, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := jobs.New(jobs.Config{}, led, eng, st)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if ran, err := r.RunReportOnce(ctx); !ran || err != nil {
 		t.Fatalf("RunReportOnce = %v, %v", ran, err)
 	}

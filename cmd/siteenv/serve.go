@@ -7,33 +7,29 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"siteenv/api"
 	"siteenv/engine"
-	"siteenv/ingest"
 	"siteenv/ingest/synth"
 	"siteenv/jobs"
 	storepkg "siteenv/store"
 )
 
-func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func serve(ctx context.Context, set settings, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
-	dataDir := dataDirFlag(fs)
+	dataDir := dataDirFlag(fs, set)
 	demo := fs.Bool("demo", false, "on first start, load the small synthetic demo dataset and create a demo account and key (kept in <data-dir>/demo-key)")
-	metricsAddr := fs.String("metrics-addr", os.Getenv("SITEENV_METRICS_ADDR"), "serve Prometheus metrics at http://ADDR/metrics on this separate listener (default $SITEENV_METRICS_ADDR; empty: off); loopback only unless --metrics-public")
-	metricsPublic := fs.Bool("metrics-public", os.Getenv("SITEENV_METRICS_PUBLIC") == "1", "allow --metrics-addr on a non-loopback address (default $SITEENV_METRICS_PUBLIC=1)")
+	metricsAddr := fs.String("metrics-addr", set.MetricsAddr, "serve Prometheus metrics at http://ADDR/metrics on this separate listener (default $SITEENV_METRICS_ADDR; empty: off); loopback only unless --metrics-public")
+	metricsPublic := fs.Bool("metrics-public", set.MetricsPublic, "allow --metrics-addr on a non-loopback address (default $SITEENV_METRICS_PUBLIC=1)")
 	drain := fs.Duration("shutdown-timeout", defaultDrain, "on SIGTERM, how long in-flight requests and query attempts get to finish; attempts still running then are requeued")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
@@ -46,8 +42,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return usageError{err.Error()}
 		}
 	}
-	log := newLogger(stderr)
-	e, err := openEnv(ctx, *dataDir, log)
+	log := set.logger(stderr)
+	e, err := openEnv(ctx, set, *dataDir, log)
 	if err != nil {
 		return err
 	}
@@ -70,34 +66,22 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	recent, err := storeRecent()
-	if err != nil {
-		return err
-	}
 	if fst, ok := store.(*storepkg.FileStore); ok {
-		fst.KeepRecent(recent)
+		fst.KeepRecent(set.StoreRecent)
 	}
 	metrics := api.NewMetrics()
 	store = metrics.WrapStore(store)
-	mem, err := engineMemory()
+	eng, err := engine.New(store, engine.Options{MemoryBudget: set.EngineMemory, Logger: log})
 	if err != nil {
 		return err
 	}
-	engOpt := engine.Options{MemoryBudget: mem, Logger: log}
-	if err := engOpt.Validate(); err != nil {
-		return err
-	}
-	eng := engine.New(store, engOpt)
-	jobsCfg, err := queryTimings()
-	if err != nil {
-		return err
-	}
+	jobsCfg := set.Jobs
 	jobsCfg.Logger = log
 	jobsCfg.ObserveAttempt = metrics.ObserveAttempt
-	if err := jobsCfg.Validate(); err != nil {
+	runner, err := jobs.New(jobsCfg, e.led, eng, store)
+	if err != nil {
 		return err
 	}
-	runner := jobs.New(jobsCfg, e.led, eng, store)
 	srv, err := api.New(api.Config{Secret: secret, Logger: log, Store: store, Runner: runner, Engine: eng, Metrics: metrics}, e.led)
 	if err != nil {
 		return err
@@ -208,72 +192,4 @@ func ensureDemo(ctx context.Context, e *env, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "demo: %d layers, %d features, %d addresses in %.1fs; account %s; its all-scopes key is in %s\n",
 		res.Layers, res.Features, res.Addresses, res.ElapsedS, res.AccountID, res.KeyFile)
 	return nil
-}
-
-// engineMemory reads SITEENV_ENGINE_MEMORY: bytes, or a number with KiB,
-// MiB or GiB; unset means the engine's default.
-func engineMemory() (int64, error) { return byteSize("SITEENV_ENGINE_MEMORY", false, 0) }
-
-// ingestMemory reads SITEENV_INGEST_MEMORY: the bytes of features `ingest`
-// (and each of `demo`'s two concurrent ingests, half each) buffers before
-// spilling them to disk; unset means ingest.DefaultMemoryBudget.
-func ingestMemory() (int64, error) {
-	return byteSize("SITEENV_INGEST_MEMORY", false, ingest.DefaultMemoryBudget)
-}
-
-// storeRecent reads SITEENV_STORE_RECENT: how many bytes of the objects a
-// file store wrote last it keeps in memory for reads (store.KeepRecent;
-// 0 turns that off, and with it the writes past the page cache).
-func storeRecent() (int64, error) {
-	return byteSize("SITEENV_STORE_RECENT", true, storepkg.DefaultRecentBytes)
-}
-
-// byteSize reads the environment variable name: bytes, or a number with
-// KiB, MiB or GiB; unset means def.
-func byteSize(name string, zeroOK bool, def int64) (int64, error) {
-	v := strings.TrimSpace(os.Getenv(name))
-	if v == "" {
-		return def, nil
-	}
-	mult := int64(1)
-	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
-		if strings.HasSuffix(v, suffix) {
-			v, mult = strings.TrimSuffix(v, suffix), m
-			break
-		}
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	if err != nil || n < 0 || (n == 0 && !zeroOK) || n > math.MaxInt64/mult {
-		return 0, fmt.Errorf("%s must be bytes or a number with KiB, MiB or GiB, e.g. 2GiB", name)
-	}
-	return n * mult, nil
-}
-
-// queryTimings reads SITEENV_QUERY_ATTEMPT (how long one execution of a query
-// may hold its claim before another replica requeues it; default 120s) and
-// SITEENV_QUERY_SWEEP (how often each replica looks for expired attempts;
-// default 30s), and SITEENV_REPORT_ATTEMPT (the same claim for a report
-// build; default 10m), as Go durations such as 90s or 2m. Operators lower them to
-// recover a crashed replica's queries sooner; the cluster tests use seconds.
-// SITEENV_JOB_LEASE (default 5s) is how long a claim outlives its owner's
-// last renewal: a killed replica's queries and report builds are requeued
-// within about 1.5 leases, whatever the attempt limits.
-func queryTimings() (jobs.Config, error) {
-	var cfg jobs.Config
-	for _, v := range []struct {
-		name string
-		dst  *time.Duration
-	}{{"SITEENV_QUERY_ATTEMPT", &cfg.Attempt}, {"SITEENV_REPORT_ATTEMPT", &cfg.ReportAttempt},
-		{"SITEENV_QUERY_SWEEP", &cfg.Sweep}, {"SITEENV_JOB_LEASE", &cfg.Lease}} {
-		s := strings.TrimSpace(os.Getenv(v.name))
-		if s == "" {
-			continue
-		}
-		d, err := time.ParseDuration(s)
-		if err != nil || d < time.Second || d > 24*time.Hour {
-			return jobs.Config{}, fmt.Errorf("%s must be a duration from 1s to 24h, e.g. 90s or 2m, got %q", v.name, s)
-		}
-		*v.dst = d
-	}
-	return cfg, cfg.Validate()
 }

@@ -90,6 +90,35 @@ type Options struct {
 	Ephemeral bool
 }
 
+// WithDefaults returns o with every zero field set to its default.
+func (o Options) WithDefaults() Options {
+	if o.Database == "" {
+		o.Database = "siteenv"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// ErrInvalidOptions reports an Options field outside its range.
+var ErrInvalidOptions = errors.New("pgembed: invalid options")
+
+// validate reports a field of filled options out of range, naming it: the
+// database name goes into createdb's arguments and connection URLs, so it is
+// a plain PostgreSQL identifier (letters, digits, underscores; at most 63
+// bytes).
+func (o Options) validate() error {
+	ok := len(o.Database) <= 63
+	for i, r := range o.Database {
+		ok = ok && (r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9')
+	}
+	if !ok {
+		return fmt.Errorf("%w: Database must be letters, digits and underscores (at most 63, not starting with a digit), got %q", ErrInvalidOptions, o.Database)
+	}
+	return nil
+}
+
 // Cluster is a running PostgreSQL server, started or attached to by Start.
 type Cluster struct {
 	dir       string
@@ -122,11 +151,9 @@ type Cluster struct {
 // Concurrent Start calls on the same dir (from any process) are serialised
 // with a lock file in dir.
 func Start(ctx context.Context, dir string, opt Options) (*Cluster, error) {
-	if opt.Database == "" {
-		opt.Database = "siteenv"
-	}
-	if opt.Logger == nil {
-		opt.Logger = slog.Default()
+	opt = opt.WithDefaults()
+	if err := opt.validate(); err != nil {
+		return nil, err
 	}
 	if dir == "" {
 		return nil, errors.New("pgembed: empty cluster directory")
