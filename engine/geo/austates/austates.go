@@ -1,11 +1,13 @@
-// Package basemap holds light map context for site maps: the outlines of the
-// Australian states and territories (Natural Earth 1:10m admin-1, public
-// domain; see PROVENANCE.md), embedded in the binary as au.bin.
+// Package austates holds the outlines of the Australian states and
+// territories (Natural Earth 1:10m admin-1, public domain; see
+// PROVENANCE.md), embedded in the binary as au.bin: the reference data
+// behind geo.StatesOf (the API's jurisdiction), the report's map and text,
+// and the data generator's placement (ingest/synth).
 //
 // Coordinates are CRS84 lon/lat. Neighbouring states share their border
 // vertices exactly, so a renderer can fill land from States, stroke Coastline
 // and Borders distinctly, and never see slivers between states.
-package basemap
+package austates
 
 //go:generate go run -C internal/gen . -o ../../au.bin
 
@@ -40,7 +42,7 @@ func get() *data {
 		if err != nil {
 			// au.bin is part of the source tree and checked by the tests;
 			// failing to decode it is a build defect, not a runtime condition.
-			panic(fmt.Sprintf("basemap: embedded au.bin: %v", err))
+			panic(fmt.Sprintf("austates: embedded au.bin: %v", err))
 		}
 		loaded = d
 	})
