@@ -300,109 +300,55 @@ func (r *wkbReader) positions(f *flat, n, dims int) error {
 func (f *flat) decodeWKB(b []byte) error {
 	f.reset()
 	r := wkbReader{b: b}
-	if err := f.readGeometry(&r, 0); err != nil {
-		return err
-	}
-	if r.off != len(b) {
-		return fmt.Errorf("%w: %d trailing bytes", errWKB, len(b)-r.off)
-	}
-	return nil
-}
-
-func (f *flat) readGeometry(r *wkbReader, depth int) error {
-	if depth > wkbMaxDepth {
-		return fmt.Errorf("%w: nested too deeply", errWKB)
-	}
-	typ, dims, err := r.header()
-	if err != nil {
-		return err
-	}
-	switch typ {
-	case wkbPoint:
-		if r.off+8*dims > len(r.b) {
-			return errWKB
-		}
-		p := r.point(dims)
-		if math.IsNaN(p[0]) && math.IsNaN(p[1]) {
-			return nil // POINT EMPTY
-		}
-		if !finite(p[0]) || !finite(p[1]) {
-			return fmt.Errorf("%w: non-finite coordinate", errWKB)
-		}
-		start := int32(len(f.pts))
-		f.comps = append(f.comps, start)
-		f.add(p)
-		// Merge consecutive isolated points into one element.
-		if n := len(f.elems); n > 0 && f.elems[n-1].kind == elemPoint && f.elems[n-1].end == start {
-			f.elems[n-1].end++
-		} else {
-			f.elems = append(f.elems, elem{kind: elemPoint, start: start, end: start + 1, poly: -1})
-		}
-		return nil
-	case wkbLineString:
-		n, err := r.count(16)
+	w := newWKBWalk(&r)
+	for {
+		part, n, p, err := w.next()
 		if err != nil {
 			return err
 		}
 		start := int32(len(f.pts))
-		if err := r.positions(f, n, dims); err != nil {
-			return err
-		}
-		switch n {
-		case 0:
-		case 1:
+		switch part {
+		case wkbDone:
+			if r.off != len(b) {
+				return fmt.Errorf("%w: %d trailing bytes", errWKB, len(b)-r.off)
+			}
+			return nil
+		case wkbAtPoint:
 			f.comps = append(f.comps, start)
-			f.elems = append(f.elems, elem{kind: elemPoint, start: start, end: start + 1, poly: -1})
-		default:
-			f.comps = append(f.comps, start)
-			f.elems = append(f.elems, elem{kind: elemLine, start: start, end: int32(len(f.pts)), poly: -1})
-		}
-		return nil
-	case wkbPolygon:
-		nr, err := r.count(4)
-		if err != nil {
-			return err
-		}
-		poly := f.polys
-		rings := 0
-		for i := 0; i < nr; i++ {
-			n, err := r.count(16)
-			if err != nil {
+			f.add(p)
+			// Merge consecutive isolated points into one element.
+			if n := len(f.elems); n > 0 && f.elems[n-1].kind == elemPoint && f.elems[n-1].end == start {
+				f.elems[n-1].end++
+			} else {
+				f.elems = append(f.elems, elem{kind: elemPoint, start: start, end: start + 1, poly: -1})
+			}
+		case wkbAtLine:
+			if err := r.positions(f, n, w.dims); err != nil {
 				return err
 			}
-			start := int32(len(f.pts))
-			if err := r.positions(f, n, dims); err != nil {
+			switch n {
+			case 0:
+			case 1:
+				f.comps = append(f.comps, start)
+				f.elems = append(f.elems, elem{kind: elemPoint, start: start, end: start + 1, poly: -1})
+			default:
+				f.comps = append(f.comps, start)
+				f.elems = append(f.elems, elem{kind: elemLine, start: start, end: int32(len(f.pts)), poly: -1})
+			}
+		case wkbAtRing:
+			if err := r.positions(f, n, w.dims); err != nil {
 				return err
 			}
-			if n == 0 {
-				continue
-			}
-			if rings == 0 {
+			if w.ring == 1 {
 				f.comps = append(f.comps, start)
 			}
-			rings++
 			if f.pts[start] != f.pts[len(f.pts)-1] {
 				f.add(f.pts[start])
 			}
-			f.elems = append(f.elems, elem{kind: elemRing, start: start, end: int32(len(f.pts)), poly: poly})
-		}
-		if rings > 0 {
+			f.elems = append(f.elems, elem{kind: elemRing, start: start, end: int32(len(f.pts)), poly: f.polys})
+		case wkbAtPolygonEnd:
 			f.polys++
 		}
-		return nil
-	default: // multi-geometries and collections: nested geometries
-		n, err := r.count(5)
-		if err != nil {
-			return err
-		}
-		for i := 0; i < n; i++ {
-			order := r.order
-			if err := f.readGeometry(r, depth+1); err != nil {
-				return err
-			}
-			r.order = order
-		}
-		return nil
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 
 	"github.com/paulmach/orb"
 	"github.com/tidwall/geodesic"
+
+	"siteenv/engine/geo"
 )
 
 // Point in polygon with geodesic edges.
@@ -54,7 +56,7 @@ func flatContains(f *flat, p orb.Point) bool {
 func crosses(a, b, p orb.Point, scale float64) bool {
 	c := false
 	if (a[1] > p[1]) != (b[1] > p[1]) {
-		o := orientLL(a, b, p)
+		o := geo.Orient(a, b, p)
 		c = (b[1] > a[1] && o > 0) || (b[1] < a[1] && o < 0)
 	}
 	if a[0] == b[0] {
@@ -70,7 +72,7 @@ func crosses(a, b, p orb.Point, scale float64) bool {
 	if math.Abs(p[0]-q[0]) > m || math.Abs(p[1]-q[1]) > m {
 		return c
 	}
-	chord := orientLL(a, b, p)
+	chord := geo.Orient(a, b, p)
 	side := geodesicSide(a, b, p)
 	if chord != 0 && side != 0 && chord != side {
 		c = !c
@@ -78,11 +80,8 @@ func crosses(a, b, p orb.Point, scale float64) bool {
 	return c
 }
 
-// orientLL is orient in longitude, latitude.
-func orientLL(a, b, c orb.Point) int { return orient(a, b, c) }
-
 // geodesicSide returns +1 when p lies left of the geodesic from a to b
-// (counter-clockwise, as orient), -1 when right and 0 when on it, from the
+// (counter-clockwise, as geo.Orient), -1 when right and 0 when on it, from the
 // azimuths at a of b and of p.
 func geodesicSide(a, b, p orb.Point) int {
 	var azB, azP float64

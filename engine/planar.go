@@ -4,13 +4,14 @@ import (
 	"math"
 
 	"github.com/paulmach/orb"
+
+	"siteenv/engine/geo"
 )
 
 // Planar primitives in a site-centred projection (x east, y north, metres).
-// Orientation tests use plain floating point: the projection itself is
-// accurate to micrometres, far below what floating-point orientation errors
-// could matter for at these magnitudes (coordinates up to ~20 km, so
-// rounding in the cross product is ~1e-8 m^2).
+// Orientation is geo.Orient, the project's one orientation test (exact;
+// its floating-point filter decides all but nearly degenerate turns, so it
+// costs about what a plain cross product does).
 
 func sub(a, b orb.Point) orb.Point { return orb.Point{a[0] - b[0], a[1] - b[1]} }
 
@@ -27,19 +28,6 @@ func hypot(a, b orb.Point) float64 {
 func dist2(a, b orb.Point) float64 {
 	dx, dy := a[0]-b[0], a[1]-b[1]
 	return dx*dx + dy*dy
-}
-
-// orient is the sign of the turn a -> b -> c: +1 counter-clockwise, -1
-// clockwise, 0 collinear.
-func orient(a, b, c orb.Point) int {
-	v := (b[0]-a[0])*(c[1]-a[1]) - (b[1]-a[1])*(c[0]-a[0])
-	switch {
-	case v > 0:
-		return 1
-	case v < 0:
-		return -1
-	}
-	return 0
 }
 
 // closestOnSeg returns the point of segment a-b closest to p.
@@ -68,8 +56,8 @@ func onSeg(a, b, p orb.Point) bool {
 // segSeg returns the closest points p on a-b and q on c-d and their
 // distance; p == q and 0 when the segments meet.
 func segSeg(a, b, c, d orb.Point) (p, q orb.Point, dist float64) {
-	o1, o2 := orient(a, b, c), orient(a, b, d)
-	o3, o4 := orient(c, d, a), orient(c, d, b)
+	o1, o2 := geo.Orient(a, b, c), geo.Orient(a, b, d)
+	o3, o4 := geo.Orient(c, d, a), geo.Orient(c, d, b)
 	if o1*o2 < 0 && o3*o4 < 0 {
 		// Proper crossing.
 		r, s := sub(b, a), sub(d, c)

@@ -5,6 +5,8 @@ import (
 
 	"github.com/paulmach/orb"
 	"github.com/tidwall/geodesic"
+
+	"siteenv/engine/geo"
 )
 
 // A brute-force geodesic reference for the exactness tests, independent of
@@ -193,8 +195,8 @@ func (r *refGeom) contains(p orb.Point) bool {
 }
 
 func refSegsMeet(a, b, c, d orb.Point) bool {
-	o1, o2 := orient(a, b, c), orient(a, b, d)
-	o3, o4 := orient(c, d, a), orient(c, d, b)
+	o1, o2 := geo.Orient(a, b, c), geo.Orient(a, b, d)
+	o3, o4 := geo.Orient(c, d, a), geo.Orient(c, d, b)
 	if o1*o2 < 0 && o3*o4 < 0 {
 		return true
 	}

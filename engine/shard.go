@@ -233,7 +233,7 @@ func wkbIndexBox(w []byte) (box32, error) {
 		minX: math.Inf(1), minY: math.Inf(1), maxX: math.Inf(-1), maxY: math.Inf(-1),
 		bulge: -1,
 	}
-	if err := s.geometry(0); err != nil {
+	if err := s.geometry(); err != nil {
 		return box32{}, err
 	}
 	if s.r.off != len(w) {
@@ -253,8 +253,8 @@ func wkbIndexBox(w []byte) (box32, error) {
 	return box32{down(s.minX - m), down(s.minY - m), up(s.maxX + m), up(s.maxY + m)}, nil
 }
 
-// boxScan walks WKB like flat.readGeometry, keeping only the box and the
-// largest edge bulge factor.
+// boxScan walks WKB with wkbWalk, as flat.decodeWKB does, keeping only the
+// box and the largest edge bulge factor.
 type boxScan struct {
 	r                      wkbReader
 	minX, minY, maxX, maxY float64
@@ -270,63 +270,22 @@ func edgeQ(ax, ay, bx, by float64) float64 {
 	return dl * (dl + 2*dp)
 }
 
-func (s *boxScan) geometry(depth int) error {
-	if depth > wkbMaxDepth {
-		return fmt.Errorf("%w: nested too deeply", errWKB)
-	}
-	r := &s.r
-	typ, dims, err := r.header()
-	if err != nil {
-		return err
-	}
-	switch typ {
-	case wkbPoint:
-		if r.off+8*dims > len(r.b) {
-			return errWKB
-		}
-		p := r.point(dims)
-		if math.IsNaN(p[0]) && math.IsNaN(p[1]) {
-			return nil // POINT EMPTY
-		}
-		if !finite(p[0]) || !finite(p[1]) {
-			return errNonFinite
-		}
-		s.add(p[0], p[1])
-		return nil
-	case wkbLineString:
-		n, err := r.count(16)
-		if err != nil {
+func (s *boxScan) geometry() error {
+	w := newWKBWalk(&s.r)
+	for {
+		part, n, p, err := w.next()
+		switch {
+		case err != nil:
 			return err
-		}
-		return s.positions(n, dims, false)
-	case wkbPolygon:
-		nr, err := r.count(4)
-		if err != nil {
-			return err
-		}
-		for range nr {
-			n, err := r.count(16)
-			if err != nil {
-				return err
-			}
-			if err := s.positions(n, dims, true); err != nil {
+		case part == wkbDone:
+			return nil
+		case part == wkbAtPoint:
+			s.add(p[0], p[1])
+		case part == wkbAtLine || part == wkbAtRing:
+			if err := s.positions(n, w.dims, part == wkbAtRing); err != nil {
 				return err
 			}
 		}
-		return nil
-	default: // multi-geometries and collections: nested geometries
-		n, err := r.count(5)
-		if err != nil {
-			return err
-		}
-		for range n {
-			order := r.order
-			if err := s.geometry(depth + 1); err != nil {
-				return err
-			}
-			r.order = order
-		}
-		return nil
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/encoding/wkt"
 
+	"siteenv/internal/jsonscan"
 	"siteenv/tiles"
 )
 
@@ -170,9 +171,9 @@ func csvValue(cell string, p csvProp) any {
 // jsonNumberRE reports whether s is a JSON number (strconv also takes
 // "Inf", "0x1p3" and "1_000", which are not numbers here).
 func jsonNumberRE(s string) bool {
-	p := &jparser{b: []byte(s)}
-	_, err := p.numberBytes()
-	return err == nil && p.i == len(s)
+	p := jsonscan.Scanner{B: []byte(s)}
+	_, err := p.NumberBytes()
+	return err == nil && p.I == len(s)
 }
 
 // countingReader counts bytes read, for progress.

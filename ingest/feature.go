@@ -5,6 +5,9 @@ import (
 	"strconv"
 
 	"github.com/paulmach/orb"
+
+	"siteenv/engine/geo"
+	"siteenv/internal/jsonscan"
 )
 
 // parsedFeature is a GeoJSON Feature as read from the source.
@@ -19,43 +22,48 @@ type parsedFeature struct {
 // with the vertex cap; a missing or null geometry is an error, as is
 // anything after the object.
 func parseFeature(raw []byte, maxVertices int, intern map[string]string) (parsedFeature, error) {
+	f, err := readFeature(raw, maxVertices, intern)
+	return f, featureError(err)
+}
+
+func readFeature(raw []byte, maxVertices int, intern map[string]string) (parsedFeature, error) {
 	var f parsedFeature
-	p := &jparser{b: raw, intern: intern}
-	if p.peek() != '{' {
+	p := &jparser{Scanner: jsonscan.Scanner{B: raw}, intern: intern}
+	if p.Peek() != '{' {
 		return f, &fieldError{"feature", "must be a JSON object"}
 	}
-	p.i++
+	p.I++
 	var typ string
 	haveGeom := false
-	if !p.consume('}') {
+	if !p.Consume('}') {
 		for {
-			key, err := p.keyRaw()
+			key, err := p.KeyRaw()
 			if err != nil {
 				return f, err
 			}
 			switch string(key) {
 			case "type":
-				if p.peek() != '"' {
+				if p.Peek() != '"' {
 					return f, &fieldError{"type", `must be "Feature"`}
 				}
-				if typ, err = p.str(); err != nil {
+				if typ, err = p.Str(); err != nil {
 					return f, err
 				}
 			case "id":
-				switch c := p.peek(); {
+				switch c := p.Peek(); {
 				case c == '"':
-					if f.id, err = p.str(); err != nil {
+					if f.id, err = p.Str(); err != nil {
 						return f, err
 					}
 					f.hasID = true
 				case c == '-' || (c >= '0' && c <= '9'):
-					raw, err := p.numberBytes()
+					raw, err := p.NumberBytes()
 					if err != nil {
 						return f, err
 					}
 					f.id, f.hasID = string(raw), true
 				case c == 'n':
-					if err := p.literal("null"); err != nil {
+					if err := p.Literal("null"); err != nil {
 						return f, err
 					}
 				default:
@@ -63,7 +71,7 @@ func parseFeature(raw []byte, maxVertices int, intern map[string]string) (parsed
 				}
 			case "geometry":
 				haveGeom = true
-				if f.geom, err = decodeGeoJSONGeometry(p, maxVertices); err != nil {
+				if f.geom, err = geo.ReadGeometry(&p.Scanner, geo.ReadOptions{MaxVertices: maxVertices, Source: true}); err != nil {
 					return f, err
 				}
 			case "properties":
@@ -71,21 +79,21 @@ func parseFeature(raw []byte, maxVertices int, intern map[string]string) (parsed
 					return f, err
 				}
 			default: // bbox and foreign members
-				if err := p.skip(0); err != nil {
+				if err := p.Skip(0); err != nil {
 					return f, err
 				}
 			}
-			if p.consume(',') {
+			if p.Consume(',') {
 				continue
 			}
-			if p.consume('}') {
+			if p.Consume('}') {
 				break
 			}
-			return f, p.syntax("',' or '}'")
+			return f, p.Syntax("',' or '}'")
 		}
 	}
-	if p.peek() != 0 {
-		return f, p.syntax("the end of the feature")
+	if p.Peek() != 0 {
+		return f, p.Syntax("the end of the feature")
 	}
 	switch {
 	case typ != "Feature":

@@ -12,32 +12,24 @@ import (
 	"siteenv/engine/geo"
 )
 
-// Geometry handling for source rows. Sources are not client sites: real
-// layers hold self-intersecting and touching polygons, and those are kept.
-// The checks here are geo.Validate's structural ones (type, vertex cap,
-// finite coordinates in range, enough positions, closed rings) with its
-// wording, without the topology checks (self-intersection, ring crossing,
-// containment). geo.DecodeGeometry cannot be used on source input: it runs
-// the full Validate (refusing self-intersections) and range-checks positions
-// before they are reprojected from MGA eastings and northings.
+// Geometry handling for source rows. A row's GeoJSON geometry is read by
+// geo.ReadGeometry in Source mode (in place inside its feature, before any
+// range check: positions may be MGA metres). Sources are not client sites:
+// real layers hold self-intersecting and touching polygons, and those are
+// kept. The checks here are geo.Validate's structural ones (type, vertex
+// cap, finite coordinates in range, enough positions, closed rings) with
+// its wording, without the topology checks (self-intersection, ring
+// crossing, containment).
 
-// geomError is a per-row geometry problem; Path is as in geo.ValidationError.
-type geomError struct {
-	Path   string
-	Reason string
-}
-
-func (e *geomError) Error() string {
-	if e.Path == "" {
-		return "invalid geometry: " + e.Reason
-	}
-	return "invalid geometry: " + e.Path + ": " + e.Reason
-}
+// geomError is a per-row geometry problem, worded as geo words a site's.
+type geomError = geo.ValidationError
 
 func badGeom(path, format string, args ...any) *geomError {
 	return &geomError{Path: path, Reason: fmt.Sprintf(format, args...)}
 }
 
+// tooManyPositions is the vertex cap's message, as geo.ReadGeometry words
+// it for a source geometry.
 func tooManyPositions(max int) *geomError {
 	return badGeom("coordinates", "geometry has more than %d positions (the vertex cap)", max)
 }
@@ -54,259 +46,11 @@ func coordPath(idx ...int) string {
 	return b.String()
 }
 
-// geometryDepth is the nesting depth of coordinates per GeoJSON type.
-var geometryDepth = map[string]int{
-	"Point": 0, "MultiPoint": 1, "LineString": 1,
-	"MultiLineString": 2, "Polygon": 2, "MultiPolygon": 3,
-}
-
-// decodeGeoJSONGeometry parses the GeoJSON geometry object at p (which must
-// be at the object's first byte, or at null) and leaves p after it. A null
-// geometry yields (nil, nil). Positions are counted as they are parsed and
-// the parse stops as soon as more than maxVertices (<= 0: no cap) are seen.
-// Members other than type, coordinates and bbox (such as a legacy crs) are
-// skipped. Coordinates are not range-checked here: they may be in metres.
-func decodeGeoJSONGeometry(p *jparser, maxVertices int) (orb.Geometry, error) {
-	switch p.peek() {
-	case 'n':
-		if err := p.literal("null"); err != nil {
-			return nil, err
-		}
-		return nil, nil
-	case '{':
-	default:
-		return nil, badGeom("", "geometry must be a JSON object or null")
-	}
-	p.i++
-	d := geomDecoder{p: p, max: maxVertices}
-	var (
-		typ        string
-		haveType   bool
-		coordsAt   = -1
-		haveCoords bool
-		g          orb.Geometry
-	)
-	if p.peek() == '}' {
-		p.i++
-	} else {
-		for {
-			key, err := p.key()
-			if err != nil {
-				return nil, err
-			}
-			switch key {
-			case "type":
-				if p.peek() != '"' {
-					return nil, badGeom("type", "must be a string")
-				}
-				if typ, err = p.str(); err != nil {
-					return nil, err
-				}
-				haveType = true
-				if _, ok := geometryDepth[typ]; !ok {
-					return nil, badGeom("type", "geometry type %s is not supported; use Point, MultiPoint, LineString, MultiLineString, Polygon or MultiPolygon", strconv.Quote(truncate(typ, 64)))
-				}
-				if coordsAt >= 0 {
-					save := p.i
-					p.i = coordsAt
-					if g, err = d.coordinates(typ); err != nil {
-						return nil, err
-					}
-					p.i = save
-				}
-			case "coordinates":
-				haveCoords = true
-				if haveType {
-					if g, err = d.coordinates(typ); err != nil {
-						return nil, err
-					}
-				} else {
-					coordsAt = p.i
-					if err := p.skip(0); err != nil {
-						return nil, err
-					}
-				}
-			default: // bbox, crs and foreign members
-				if err := p.skip(0); err != nil {
-					return nil, err
-				}
-			}
-			if p.consume(',') {
-				continue
-			}
-			if p.consume('}') {
-				break
-			}
-			return nil, p.syntax("',' or '}'")
-		}
-	}
-	switch {
-	case !haveType:
-		return nil, badGeom("type", "member is missing")
-	case !haveCoords:
-		return nil, badGeom("coordinates", "member is missing")
-	}
-	return g, nil
-}
-
 func truncate(s string, n int) string {
 	if len(s) > n {
 		return s[:n] + "..."
 	}
 	return s
-}
-
-type geomDecoder struct {
-	p     *jparser
-	max   int
-	count int
-	path  []int
-}
-
-func (d *geomDecoder) here() string { return coordPath(d.path...) }
-
-func (d *geomDecoder) coordinates(typ string) (orb.Geometry, error) {
-	d.count = 0
-	d.path = d.path[:0]
-	switch typ {
-	case "Point":
-		return d.position()
-	case "MultiPoint":
-		ps, err := d.positions()
-		return orb.MultiPoint(ps), err
-	case "LineString":
-		ps, err := d.positions()
-		return orb.LineString(ps), err
-	case "MultiLineString":
-		var out orb.MultiLineString
-		err := d.array("an array of LineString coordinates", func() error {
-			ps, err := d.positions()
-			out = append(out, orb.LineString(ps))
-			return err
-		})
-		return out, err
-	case "Polygon":
-		return d.polygon()
-	case "MultiPolygon":
-		var out orb.MultiPolygon
-		err := d.array("an array of Polygon coordinates", func() error {
-			pg, err := d.polygon()
-			out = append(out, pg)
-			return err
-		})
-		return out, err
-	}
-	return nil, badGeom("type", "unknown type")
-}
-
-func (d *geomDecoder) array(what string, elem func() error) error {
-	p := d.p
-	if p.peek() != '[' {
-		return d.wrong(what)
-	}
-	p.i++
-	if p.consume(']') {
-		return nil
-	}
-	d.path = append(d.path, 0)
-	for {
-		if err := elem(); err != nil {
-			return err
-		}
-		if p.consume(',') {
-			d.path[len(d.path)-1]++
-			continue
-		}
-		if p.consume(']') {
-			d.path = d.path[:len(d.path)-1]
-			return nil
-		}
-		return p.syntax("',' or ']'")
-	}
-}
-
-func (d *geomDecoder) wrong(what string) error {
-	switch c := d.p.peek(); {
-	case c == 0:
-		return d.p.syntax(what)
-	case c == '[' || c == '-' || (c >= '0' && c <= '9'):
-		return badGeom(d.here(), "expected %s (wrong nesting)", what)
-	}
-	return badGeom(d.here(), "expected %s", what)
-}
-
-func (d *geomDecoder) polygon() (orb.Polygon, error) {
-	var out orb.Polygon
-	err := d.array("an array of rings", func() error {
-		ps, err := d.positions()
-		out = append(out, orb.Ring(ps))
-		return err
-	})
-	return out, err
-}
-
-func (d *geomDecoder) positions() ([]orb.Point, error) {
-	var out []orb.Point
-	err := d.array("an array of positions", func() error {
-		pt, err := d.position()
-		out = append(out, pt)
-		return err
-	})
-	return out, err
-}
-
-// position parses [x, y, ...]: extra ordinates (altitude, measure) are
-// dropped.
-func (d *geomDecoder) position() (orb.Point, error) {
-	var pt orb.Point
-	p := d.p
-	if p.peek() != '[' {
-		return pt, d.wrong("a position [x, y]")
-	}
-	d.count++
-	if d.max > 0 && d.count > d.max {
-		return pt, tooManyPositions(d.max)
-	}
-	p.i++
-	n := 0
-	if !p.consume(']') {
-		for {
-			c := p.peek()
-			if c != '-' && (c < '0' || c > '9') {
-				switch c {
-				case '[':
-					return pt, badGeom(d.here(), "expected a number (wrong nesting)")
-				case 'N', 'I':
-					return pt, badGeom(d.here(), "NaN and Infinity are not valid JSON numbers")
-				case 0:
-					return pt, p.syntax("a number")
-				}
-				return pt, badGeom(d.here(), "expected a number")
-			}
-			v, err := p.number()
-			if err != nil {
-				return pt, err
-			}
-			if math.IsInf(v, 0) {
-				return pt, badGeom(d.here(), "number is out of range")
-			}
-			if n < 2 {
-				pt[n] = v
-			}
-			n++
-			if p.consume(',') {
-				continue
-			}
-			if p.consume(']') {
-				break
-			}
-			return pt, p.syntax("',' or ']'")
-		}
-	}
-	if n < 2 {
-		return pt, badGeom(d.here(), "a position needs two coordinates")
-	}
-	return pt, nil
 }
 
 // countPositions counts the positions of g (closing positions included).

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
+
+	"siteenv/internal/jsonscan"
 )
 
 // jsonScanner walks a stream of JSON text in bounded memory: a GeoJSON
@@ -194,11 +196,11 @@ func (s *jsonScanner) value(depth int) error {
 	case c == 'N' || c == 'I':
 		return s.errAt("NaN and Infinity are not valid JSON numbers")
 	}
-	return s.errAt("expected a value, found %s", quoteByte(c))
+	return s.errAt("expected a value, found %s", jsonscan.QuoteByte(c))
 }
 
 func (s *jsonScanner) object(depth int) error {
-	if depth > maxNesting {
+	if depth > jsonscan.MaxNesting {
 		return s.errAt("nested too deeply")
 	}
 	s.pos++ // '{'
@@ -212,7 +214,7 @@ func (s *jsonScanner) object(depth int) error {
 	}
 	for {
 		if c != '"' {
-			return s.errAt("expected a member name, found %s", quoteByte(c))
+			return s.errAt("expected a member name, found %s", jsonscan.QuoteByte(c))
 		}
 		s.pos++
 		collect := s.feature && (depth == 1 || (depth == 2 && s.inGeom))
@@ -223,7 +225,7 @@ func (s *jsonScanner) object(depth int) error {
 			return s.eofErr("':'")
 		}
 		if c != ':' {
-			return s.errAt("expected ':', found %s", quoteByte(c))
+			return s.errAt("expected ':', found %s", jsonscan.QuoteByte(c))
 		}
 		s.pos++
 		geom := false
@@ -255,13 +257,13 @@ func (s *jsonScanner) object(depth int) error {
 			s.pos++
 			return nil
 		default:
-			return s.errAt("expected ',' or '}', found %s", quoteByte(c))
+			return s.errAt("expected ',' or '}', found %s", jsonscan.QuoteByte(c))
 		}
 	}
 }
 
 func (s *jsonScanner) array(depth int) error {
-	if depth > maxNesting {
+	if depth > jsonscan.MaxNesting {
 		return s.errAt("nested too deeply")
 	}
 	s.pos++ // '['
@@ -294,7 +296,7 @@ func (s *jsonScanner) array(depth int) error {
 			s.pos++
 			return nil
 		default:
-			return s.errAt("expected ',' or ']', found %s", quoteByte(c))
+			return s.errAt("expected ',' or ']', found %s", jsonscan.QuoteByte(c))
 		}
 	}
 }
@@ -413,7 +415,7 @@ func (s *jsonScanner) number() error {
 	case c >= '1' && c <= '9':
 		s.digits()
 	default:
-		return s.errAt("expected a digit, found %s", quoteByte(c))
+		return s.errAt("expected a digit, found %s", jsonscan.QuoteByte(c))
 	}
 	if c, ok := s.peek(); ok && c == '.' {
 		s.pos++
@@ -524,7 +526,7 @@ func (s *jsonScanner) featureCollection(fn func(scannedFeature) error, crs func(
 		return errEmptyFile
 	}
 	if c != '{' {
-		return s.errAt("not a GeoJSON FeatureCollection: expected '{', found %s", quoteByte(c))
+		return s.errAt("not a GeoJSON FeatureCollection: expected '{', found %s", jsonscan.QuoteByte(c))
 	}
 	s.pos++
 	var (
@@ -542,7 +544,7 @@ func (s *jsonScanner) featureCollection(fn func(scannedFeature) error, crs func(
 	} else {
 		for {
 			if c != '"' {
-				return s.errAt("expected a member name, found %s", quoteByte(c))
+				return s.errAt("expected a member name, found %s", jsonscan.QuoteByte(c))
 			}
 			s.pos++
 			if err := s.str(true); err != nil {
@@ -553,7 +555,7 @@ func (s *jsonScanner) featureCollection(fn func(scannedFeature) error, crs func(
 				return s.eofErr("':'")
 			}
 			if c != ':' {
-				return s.errAt("expected ':', found %s", quoteByte(c))
+				return s.errAt("expected ':', found %s", jsonscan.QuoteByte(c))
 			}
 			s.pos++
 			switch key {
@@ -576,7 +578,7 @@ func (s *jsonScanner) featureCollection(fn func(scannedFeature) error, crs func(
 					return s.eofErr("the features array")
 				}
 				if c != '[' {
-					return s.errAt("features must be an array, found %s", quoteByte(c))
+					return s.errAt("features must be an array, found %s", jsonscan.QuoteByte(c))
 				}
 				s.pos++
 				if c, ok = s.skipWS(); !ok {
@@ -609,7 +611,7 @@ func (s *jsonScanner) featureCollection(fn func(scannedFeature) error, crs func(
 						s.pos++
 						break
 					}
-					return s.errAt("expected ',' or ']' after a feature, found %s", quoteByte(c))
+					return s.errAt("expected ',' or ']' after a feature, found %s", jsonscan.QuoteByte(c))
 				}
 			case "crs":
 				raw, err := s.captureValue(1)
@@ -638,11 +640,11 @@ func (s *jsonScanner) featureCollection(fn func(scannedFeature) error, crs func(
 				s.pos++
 				break
 			}
-			return s.errAt("expected ',' or '}', found %s", quoteByte(c))
+			return s.errAt("expected ',' or '}', found %s", jsonscan.QuoteByte(c))
 		}
 	}
 	if c, ok := s.skipWS(); ok {
-		return s.errAt("unexpected %s after the end of the FeatureCollection", quoteByte(c))
+		return s.errAt("unexpected %s after the end of the FeatureCollection", jsonscan.QuoteByte(c))
 	}
 	if s.rerr != nil {
 		return s.rerr
@@ -690,7 +692,7 @@ func (s *jsonScanner) sequence(fn func(scannedFeature) error) error {
 		n := len(f.Raw)
 		if c, ok := s.skipBlank(); ok && c != '\n' && c != 0x1e {
 			s.release()
-			f.Raw, f.Err = nil, s.errAt("unexpected %s after the feature (one feature per line)", quoteByte(c))
+			f.Raw, f.Err = nil, s.errAt("unexpected %s after the feature (one feature per line)", jsonscan.QuoteByte(c))
 			if err := fn(f); err != nil {
 				return err
 			}

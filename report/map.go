@@ -22,7 +22,7 @@ import (
 	"github.com/paulmach/orb"
 
 	"siteenv/engine/geo"
-	"siteenv/report/basemap"
+	"siteenv/engine/geo/austates"
 )
 
 // MapVersion names the map renderer: a change to what it draws changes it,
@@ -412,17 +412,17 @@ func addMarker(p *path, shape marker, x, y, r float64) {
 func (d *drawer) basemap() {
 	c, f := d.c, d.f
 	draw.Draw(c.img, d.panel, image.NewUniform(landColour), image.Point{}, draw.Src)
-	states := basemap.Within(f.ll)
+	states := austates.Within(f.ll)
 	if len(states) == 0 {
 		return
 	}
 	coast := d.path()
-	for _, l := range basemap.Coastline() {
+	for _, l := range austates.Coastline() {
 		d.addLines(coast, l, 1.4)
 	}
 	c.fill(coast, coastColour, d.panel)
 	borders := d.path()
-	for _, l := range basemap.Borders() {
+	for _, l := range austates.Borders() {
 		for _, xy := range d.f.lines(l) {
 			for _, dash := range dashes(xy, 9, 5) {
 				borders.addStroke(dash, 1.6)
@@ -441,7 +441,7 @@ func (d *drawer) basemap() {
 			x := float64(d.panel.Min.X) + corner[0]*float64(d.panel.Dx())
 			y := float64(d.panel.Min.Y) + corner[1]*float64(d.panel.Dy())
 			p := f.local.Inverse(f.xc+(x-f.cx)/f.scale, f.yc-(y-f.cy)/f.scale)
-			if basemap.StateAt(p) != s.Code {
+			if austates.StateAt(p) != s.Code {
 				continue
 			}
 			w := textWidth(d.fc.label, s.Code)

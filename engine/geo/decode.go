@@ -1,11 +1,13 @@
 package geo
 
 import (
-	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
 
 	"github.com/paulmach/orb"
+
+	"siteenv/internal/jsonscan"
 )
 
 // DecodeGeometry parses a GeoJSON geometry object (RFC 8259 JSON, RFC 7946
@@ -29,8 +31,8 @@ import (
 // of raw. Deep nesting is refused at depth 4 of coordinates, so recursion
 // is bounded. Safe for concurrent use; raw is only read.
 func DecodeGeometry(raw []byte, maxVertices int) (orb.Geometry, error) {
-	d := decoder{data: raw, max: maxVertices}
-	g, err := d.geometry()
+	s := jsonscan.Scanner{B: raw}
+	g, err := ReadGeometry(&s, ReadOptions{MaxVertices: maxVertices})
 	if err != nil {
 		return nil, err
 	}
@@ -40,6 +42,61 @@ func DecodeGeometry(raw []byte, maxVertices int) (orb.Geometry, error) {
 	return g, nil
 }
 
+// ReadOptions says how ReadGeometry reads.
+type ReadOptions struct {
+	// MaxVertices caps the positions read (<= 0: no cap): the read stops
+	// as soon as one more is seen, having built at most MaxVertices.
+	MaxVertices int
+	// Source reads a source row's geometry (ingest) rather than a client's
+	// site geometry (the API, DecodeGeometry). A source geometry is read in
+	// place inside its feature and the scanner is left after it; null
+	// yields (nil, nil); members other than type and coordinates (bbox, a
+	// legacy crs, foreign members) are skipped unchecked, a repeated
+	// member replaces the earlier one, ordinates past the second are
+	// dropped, and numbers are not range-checked (they may be MGA metres).
+	// Errors are *ValidationError, or the scanner's *jsonscan.SyntaxError
+	// for broken JSON, worded as ingest's reject reports word them.
+	//
+	// A site geometry (Source false) is the whole input (anything after
+	// the object is refused), has only the members type, coordinates and
+	// bbox (checked), each once, and positions of 2 or 3 finite numbers;
+	// every error is a *ValidationError, broken JSON included.
+	Source bool
+}
+
+// ReadGeometry reads the GeoJSON geometry object at s's offset into an orb
+// geometry of one of the six GeoJSON types, counting positions as it goes
+// (see ReadOptions). It checks the nesting of coordinates for the type and
+// the shape of positions, not the geometry itself: see Validate. Never
+// panics on malformed input.
+func ReadGeometry(s *jsonscan.Scanner, opt ReadOptions) (orb.Geometry, error) {
+	r := reader{s: s, max: opt.MaxVertices, source: opt.Source}
+	g, err := r.geometry()
+	if err != nil {
+		if !opt.Source {
+			return nil, siteError(err)
+		}
+		return nil, err
+	}
+	return g, nil
+}
+
+// siteError words a scanner error as a site geometry's *ValidationError.
+func siteError(err error) *ValidationError {
+	var se *jsonscan.SyntaxError
+	if errors.As(err, &se) {
+		if se.Found < 0 {
+			return invalid("", "invalid JSON: unexpected end of input, expected %s", se.Expected)
+		}
+		return invalid("", "invalid JSON at byte %d: expected %s", se.Offset, se.Expected)
+	}
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		return ve
+	}
+	return invalid("", "%v", err)
+}
+
 // geometryDepth is the nesting depth of coordinates for each type (a
 // position is depth 0).
 var geometryDepth = map[string]int{
@@ -47,54 +104,31 @@ var geometryDepth = map[string]int{
 	"MultiLineString": 2, "Polygon": 2, "MultiPolygon": 3,
 }
 
-type decoder struct {
-	data  []byte
-	pos   int
-	max   int
-	count int   // positions parsed so far
-	path  []int // array indices of the position being parsed, for errors
+type reader struct {
+	s      *jsonscan.Scanner
+	max    int
+	source bool
+	count  int   // positions parsed so far
+	path   []int // array indices of the position being parsed, for errors
 }
 
-func (d *decoder) syntax(what string) *ValidationError {
-	if d.pos >= len(d.data) {
-		return invalid("", "invalid JSON: unexpected end of input, expected %s", what)
-	}
-	return invalid("", "invalid JSON at byte %d: expected %s", d.pos, what)
-}
+func isNumberStart(c byte) bool { return c == '-' || (c >= '0' && c <= '9') }
 
-func (d *decoder) ws() {
-	for d.pos < len(d.data) {
-		switch d.data[d.pos] {
-		case ' ', '\t', '\n', '\r':
-			d.pos++
-		default:
-			return
+func (r *reader) geometry() (orb.Geometry, error) {
+	s := r.s
+	switch c := s.Peek(); {
+	case c == '{':
+		s.I++
+	case r.source && c == 'n':
+		if err := s.Literal("null"); err != nil {
+			return nil, err
 		}
-	}
-}
-
-// peek skips white space and returns the next byte, or 0 at the end.
-func (d *decoder) peek() byte {
-	d.ws()
-	if d.pos >= len(d.data) {
-		return 0
-	}
-	return d.data[d.pos]
-}
-
-func (d *decoder) expect(c byte) bool {
-	if d.peek() != c {
-		return false
-	}
-	d.pos++
-	return true
-}
-
-func (d *decoder) geometry() (orb.Geometry, *ValidationError) {
-	if !d.expect('{') {
-		if d.peek() == 0 {
-			return nil, invalid("", "geometry is missing")
-		}
+		return nil, nil
+	case r.source:
+		return nil, invalid("", "geometry must be a JSON object or null")
+	case c == 0:
+		return nil, invalid("", "geometry is missing")
+	default:
 		return nil, invalid("", "a geometry must be a JSON object")
 	}
 	var (
@@ -104,80 +138,92 @@ func (d *decoder) geometry() (orb.Geometry, *ValidationError) {
 		coordsAt             = -1 // start of coordinates seen before type
 		geom                 orb.Geometry
 	)
-	if d.peek() != '}' {
+	if s.Peek() == '}' {
+		s.I++
+	} else {
 		for {
-			if d.peek() != '"' {
-				return nil, d.syntax("a member name")
-			}
-			key, err := d.str()
+			key, err := s.KeyRaw()
 			if err != nil {
 				return nil, err
 			}
-			if !d.expect(':') {
-				return nil, d.syntax("':'")
-			}
-			switch key {
+			switch string(key) {
 			case "type":
-				if haveType {
+				if haveType && !r.source {
 					return nil, invalid("type", "duplicate member")
 				}
 				haveType = true
-				if d.peek() != '"' {
+				if s.Peek() != '"' {
 					return nil, invalid("type", "must be a string")
 				}
-				if typ, err = d.str(); err != nil {
+				if typ, err = s.Str(); err != nil {
 					return nil, err
 				}
 				if _, ok := geometryDepth[typ]; !ok {
-					return nil, invalid("type", "type %s is not allowed; use %s", strconv.Quote(truncate(typ, 64)), allowedTypes)
+					shown := truncate(typ, 64)
+					if r.source {
+						if len(shown) < len(typ) {
+							shown += "..."
+						}
+						return nil, invalid("type", "geometry type %s is not supported; use %s", strconv.Quote(shown), allowedTypes)
+					}
+					return nil, invalid("type", "type %s is not allowed; use %s", strconv.Quote(shown), allowedTypes)
 				}
 				if coordsAt >= 0 {
-					save := d.pos
-					d.pos = coordsAt
-					if geom, err = d.coordinates(typ); err != nil {
+					save := s.I
+					s.I = coordsAt
+					if geom, err = r.coordinates(typ); err != nil {
 						return nil, err
 					}
-					d.pos = save
+					s.I = save
 				}
 			case "coordinates":
-				if haveCoords {
+				if haveCoords && !r.source {
 					return nil, invalid("coordinates", "duplicate member")
 				}
 				haveCoords = true
 				if haveType {
-					if geom, err = d.coordinates(typ); err != nil {
+					if geom, err = r.coordinates(typ); err != nil {
 						return nil, err
 					}
 				} else {
-					coordsAt = d.pos
-					if err := d.skip(); err != nil {
+					coordsAt = s.I
+					if err := r.skipCoordinates(); err != nil {
 						return nil, err
 					}
 				}
 			case "bbox":
+				if r.source {
+					if err := s.Skip(0); err != nil {
+						return nil, err
+					}
+					break
+				}
 				if haveBBox {
 					return nil, invalid("bbox", "duplicate member")
 				}
 				haveBBox = true
-				if err := d.bbox(); err != nil {
+				if err := r.bbox(); err != nil {
 					return nil, err
 				}
 			default:
-				return nil, invalid(truncate(key, 64), "unknown member; a geometry has only type, coordinates and bbox")
+				if !r.source {
+					return nil, invalid(truncate(string(key), 64), "unknown member; a geometry has only type, coordinates and bbox")
+				}
+				if err := s.Skip(0); err != nil {
+					return nil, err
+				}
 			}
-			if d.expect(',') {
+			if s.Consume(',') {
 				continue
 			}
-			if d.expect('}') {
+			if s.Consume('}') {
 				break
 			}
-			return nil, d.syntax("',' or '}'")
+			return nil, s.Syntax("',' or '}'")
 		}
-	} else {
-		d.pos++
 	}
-	if d.peek() != 0 {
-		return nil, d.syntax("the end of input after the geometry object")
+	if !r.source && !s.AtEnd() {
+		return nil, s.Syntax("the end of input after the geometry object")
 	}
 	switch {
 	case !haveType:
@@ -188,6 +234,7 @@ func (d *decoder) geometry() (orb.Geometry, *ValidationError) {
 	return geom, nil
 }
 
+// truncate cuts s to at most n bytes, for messages.
 func truncate(s string, n int) string {
 	if len(s) > n {
 		return s[:n]
@@ -195,118 +242,92 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// str parses a JSON string at d.pos.
-func (d *decoder) str() (string, *ValidationError) {
-	start := d.pos
-	d.pos++ // opening quote
-	escaped := false
-	for d.pos < len(d.data) {
-		c := d.data[d.pos]
-		switch {
-		case c == '"':
-			d.pos++
-			raw := d.data[start:d.pos]
-			if !escaped {
-				return string(raw[1 : len(raw)-1]), nil
-			}
-			var s string
-			if err := json.Unmarshal(raw, &s); err != nil {
-				d.pos = start
-				return "", d.syntax("a valid string")
-			}
-			return s, nil
-		case c == '\\':
-			escaped = true
-			d.pos += 2
-		case c < 0x20:
-			return "", d.syntax("no control characters in a string")
-		default:
-			d.pos++
-		}
+// skipCoordinates passes over coordinates met before the type: they are
+// read once the type is known. A site geometry's arrays nest at most
+// skipDepth deep and its positions are counted now, so that a huge input
+// is refused without scanning it all.
+func (r *reader) skipCoordinates() error {
+	s := r.s
+	if r.source {
+		return s.Skip(0)
 	}
-	return "", d.syntax("'\"'")
-}
-
-// skip passes over one JSON value without building it; coordinates are
-// parsed later once the type is known. Arrays nest at most skipDepth deep.
-func (d *decoder) skip() *ValidationError {
 	const skipDepth = 8
 	depth := 0
 	for {
-		switch c := d.peek(); {
+		switch c := s.Peek(); {
 		case c == '[':
 			depth++
 			if depth > skipDepth {
 				return invalid("coordinates", "nested too deeply")
 			}
-			d.pos++
-			switch c := d.peek(); {
+			s.I++
+			switch c := s.Peek(); {
 			case c == ']':
-				d.pos++
-			case c == '-' || (c >= '0' && c <= '9'):
-				// An array of numbers: a position. Count it now so that a
-				// huge input is refused without scanning it all.
-				d.count++
-				if d.max > 0 && d.count > d.max {
-					return tooManyPositions(d.max)
+				s.I++
+			case isNumberStart(c):
+				// An array of numbers: a position.
+				r.count++
+				if r.max > 0 && r.count > r.max {
+					return r.tooManyPositions()
 				}
 				continue
 			default:
 				continue
 			}
 		case c == '"':
-			if _, err := d.str(); err != nil {
+			if _, err := s.Str(); err != nil {
 				return err
 			}
-		case c == '-' || (c >= '0' && c <= '9'):
-			if _, err := d.number(); err != nil {
+		case isNumberStart(c):
+			if _, err := r.number(); err != nil {
 				return err
 			}
 		case c == 't' || c == 'f' || c == 'n' || c == '{':
-			// Not valid anywhere in coordinates: report it where it is
-			// once the type is known, or now.
+			// Not valid anywhere in coordinates.
 			return invalid("coordinates", "must be an array of numbers")
 		default:
-			return d.syntax("a value")
+			return s.Syntax("a value")
 		}
 		// After a complete value: close arrays or continue with ','.
 		for {
 			if depth == 0 {
 				return nil
 			}
-			if d.expect(',') {
+			if s.Consume(',') {
 				break
 			}
-			if d.expect(']') {
+			if s.Consume(']') {
 				depth--
 				continue
 			}
-			return d.syntax("',' or ']'")
+			return s.Syntax("',' or ']'")
 		}
 	}
 }
 
-func (d *decoder) bbox() *ValidationError {
-	if !d.expect('[') {
+// bbox checks a site geometry's bbox: 4 or 6 finite numbers.
+func (r *reader) bbox() error {
+	s := r.s
+	if !s.Consume('[') {
 		return invalid("bbox", "must be an array of 4 or 6 numbers")
 	}
 	n := 0
-	if !d.expect(']') {
+	if !s.Consume(']') {
 		for {
-			if c := d.peek(); c != '-' && (c < '0' || c > '9') {
+			if !isNumberStart(s.Peek()) {
 				return invalid("bbox", "must be an array of 4 or 6 numbers")
 			}
-			if _, err := d.number(); err != nil {
-				return invalid("bbox", "%s", err.Reason)
+			if _, err := r.number(); err != nil {
+				return invalid("bbox", "%s", siteError(err).Reason)
 			}
 			n++
-			if d.expect(',') {
+			if s.Consume(',') {
 				continue
 			}
-			if d.expect(']') {
+			if s.Consume(']') {
 				break
 			}
-			return d.syntax("',' or ']'")
+			return s.Syntax("',' or ']'")
 		}
 	}
 	if n != 4 && n != 6 {
@@ -315,89 +336,49 @@ func (d *decoder) bbox() *ValidationError {
 	return nil
 }
 
-// number parses a JSON number at d.pos (RFC 8259 grammar) into a finite
-// float64.
-func (d *decoder) number() (float64, *ValidationError) {
-	start := d.pos
-	data := d.data
-	i := d.pos
-	if i < len(data) && data[i] == '-' {
-		i++
+// number parses a JSON number; in a site geometry one that overflows
+// float64 is refused, in a source geometry it is ±Inf (see position).
+func (r *reader) number() (float64, error) {
+	raw, err := r.s.NumberBytes()
+	if err != nil {
+		return 0, err
 	}
-	digits := func() int {
-		n := 0
-		for i < len(data) && data[i] >= '0' && data[i] <= '9' {
-			i++
-			n++
-		}
-		return n
-	}
-	switch {
-	case i < len(data) && data[i] == '0':
-		i++
-	case i < len(data) && data[i] >= '1' && data[i] <= '9':
-		digits()
-	default:
-		d.pos = i
-		return 0, d.syntax("a number")
-	}
-	if i < len(data) && data[i] == '.' {
-		i++
-		if digits() == 0 {
-			d.pos = i
-			return 0, d.syntax("a digit after '.'")
-		}
-	}
-	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
-		i++
-		if i < len(data) && (data[i] == '+' || data[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			d.pos = i
-			return 0, d.syntax("a digit in the exponent")
-		}
-	}
-	d.pos = i
-	if v, ok := fastFloat(data[start:i]); ok {
-		return v, nil
-	}
-	v, err := strconv.ParseFloat(string(data[start:i]), 64)
-	if err != nil && (math.IsInf(v, 0) || math.IsNaN(v)) {
-		return 0, invalid("", "number %s is out of range", truncate(string(data[start:i]), 32))
+	v := jsonscan.ParseNumber(raw)
+	if !r.source && math.IsInf(v, 0) {
+		return 0, invalid("", "number %s is out of range", truncate(string(raw), 32))
 	}
 	return v, nil
 }
 
 // coordinates parses the coordinates member for a geometry of type typ.
-func (d *decoder) coordinates(typ string) (orb.Geometry, *ValidationError) {
-	d.path = d.path[:0]
-	d.count = 0 // counted again, exactly, if skip counted before
+func (r *reader) coordinates(typ string) (orb.Geometry, error) {
+	r.path = r.path[:0]
+	r.count = 0 // counted again, exactly, if skipCoordinates counted before
 	switch typ {
 	case "Point":
-		p, err := d.position()
+		p, err := r.position()
 		return p, err
 	case "MultiPoint":
-		ps, err := d.positions()
+		ps, err := r.positions()
 		return orb.MultiPoint(ps), err
 	case "LineString":
-		ps, err := d.positions()
+		ps, err := r.positions()
 		return orb.LineString(ps), err
 	case "MultiLineString":
 		var out orb.MultiLineString
-		err := d.array("an array of LineString coordinates", func() *ValidationError {
-			ps, err := d.positions()
+		err := r.array("an array of LineString coordinates", func() error {
+			ps, err := r.positions()
 			out = append(out, orb.LineString(ps))
 			return err
 		})
 		return out, err
 	case "Polygon":
-		p, err := d.polygon()
+		p, err := r.polygon()
 		return p, err
 	case "MultiPolygon":
 		var out orb.MultiPolygon
-		err := d.array("an array of Polygon coordinates", func() *ValidationError {
-			p, err := d.polygon()
+		err := r.array("an array of Polygon coordinates", func() error {
+			p, err := r.polygon()
 			out = append(out, p)
 			return err
 		})
@@ -406,192 +387,143 @@ func (d *decoder) coordinates(typ string) (orb.Geometry, *ValidationError) {
 	return nil, invalid("type", "unknown type")
 }
 
-func (d *decoder) here() string { return coordPath(d.path...) }
+func (r *reader) here() string { return coordPath(r.path...) }
 
 // array parses a JSON array whose elements are parsed by elem, keeping
-// d.path up to date.
-func (d *decoder) array(what string, elem func() *ValidationError) *ValidationError {
-	if d.peek() != '[' {
-		return d.wrongValue(what)
+// r.path up to date.
+func (r *reader) array(what string, elem func() error) error {
+	s := r.s
+	if s.Peek() != '[' {
+		return r.wrongValue(what)
 	}
-	d.pos++
-	if d.expect(']') {
+	s.I++
+	if s.Consume(']') {
 		return nil
 	}
-	d.path = append(d.path, 0)
+	r.path = append(r.path, 0)
 	for {
 		if err := elem(); err != nil {
 			return err
 		}
-		if d.expect(',') {
-			d.path[len(d.path)-1]++
+		if s.Consume(',') {
+			r.path[len(r.path)-1]++
 			continue
 		}
-		if d.expect(']') {
-			d.path = d.path[:len(d.path)-1]
+		if s.Consume(']') {
+			r.path = r.path[:len(r.path)-1]
 			return nil
 		}
-		return d.syntax("',' or ']'")
+		return s.Syntax("',' or ']'")
 	}
 }
 
 // wrongValue reports a value of the wrong kind at the current path.
-func (d *decoder) wrongValue(what string) *ValidationError {
-	switch c := d.peek(); {
+func (r *reader) wrongValue(what string) error {
+	switch c := r.s.Peek(); {
 	case c == 0:
-		return d.syntax(what)
-	case c == '[' || c == '-' || (c >= '0' && c <= '9'):
-		return invalid(d.here(), "expected %s (wrong nesting)", what)
-	case c == '"' || c == 't' || c == 'f' || c == 'n' || c == '{':
-		return invalid(d.here(), "expected %s", what)
+		return r.s.Syntax(what)
+	case c == '[' || isNumberStart(c):
+		return invalid(r.here(), "expected %s (wrong nesting)", what)
+	case r.source || c == '"' || c == 't' || c == 'f' || c == 'n' || c == '{':
+		return invalid(r.here(), "expected %s", what)
 	}
-	return d.syntax(what)
+	return r.s.Syntax(what)
 }
 
-func (d *decoder) polygon() (orb.Polygon, *ValidationError) {
+func (r *reader) polygon() (orb.Polygon, error) {
 	var out orb.Polygon
-	err := d.array("an array of rings", func() *ValidationError {
-		ps, err := d.positions()
+	err := r.array("an array of rings", func() error {
+		ps, err := r.positions()
 		out = append(out, orb.Ring(ps))
 		return err
 	})
 	return out, err
 }
 
-func (d *decoder) positions() ([]orb.Point, *ValidationError) {
+func (r *reader) positions() ([]orb.Point, error) {
 	var out []orb.Point
-	err := d.array("an array of positions", func() *ValidationError {
-		p, err := d.position()
+	err := r.array("an array of positions", func() error {
+		p, err := r.position()
 		out = append(out, p)
 		return err
 	})
 	return out, err
 }
 
-// position parses [lon, lat] or [lon, lat, alt] and counts it.
-func (d *decoder) position() (orb.Point, *ValidationError) {
+// position parses [lon, lat] or [lon, lat, alt] (a source position: [x,
+// y, ...]) and counts it.
+func (r *reader) position() (orb.Point, error) {
 	var p orb.Point
-	if d.peek() != '[' {
-		return p, d.wrongValue("a position [longitude, latitude]")
+	s := r.s
+	if s.Peek() != '[' {
+		if r.source {
+			return p, r.wrongValue("a position [x, y]")
+		}
+		return p, r.wrongValue("a position [longitude, latitude]")
 	}
-	d.count++
-	if d.max > 0 && d.count > d.max {
-		return p, tooManyPositions(d.max)
+	r.count++
+	if r.max > 0 && r.count > r.max {
+		return p, r.tooManyPositions()
 	}
-	d.pos++
+	s.I++
 	n := 0
-	if !d.expect(']') {
+	if !s.Consume(']') {
 		for {
-			c := d.peek()
-			if c != '-' && (c < '0' || c > '9') {
-				if c == '[' {
-					return p, invalid(d.here(), "expected a number (wrong nesting)")
+			c := s.Peek()
+			if !isNumberStart(c) {
+				switch {
+				case c == '[':
+					return p, invalid(r.here(), "expected a number (wrong nesting)")
+				case c == 0 || (!r.source && (c == ',' || c == ']')):
+					return p, s.Syntax("a number")
+				case r.source && (c == 'N' || c == 'I'):
+					return p, invalid(r.here(), "NaN and Infinity are not valid JSON numbers")
 				}
-				if c == 0 || c == ',' || c == ']' {
-					return p, d.syntax("a number")
-				}
-				return p, invalid(d.here(), "expected a number")
+				return p, invalid(r.here(), "expected a number")
 			}
-			v, err := d.number()
-			if err != nil {
-				if err.Path == "" && err.Reason != "" && d.pos > 0 {
-					err.Path = d.here()
-				}
+			v, err := r.number()
+			switch {
+			case err != nil && r.source:
 				return p, err
+			case err != nil:
+				ve := siteError(err)
+				if ve.Path == "" {
+					ve.Path = r.here()
+				}
+				return p, ve
+			case math.IsInf(v, 0): // a source position
+				return p, invalid(r.here(), "number is out of range")
 			}
 			if n < 2 {
 				p[n] = v
 			}
 			n++
-			if n > 3 {
-				return p, invalid(d.here(), "a position has at most 3 numbers (longitude, latitude, altitude)")
+			if n > 3 && !r.source {
+				return p, invalid(r.here(), "a position has at most 3 numbers (longitude, latitude, altitude)")
 			}
-			if d.expect(',') {
+			if s.Consume(',') {
 				continue
 			}
-			if d.expect(']') {
+			if s.Consume(']') {
 				break
 			}
-			return p, d.syntax("',' or ']'")
+			return p, s.Syntax("',' or ']'")
 		}
 	}
 	if n < 2 {
-		return p, invalid(d.here(), "a position needs longitude and latitude")
+		if r.source {
+			return p, invalid(r.here(), "a position needs two coordinates")
+		}
+		return p, invalid(r.here(), "a position needs longitude and latitude")
 	}
 	return p, nil
 }
 
-func tooManyPositions(max int) *ValidationError {
-	e := invalid("coordinates", "geometry has more than %d positions", max)
+func (r *reader) tooManyPositions() *ValidationError {
+	e := invalid("coordinates", "geometry has more than %d positions", r.max)
+	if r.source {
+		e.Reason += " (the vertex cap)"
+	}
 	e.tooMany = true
 	return e
-}
-
-// pow10 holds the powers of ten that float64 represents exactly.
-var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
-	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
-
-// fastFloat converts a JSON number already checked against the grammar
-// without allocating, when Clinger's fast path applies: at most 15
-// significant digits and a decimal exponent within ±22, so that the result
-// is one correctly rounded multiplication or division of two exactly
-// represented values. ok is false otherwise (use strconv.ParseFloat).
-func fastFloat(b []byte) (v float64, ok bool) {
-	i, neg := 0, false
-	if b[0] == '-' {
-		neg, i = true, 1
-	}
-	var mant uint64
-	sig, exp10 := 0, 0
-	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-		if mant != 0 || b[i] != '0' {
-			mant = mant*10 + uint64(b[i]-'0')
-			sig++
-		}
-	}
-	if i < len(b) && b[i] == '.' {
-		for i++; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-			if mant != 0 || b[i] != '0' {
-				mant = mant*10 + uint64(b[i]-'0')
-				sig++
-			}
-			exp10--
-		}
-	}
-	if sig > 15 {
-		return 0, false
-	}
-	if i < len(b) { // exponent
-		i++
-		eneg := false
-		if b[i] == '+' || b[i] == '-' {
-			eneg = b[i] == '-'
-			i++
-		}
-		e := 0
-		for ; i < len(b); i++ {
-			e = e*10 + int(b[i]-'0')
-			if e > 1000 {
-				return 0, false
-			}
-		}
-		if eneg {
-			e = -e
-		}
-		exp10 += e
-	}
-	v = float64(mant)
-	switch {
-	case mant == 0:
-	case exp10 < 0 && exp10 >= -22:
-		v /= pow10[-exp10]
-	case exp10 >= 0 && exp10 <= 22:
-		v *= pow10[exp10]
-	default:
-		return 0, false
-	}
-	if neg {
-		v = -v
-	}
-	return v, true
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/geojson"
 
+	"siteenv/engine/geo/austates"
 	"siteenv/ingest"
-	"siteenv/report/basemap"
 	"siteenv/tiles"
 )
 
@@ -148,7 +148,7 @@ func (g *Generator) geometry(l *layerSpec, c *fctx, cov orb.Ring) orb.Geometry {
 	// across it, and then stays at its locality. Offshore ("") is left to
 	// the coverage test above.
 	if st := l.state(); st != "" {
-		if at := basemap.StateAt(centre); at != "" && at != st {
+		if at := austates.StateAt(centre); at != "" && at != st {
 			centre = home
 		}
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"siteenv/report/basemap"
+	"siteenv/engine/geo/austates"
 	"siteenv/tiles"
 )
 
@@ -103,7 +103,7 @@ func (s *layerSpec) eligible(l *locality) bool {
 	default:
 		return true
 	}
-	at := basemap.StateAt(orb.Point{l.Lon, l.Lat})
+	at := austates.StateAt(orb.Point{l.Lon, l.Lat})
 	return at == "" || at == l.State
 }
 

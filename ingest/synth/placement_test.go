@@ -7,7 +7,7 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"siteenv/report/basemap"
+	"siteenv/engine/geo/austates"
 	"siteenv/tiles"
 )
 
@@ -26,7 +26,7 @@ func TestDemoDataBelievable(t *testing.T) {
 		err := g.Features(l.ID, func(f tiles.Feature) error {
 			n++
 			p := f.Geometry.(orb.Point)
-			if at := basemap.StateAt(p); at != "" && at != st {
+			if at := austates.StateAt(p); at != "" && at != st {
 				wrong++
 				if wrong <= 3 {
 					t.Errorf("%s %s at %v lies in %s", l.ID, f.ID, p, at)

@@ -10,7 +10,7 @@ import (
 	"github.com/paulmach/orb"
 
 	"siteenv/engine/geo"
-	"siteenv/report/basemap"
+	"siteenv/engine/geo/austates"
 )
 
 // timeZones are the IANA zones of the jurisdictions' capitals (AEST/AEDT,
@@ -41,7 +41,7 @@ func locate(in Input, centre orb.Point) Location {
 	}
 	j := in.Site.Jurisdiction
 	if j == "" {
-		j = basemap.StateAt(centre)
+		j = austates.StateAt(centre)
 	}
 	loc.TimeZone = timeZones[j]
 	return loc

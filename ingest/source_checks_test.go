@@ -4,30 +4,37 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/paulmach/orb"
 
 	"siteenv/engine/geo"
+	"siteenv/internal/jsonscan"
 )
 
-// The service has two strict GeoJSON geometry decoders: geo.DecodeGeometry
-// for client sites and decodeGeoJSONGeometry for source rows (which reads
-// in place inside a feature, skips foreign members such as a legacy crs,
-// ignores bbox, drops ordinates past the second, and leaves topology and
-// the coordinate range to later stages because positions may be MGA
-// metres). FuzzGeoJSONDecodersAgree holds them equal where they overlap.
+// The service has one GeoJSON geometry reader, geo.ReadGeometry: site
+// geometry for the API and, in Source mode, source rows, which it reads in
+// place inside a feature (skipping foreign members such as a legacy crs,
+// ignoring bbox, dropping ordinates past the second) and leaves topology
+// and the coordinate range to later stages, because positions may be MGA
+// metres. geo's FuzzReadGeometry holds both modes to encoding/json.
+// FuzzSourceChecks holds ingest's structural and range checks (checkStructure,
+// checkRange) to geo.Validate's on the same corpus: what a site may be, a
+// source row may be; what ingest accepts and geo refuses is refused only
+// for geo.Validate's topology and range rules.
 
 // ingestDecode reads raw as a feature's geometry member is read, then
 // requires the whole input consumed and a geometry (not null).
 func ingestDecode(raw []byte, maxVertices int) (orb.Geometry, error) {
-	p := &jparser{b: raw}
-	g, err := decodeGeoJSONGeometry(p, maxVertices)
+	p := &jparser{Scanner: jsonscan.Scanner{B: raw}}
+	g, err := geo.ReadGeometry(&p.Scanner, geo.ReadOptions{MaxVertices: maxVertices, Source: true})
 	if err != nil {
 		return nil, err
 	}
-	if p.peek() != 0 {
-		return nil, p.syntax("the end of input")
+	if p.Peek() != 0 {
+		return nil, p.Syntax("the end of input")
 	}
 	if g == nil {
 		return nil, errors.New("null geometry")
@@ -90,50 +97,28 @@ func longPosition(v any) bool {
 	return numbers && len(a) > 3
 }
 
-func FuzzGeoJSONDecodersAgree(f *testing.F) {
-	for _, s := range []string{
-		`{"type":"Point","coordinates":[151.2,-33.8]}`,
-		`{"type":"Point","coordinates":[151.2,-33.8,12]}`,
-		`{"coordinates":[151.2,-33.8],"type":"Point"}`,
-		`{"type":"MultiPoint","coordinates":[[151,-33],[151.1,-33.1]]}`,
-		`{"type":"LineString","coordinates":[[151,-33],[151.1,-33.1]]}`,
-		`{"type":"MultiLineString","coordinates":[[[151,-33],[151.1,-33.1]],[[150,-32],[150.5,-32.5]]]}`,
-		`{"type":"Polygon","coordinates":[[[151,-33],[151.01,-33],[151.01,-33.01],[151,-33],[151,-33]]]}`,
-		`{"type":"Polygon","coordinates":[[[151,-33],[151.01,-33],[151.01,-33.01],[151,-33.01],[151,-33]]]}`,
-		`{"type":"Polygon","coordinates":[[[0,0],[1,1],[1,0],[0,1],[0,0]]]}`,
-		`{"type":"MultiPolygon","coordinates":[[[[151,-33],[151.01,-33],[151.01,-33.01],[151,-33]]]]}`,
-		`{"type":"Point","coordinates":[151.2,-33.8],"bbox":[151.2,-33.8,151.2,-33.8]}`,
-		`{"type":"Point","coordinates":[151.2,-33.8],"crs":{"type":"name"}}`,
-		`{"type":"Point","coordinates":[151.2,-33.8,1,2]}`,
-		`{"type":"Point","type":"Point","coordinates":[1,2]}`,
-		`{"type":"Point","coordinates":[500000,6250000]}`,
-		`{"type":"Point","coordinates":["1",2]}`,
-		`{"type":"Point","coordinates":[1e400,2]}`,
-		`{"type":"Point","coordinates":[-0,2.5e-3]}`,
-		`{"type":"point","coordinates":[1,2]}`,
-		`{"type":"GeometryCollection","geometries":[]}`,
-		`{"type":"LineString","coordinates":[[1,2],[1,2]]}`,
-		`{"type":"Point","coordinates":[1,2]} x`,
-		`{"type":"Point"}`,
-		`{"coordinates":[[1,2]]}`,
-		`null`,
-		`{"type":"Poly\u0067on","coordinates":[]}`,
-		`[1,2]`,
-	} {
-		f.Add([]byte(s))
+func FuzzSourceChecks(f *testing.F) {
+	corpus, err := os.ReadFile("../engine/geo/testdata/geojson_corpus.txt")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, line := range strings.Split(string(corpus), "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			f.Add([]byte(line))
+		}
 	}
 	const maxVertices = 64
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		gg, gerr := geo.DecodeGeometry(raw, maxVertices)
 		ig, ierr := ingestDecode(raw, maxVertices)
 		if gerr == nil {
-			// What the strict decoder accepts, ingest reads identically
-			// and its structural checks pass.
+			// What a site may be, a source row read in Source mode
+			// is too: the same geometry, and ingest's checks pass.
 			if ierr != nil {
-				t.Fatalf("%q: geo accepts, ingest refuses: %v", raw, ierr)
+				t.Fatalf("%q: geo accepts a site, the source read refuses: %v", raw, ierr)
 			}
 			if !orb.Equal(gg, ig) {
-				t.Fatalf("%q: geo decodes %v, ingest %v", raw, gg, ig)
+				t.Fatalf("%q: site %v, source %v", raw, gg, ig)
 			}
 			all := map[string]bool{}
 			for _, ty := range GeometryTypes {

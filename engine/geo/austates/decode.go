@@ -1,4 +1,4 @@
-package basemap
+package austates
 
 import (
 	"bytes"
@@ -23,8 +23,8 @@ const (
 	maxCount   = 1 << 20
 )
 
-// ErrFormat reports a file that is not a valid basemap file.
-var ErrFormat = errors.New("basemap: invalid file")
+// ErrFormat reports a file that is not a valid au.bin file.
+var ErrFormat = errors.New("austates: invalid file")
 
 type data struct {
 	states  []State
@@ -87,7 +87,7 @@ func (r *reader) string() string {
 	return s
 }
 
-// decode parses a gzip-compressed basemap file.
+// decode parses a gzip-compressed au.bin file.
 func decode(gz []byte) (*data, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(gz))
 	if err != nil {

@@ -1,9 +1,9 @@
 // Command gen writes ../../au.bin, the Australian state and territory outlines
-// embedded by package basemap, from the Natural Earth 1:10m admin-1 data that
+// embedded by package austates, from the Natural Earth 1:10m admin-1 data that
 // github.com/sams96/rgeo embeds.
 //
-// Run it through `go generate ./report/basemap` (the directive lives in
-// basemap.go). It reads only rgeo's embedded data, so its output depends on
+// Run it through `go generate ./engine/geo/austates` (the directive lives in
+// austates.go). It reads only rgeo's embedded data, so its output depends on
 // nothing but the pinned rgeo version and the constants below.
 //
 // Shared state borders are simplified once: the rings are cut into arcs at
@@ -62,7 +62,7 @@ const Tolerance = 1000
 // islands (Lord Howe, Macquarie) that no site map around the mainland shows.
 var ClipBox = orb.Bound{Min: orb.Point{112, -44}, Max: orb.Point{155, -9}}
 
-// codes maps Natural Earth's iso_3166_2 property to the code basemap exposes.
+// codes maps Natural Earth's iso_3166_2 property to the code austates exposes.
 // Jervis Bay Territory is a separate admin-1 unit in Natural Earth (and in
 // law): it is kept as its own unit so that the land fill has no hole on the
 // NSW south coast and StateAt does not call it NSW.

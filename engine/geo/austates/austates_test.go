@@ -1,4 +1,4 @@
-package basemap
+package austates
 
 import (
 	"bytes"
