@@ -31,6 +31,7 @@ import (
 // SITEENV_BENCH_SLOWPROFILE (three passes over the 20 slowest: the tail).
 // SITEENV_BENCH_COLDPROFILE (the same queries on fresh engines: first-touch
 // costs; written to the name with .0, .1, .2 appended).
+// SITEENV_BENCH_INGESTPROFILE (building the dataset, when it is built).
 // SITEENV_BENCH_LOADONLY stops after loading. SITEENV_BENCH_QUERIES (query
 // numbers as `bench api`'s api-queries.tsv gives them, comma-separated)
 // times those queries on this engine and on one with a single worker.
@@ -156,7 +157,9 @@ func profileDataset(t *testing.T, ctx context.Context, dir string, scale synth.S
 		if err != nil {
 			t.Fatal(err)
 		}
+		stop := startProfile(t, "SITEENV_BENCH_INGESTPROFILE")
 		ds, err := buildDataset(ctx, g, dir, 0, log)
+		stop()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/paulmach/orb/geojson"
 
 	"siteenv/ingest"
-	"siteenv/report/basemap"
 	"siteenv/tiles"
 )
 
@@ -148,7 +147,7 @@ func (g *Generator) geometry(l *layerSpec, c *fctx, cov orb.Ring) orb.Geometry {
 	// across it, and then stays at its locality. Offshore ("") is left to
 	// the coverage test above.
 	if st := l.state(); st != "" {
-		if at := basemap.StateAt(centre); at != "" && at != st {
+		if at := stateAt(centre); at != "" && at != st {
 			centre = home
 		}
 	}
