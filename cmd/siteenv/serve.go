@@ -88,6 +88,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	eng := engine.New(store, engOpt)
+	wctx, stopWarm := context.WithCancel(ctx)
+	warmed := make(chan struct{})
+	go func() { defer close(warmed); warmEngine(wctx, eng, e.led, log) }()
+	defer func() { stopWarm(); <-warmed }() // before the ledger closes
 	jobsCfg, err := queryTimings()
 	if err != nil {
 		return err
