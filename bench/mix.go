@@ -234,7 +234,12 @@ func prepareWorkload(ctx context.Context, name, workDir string, scale synth.Scal
 	if w.gen, err = synth.New(seed, scale); err != nil {
 		return w, fmt.Errorf("bench: %w", err)
 	}
-	if w.ds, err = buildDataset(ctx, w.gen, w.dir, maxPerLayer, log); err != nil {
+	if root := os.Getenv(BenchDirEnv); root != "" {
+		w.ds, err = keptDataset(ctx, w.gen, datasetCacheDir(root, scale, seed, maxPerLayer), maxPerLayer, log)
+	} else {
+		w.ds, err = buildDataset(ctx, w.gen, w.dir, maxPerLayer, log)
+	}
+	if err != nil {
 		return w, err
 	}
 	if w.anchors, err = sampleAnchors(ctx, w.ds, anchorCount, seed); err != nil {

@@ -2,12 +2,10 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -17,7 +15,6 @@ import (
 
 	"siteenv/engine"
 	"siteenv/ingest/synth"
-	"siteenv/store"
 )
 
 // TestProfileEngine is a development aid for engine work, skipped unless
@@ -31,6 +28,7 @@ import (
 // SITEENV_BENCH_SLOWPROFILE (three passes over the 20 slowest: the tail).
 // SITEENV_BENCH_COLDPROFILE (the same queries on fresh engines: first-touch
 // costs; written to the name with .0, .1, .2 appended).
+// SITEENV_BENCH_INGESTPROFILE (building the dataset, when it is built).
 // SITEENV_BENCH_LOADONLY stops after loading. SITEENV_BENCH_QUERIES (query
 // numbers as `bench api`'s api-queries.tsv gives them, comma-separated)
 // times those queries on this engine and on one with a single worker.
@@ -149,44 +147,20 @@ func TestProfileEngine(t *testing.T) {
 // profileDataset ingests scale into dir, or reads what an earlier run left
 // there (layers.json lists the releases).
 func profileDataset(t *testing.T, ctx context.Context, dir string, scale synth.Scale, log *slog.Logger) *dataset {
-	list := filepath.Join(dir, "layers.json")
-	b, err := os.ReadFile(list)
-	if err != nil {
-		g, err := synth.New(DefaultSeed, scale)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds, err := buildDataset(ctx, g, dir, 0, log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids [][2]string
-		for _, l := range ds.layers {
-			ids = append(ids, [2]string{l.id, l.release})
-		}
-		b, _ := json.Marshal(ids)
-		if err := os.WriteFile(list, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	// A dataset kept by an earlier version of this aid (layers.json at
+	// dir) is reused as it is.
+	if ds, err := readKeptDataset(ctx, dir); err == nil {
 		return ds
 	}
-	var ids [][2]string
-	if err := json.Unmarshal(b, &ids); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.NewFileStore(filepath.Join(dir, "store"))
+	g, err := synth.New(DefaultSeed, scale)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds := &dataset{store: st}
-	for _, id := range ids {
-		l, err := readLayer(ctx, st, id[0], id[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds.layers = append(ds.layers, l)
-		ds.features += l.manifest.FeatureCount
-		ds.tiles += len(l.manifest.Tiles)
+	stop := startProfile(t, "SITEENV_BENCH_INGESTPROFILE")
+	ds, err := keptDataset(ctx, g, datasetCacheDir(dir, scale, DefaultSeed, 0), 0, log)
+	stop()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ds
 }

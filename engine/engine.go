@@ -679,7 +679,7 @@ func (c *collector) add(s *shard, i int, d float64) error {
 	c.last = last
 	f := Feature{ID: t.IDs[i], DistanceM: d, src: src, row: int32(i)}
 	if lr.IncludeGeometry {
-		g, err := t.Geometry(i)
+		g, err := s.geometry(i)
 		if err != nil {
 			return err
 		}

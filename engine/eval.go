@@ -89,6 +89,8 @@ type evaluator struct {
 	lowerSkips int
 	// walkQueue is edgeWalk's queue (edgeindex.go).
 	walkQueue []walkItem
+	// wkbScratch holds a packed geometry expanded (packed.go).
+	wkbScratch []byte
 }
 
 func newEvaluator(s *site, r float64) *evaluator {

@@ -241,7 +241,12 @@ func BenchmarkHeavyShardLoad(b *testing.B) {
 				}
 			}
 			vertices := 0
-			for _, w := range s.tile.WKB {
+			for i := range s.tile.Len() {
+				var scratch []byte
+				w, err := s.geoms.wkb(int32(i), &scratch)
+				if err != nil {
+					b.Fatal(err)
+				}
 				vertices += (len(w) - 13) / 16
 			}
 			b.ReportMetric(float64(vertices)*float64(b.N)/b.Elapsed().Seconds(), "vertices/s")

@@ -304,14 +304,13 @@ func (ev *evaluator) candidates(s *shard) []int32 {
 // scan evaluates candidate rows cands of s and hands members to col. It
 // stops early when col fails a limit.
 func (ev *evaluator) scan(ctx context.Context, s *shard, cands []int32, col *collector) error {
-	t := s.tile
 	for j, i := range cands {
 		if j&255 == 255 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		w := t.WKB[i]
+		w := s.geoms.raw(i)
 		var member bool
 		var d float64
 		if hg := s.heavyGeom(i, w); hg != nil {
@@ -319,6 +318,10 @@ func (ev *evaluator) scan(ctx context.Context, s *shard, cands []int32, col *col
 		} else if p, ok := wkbPointXY(w); ok {
 			member, d = ev.point(p)
 		} else {
+			w, err := expandWKB(w, &ev.wkbScratch)
+			if err != nil {
+				return err
+			}
 			if err := ev.fg.decodeWKB(w); err != nil {
 				return err
 			}

@@ -17,8 +17,12 @@ import (
 // index over its features' boxes. Immutable once built; safe for concurrent
 // queries.
 type shard struct {
+	// tile holds the ids (its WKB column is moved to geoms: nil).
 	tile *tiles.Tile
 	ix   *index
+	// geoms is the tile's geometries, packed where that loses nothing
+	// (packed.go).
+	geoms *geomStore
 	// key and fileBytes name the tile's file, for reading the properties
 	// of matched features (props.go) when tile does not hold them
 	// (tile.LazyProperties); rgStarts is then the first row of each of
@@ -111,6 +115,9 @@ func loadShardMin(ctx context.Context, st store.Store, te tiles.TileEntry, heavy
 	if err := sc.err(t, te.Key); err != nil {
 		return nil, err
 	}
+	if err := checkGeomBytes(t, te.Key); err != nil {
+		return nil, err
+	}
 	s := newShard(t, sc.leaves)
 	s.setHeavy(sc.heavy)
 	s.key, s.fileBytes, s.rgStarts = te.Key, te.Bytes, t.RowGroupStarts()
@@ -198,16 +205,24 @@ func buildShard(t *tiles.Tile, name string) (*shard, error) {
 	if err := sc.err(t, name); err != nil {
 		return nil, err
 	}
+	if err := checkGeomBytes(t, name); err != nil {
+		return nil, err
+	}
 	s := newShard(t, sc.leaves)
 	s.setHeavy(sc.heavy)
 	return s, nil
 }
 
-// newShard indexes t by its features' boxes.
+// newShard indexes t by its features' boxes and moves its geometries into
+// a geomStore (t.WKB is nil afterwards).
 func newShard(t *tiles.Tile, leaves []box32) *shard {
 	ix := newIndex(leaves)
-	s := &shard{tile: t, ix: ix}
-	s.bytes = t.Bytes() - int64(len(t.Bounds))*32 + ix.bytes()
+	geoms, wkbBytes := newGeomStore(t.WKB)
+	s := &shard{tile: t, ix: ix, geoms: geoms}
+	// The tile's count holds the WKB and a slice header a row; the store
+	// replaces both.
+	s.bytes = t.Bytes() - wkbBytes - int64(len(t.WKB))*24 + geoms.bytes() - int64(len(t.Bounds))*32 + ix.bytes()
+	t.WKB = nil
 	if !t.LazyProperties() {
 		s.whole = &tileProps{Tile: t, lens: make([]atomic.Int32, t.Len())}
 		s.bytes += int64(t.Len()) * 4

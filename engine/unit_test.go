@@ -598,11 +598,12 @@ func TestBuildShardBoxes(t *testing.T) {
 		tile.IDs[i] = fmt.Sprint(i)
 		tile.WKB[i] = wkb.MustMarshal(g)
 	}
+	wkbs := slices.Clone(tile.WKB) // buildShard moves them to the shard
 	s, err := buildShard(tile, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, w := range tile.WKB {
+	for i, w := range wkbs {
 		want, err := flatIndexBox(w)
 		if err != nil {
 			t.Fatal(err)
@@ -670,7 +671,12 @@ func TestLoadShardMalformedWKB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, w := range s.tile.WKB {
+	for i := range s.tile.Len() {
+		var scratch []byte
+		w, err := s.geoms.wkb(int32(i), &scratch)
+		if err != nil {
+			t.Fatal(err)
+		}
 		want, err := flatIndexBox(w)
 		if err != nil || !sameBox32(s.ix.boxes[i], want) {
 			t.Fatalf("row %d: box %+v, want %+v (%v)", i, s.ix.boxes[i], want, err)

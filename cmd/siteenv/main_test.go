@@ -5,12 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,7 +57,8 @@ func TestServeAndAdminShareTheEmbeddedCluster(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	var serveOut bytes.Buffer
-	go func() { served <- run(ctx, []string{"serve", "--addr", addr, "--demo"}, &serveOut, io.Discard) }()
+	var serveLog lockedBuffer
+	go func() { served <- run(ctx, []string{"serve", "--addr", addr, "--demo"}, &serveOut, &serveLog) }()
 	base := "http://" + addr + "/api/v1"
 	// Loading the demo takes ~20 s alone and over a minute on a loaded
 	// 2-core machine; this bounds a hang, it does not time the load.
@@ -189,6 +190,19 @@ func TestServeAndAdminShareTheEmbeddedCluster(t *testing.T) {
 		t.Errorf("unknown scope: %v", err)
 	}
 
+	// serve warms the engine in the background: every shard of the demo
+	// and its property blocks fit the default budget.
+	for !strings.Contains(serveLog.String(), "engine warmed") {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not warm the engine:\n%s", serveLog.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if warmed := serveLog.String(); strings.Contains(warmed, " shards=0 ") || !strings.Contains(warmed, "shards_left=0 ") ||
+		!strings.Contains(warmed, "all_properties=true") {
+		t.Fatalf("warm start: %s", warmed)
+	}
+
 	cancel()
 	if err := <-served; err != nil {
 		t.Fatalf("serve: %v", err)
@@ -228,4 +242,22 @@ func reachableTempDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

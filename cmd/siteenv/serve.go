@@ -75,6 +75,12 @@ func serve(ctx context.Context, set settings, args []string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
+	// Warm the engine in the background (within its budget) while the
+	// server starts; stopped before the ledger closes.
+	wctx, stopWarm := context.WithCancel(ctx)
+	warmed := make(chan struct{})
+	go func() { defer close(warmed); warmEngine(wctx, eng, e.led, log) }()
+	defer func() { stopWarm(); <-warmed }()
 	jobsCfg := set.Jobs
 	jobsCfg.Logger = log
 	jobsCfg.ObserveAttempt = metrics.ObserveAttempt

@@ -18,7 +18,6 @@ import (
 	"sync"
 
 	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/planar"
 )
 
 //go:embed au.bin
@@ -61,10 +60,9 @@ func States() []State {
 // when none does (offshore, or outside the data). A point exactly on a shared
 // border gets the first of the two codes in Code order.
 func StateAt(p orb.Point) string {
-	d := get()
-	for i, s := range d.states {
-		if d.bounds[i].Contains(p) && planar.MultiPolygonContains(s.Geometry, p) {
-			return s.Code
+	for _, s := range locator() {
+		if s.bound.Contains(p) && s.contains(p) {
+			return s.code
 		}
 	}
 	return ""

@@ -1,0 +1,106 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"siteenv/ingest/synth"
+	"siteenv/store"
+	"siteenv/tiles"
+)
+
+// BenchDirEnv names a directory where `bench engine` and `bench api` keep
+// the datasets they build, one per scale, seed, per-layer cap and dataset
+// version, and reuse them in later runs: the large scale takes tens of
+// minutes to generate and ingest, the queries minutes. Unset, every run
+// builds its data in its own work directory and removes it.
+const BenchDirEnv = "SITEENV_BENCH_DIR"
+
+// datasetVersion changes whenever the synthetic data or the way it is
+// ingested changes what a run would build, so that a kept dataset of an
+// older build is not reused (it is left in place, under its own name).
+const datasetVersion = 1
+
+// datasetListName is the file, written last, that marks a kept dataset
+// complete: its layers' ids and releases.
+const datasetListName = "layers.json"
+
+// datasetCacheDir is where a dataset of these parameters is kept under
+// root.
+func datasetCacheDir(root string, scale synth.Scale, seed, maxPerLayer int64) string {
+	return filepath.Join(root, fmt.Sprintf("%s-seed%d-max%d-d%d-m%d", scale, seed, maxPerLayer, datasetVersion, tiles.ManifestFormatVersion))
+}
+
+// keptDataset returns the dataset kept in dir, or builds it there with g
+// and keeps it. A directory without its list (a build that did not
+// finish) is built again from scratch.
+func keptDataset(ctx context.Context, g *synth.Generator, dir string, maxPerLayer int64, log *slog.Logger) (*dataset, error) {
+	ds, err := readKeptDataset(ctx, dir)
+	if err == nil {
+		log.Info("bench: reusing kept dataset", "dir", dir, "layers", len(ds.layers), "features", ds.features, "tiles", ds.tiles)
+		return ds, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("bench: kept dataset: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: kept dataset: %w", err)
+	}
+	if ds, err = buildDataset(ctx, g, dir, maxPerLayer, log); err != nil {
+		return nil, err
+	}
+	ids := make([][2]string, len(ds.layers))
+	for i, l := range ds.layers {
+		ids[i] = [2]string{l.id, l.release}
+	}
+	b, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	tmp := filepath.Join(dir, datasetListName+".tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return nil, fmt.Errorf("bench: kept dataset: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, datasetListName)); err != nil {
+		return nil, fmt.Errorf("bench: kept dataset: %w", err)
+	}
+	log.Info("bench: dataset kept for later runs", "dir", dir)
+	return ds, nil
+}
+
+// readKeptDataset reads the dataset kept in dir; fs.ErrNotExist when there
+// is none (or it is incomplete).
+func readKeptDataset(ctx context.Context, dir string) (*dataset, error) {
+	b, err := os.ReadFile(filepath.Join(dir, datasetListName))
+	if err != nil {
+		return nil, err
+	}
+	var ids [][2]string
+	if err := json.Unmarshal(b, &ids); err != nil {
+		return nil, fmt.Errorf("bench: kept dataset %s: %w", dir, err)
+	}
+	st, err := store.NewFileStore(filepath.Join(dir, "store"))
+	if err != nil {
+		return nil, fmt.Errorf("bench: kept dataset: %w", err)
+	}
+	ds := &dataset{store: st}
+	for _, id := range ids {
+		l, err := readLayer(ctx, st, id[0], id[1])
+		if err != nil {
+			return nil, fmt.Errorf("bench: kept dataset %s: layer %s: %w", dir, id[0], err)
+		}
+		ds.layers = append(ds.layers, l)
+		ds.features += l.manifest.FeatureCount
+		ds.tiles += len(l.manifest.Tiles)
+	}
+	return ds, nil
+}

@@ -1,0 +1,360 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/encoding/wkb"
+
+	"siteenv/tiles"
+)
+
+// A shard keeps its geometries in one buffer (geomStore), each row either
+// as the tile's WKB or, when that loses nothing, packed: the same WKB with
+// every position as two int32 of 1e-7 degrees (8 bytes a vertex instead of
+// 16). A position packs when math.Round(v*1e7) fits an int32 and dividing
+// it by 1e7 gives v's exact bits back, so a packed geometry expands to the
+// bytes it was packed from, bit for bit; one position that does not pack
+// keeps its whole geometry as WKB. Points stay WKB (the point fast path
+// reads them in place, and they are 21 bytes either way within a few).
+//
+// A packed geometry is the WKB with its first byte (the byte order) set to
+// packedMarker; every nested geometry's byte order, type and counts stay
+// as they were (little-endian, 2D: anything else is kept as WKB).
+
+// packedMarker starts a packed geometry; WKB starts with 0 or 1.
+const packedMarker = 2
+
+// packScale is the fixed-point unit of a packed position: 1e-7 degrees
+// (about 1 cm), the precision of the synthetic data and of most published
+// layers (GeoJSON writers round to 6 or 7 decimals).
+const packScale = 1e7
+
+// geomStore is a shard's geometries: row i's bytes are
+// buf[ends[i-1]:ends[i]] (from 0 for row 0). One buffer and 4 bytes a row,
+// rather than a slice header (24 bytes) a row.
+type geomStore struct {
+	buf  []byte
+	ends []uint32
+}
+
+// raw is row i's stored bytes: WKB, or packed (packedMarker first).
+func (g *geomStore) raw(i int32) []byte {
+	lo := uint32(0)
+	if i > 0 {
+		lo = g.ends[i-1]
+	}
+	return g.buf[lo:g.ends[i]:g.ends[i]]
+}
+
+// wkb is row i's WKB: its stored bytes, or the packed geometry expanded
+// into *scratch (valid until the next call with the same scratch).
+func (g *geomStore) wkb(i int32, scratch *[]byte) ([]byte, error) {
+	return expandWKB(g.raw(i), scratch)
+}
+
+func (g *geomStore) bytes() int64 { return int64(cap(g.buf)) + 4*int64(cap(g.ends)) }
+
+// expandWKB returns w when it is WKB, or the WKB a packed w was packed
+// from, written into *scratch.
+func expandWKB(w []byte, scratch *[]byte) ([]byte, error) {
+	if len(w) == 0 || w[0] != packedMarker {
+		return w, nil
+	}
+	x := expander{in: w[1:], out: append((*scratch)[:0], 1)}
+	if err := x.geometry(0); err != nil {
+		return nil, err
+	}
+	if len(x.in) != 0 {
+		return nil, fmt.Errorf("%w: packed geometry: %d trailing bytes", errWKB, len(x.in))
+	}
+	*scratch = x.out
+	return x.out, nil
+}
+
+type expander struct {
+	in, out []byte
+}
+
+var errPacked = fmt.Errorf("%w: malformed packed geometry", errWKB)
+
+func (x *expander) u32() (uint32, error) {
+	if len(x.in) < 4 {
+		return 0, errPacked
+	}
+	v := binary.LittleEndian.Uint32(x.in)
+	x.out = append(x.out, x.in[:4]...)
+	x.in = x.in[4:]
+	return v, nil
+}
+
+// positions expands n packed positions.
+func (x *expander) positions(n uint32) error {
+	if uint64(n)*8 > uint64(len(x.in)) {
+		return errPacked
+	}
+	in := x.in[:n*8]
+	x.in = x.in[n*8:]
+	out := slices.Grow(x.out, int(n)*16)
+	o := out[len(out) : len(out)+int(n)*16]
+	for len(in) >= 8 && len(o) >= 16 {
+		vx := float64(int32(binary.LittleEndian.Uint32(in[:4]))) / packScale
+		vy := float64(int32(binary.LittleEndian.Uint32(in[4:8]))) / packScale
+		binary.LittleEndian.PutUint64(o[:8], math.Float64bits(vx))
+		binary.LittleEndian.PutUint64(o[8:16], math.Float64bits(vy))
+		in, o = in[8:], o[16:]
+	}
+	x.out = out[:len(out)+int(n)*16]
+	return nil
+}
+
+// geometry expands one geometry whose byte order byte was read (the
+// outermost's is the marker, already written as 1).
+func (x *expander) geometry(depth int) error {
+	if depth > wkbMaxDepth {
+		return errPacked
+	}
+	typ, err := x.u32()
+	if err != nil {
+		return err
+	}
+	switch typ {
+	case wkbPoint:
+		return x.positions(1)
+	case wkbLineString:
+		n, err := x.u32()
+		if err != nil {
+			return err
+		}
+		return x.positions(n)
+	case wkbPolygon:
+		nr, err := x.u32()
+		if err != nil {
+			return err
+		}
+		for range nr {
+			n, err := x.u32()
+			if err != nil {
+				return err
+			}
+			if err := x.positions(n); err != nil {
+				return err
+			}
+		}
+		return nil
+	case wkbMultiPoint, wkbMultiLineString, wkbMultiPolygon, wkbGeometryCollection:
+		n, err := x.u32()
+		if err != nil {
+			return err
+		}
+		for range n {
+			if len(x.in) == 0 || x.in[0] != 1 {
+				return errPacked
+			}
+			x.out = append(x.out, 1)
+			x.in = x.in[1:]
+			if err := x.geometry(depth + 1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return errPacked
+}
+
+// packWKB appends w packed to dst, or reports false (dst unchanged in
+// length) when w does not pack: a point, not little-endian 2D WKB, or a
+// position that 1e-7 degrees do not hold exactly.
+func packWKB(dst, w []byte) ([]byte, bool) {
+	if len(w) < 9 || len(w) == 21 || w[0] != 1 {
+		return dst, false
+	}
+	p := packer{in: w[1:], out: append(dst, packedMarker)}
+	if !p.geometry(0) || len(p.in) != 0 {
+		return dst, false
+	}
+	return p.out, true
+}
+
+type packer struct {
+	in, out []byte
+}
+
+func (p *packer) u32() (uint32, bool) {
+	if len(p.in) < 4 {
+		return 0, false
+	}
+	v := binary.LittleEndian.Uint32(p.in)
+	p.out = append(p.out, p.in[:4]...)
+	p.in = p.in[4:]
+	return v, true
+}
+
+// packCoord is v in units of 1e-7 degrees, when that is exact.
+func packCoord(v float64) (int32, bool) {
+	k := math.Round(v * packScale)
+	if !(k >= math.MinInt32 && k <= math.MaxInt32) { // false for NaN
+		return 0, false
+	}
+	if math.Float64bits(float64(int32(k))/packScale) != math.Float64bits(v) {
+		return 0, false
+	}
+	return int32(k), true
+}
+
+func (p *packer) positions(n uint32) bool {
+	if uint64(n)*16 > uint64(len(p.in)) {
+		return false
+	}
+	in := p.in[:n*16]
+	p.in = p.in[n*16:]
+	for ; len(in) >= 16; in = in[16:] {
+		x, ok := packCoord(math.Float64frombits(binary.LittleEndian.Uint64(in[:8])))
+		if !ok {
+			return false
+		}
+		y, ok := packCoord(math.Float64frombits(binary.LittleEndian.Uint64(in[8:16])))
+		if !ok {
+			return false
+		}
+		p.out = binary.LittleEndian.AppendUint32(p.out, uint32(x))
+		p.out = binary.LittleEndian.AppendUint32(p.out, uint32(y))
+	}
+	return true
+}
+
+func (p *packer) geometry(depth int) bool {
+	if depth > wkbMaxDepth {
+		return false
+	}
+	typ, ok := p.u32()
+	if !ok {
+		return false
+	}
+	switch typ {
+	case wkbPoint:
+		return p.positions(1)
+	case wkbLineString:
+		n, ok := p.u32()
+		return ok && p.positions(n)
+	case wkbPolygon:
+		nr, ok := p.u32()
+		if !ok {
+			return false
+		}
+		for range nr {
+			n, ok := p.u32()
+			if !ok || !p.positions(n) {
+				return false
+			}
+		}
+		return true
+	case wkbMultiPoint, wkbMultiLineString, wkbMultiPolygon, wkbGeometryCollection:
+		n, ok := p.u32()
+		if !ok {
+			return false
+		}
+		for range n {
+			if len(p.in) == 0 || p.in[0] != 1 {
+				return false
+			}
+			p.out = append(p.out, 1)
+			p.in = p.in[1:]
+			if !p.geometry(depth + 1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// packSplit is the fewest rows per goroutine when newGeomStore packs
+// concurrently.
+const packSplit = 4096
+
+// newGeomStore stores the geometries wkb (which it does not keep),
+// packing those that pack, on several goroutines for many rows. It
+// returns the store and the bytes of wkb it replaces.
+func newGeomStore(wkb [][]byte) (*geomStore, int64) {
+	n := len(wkb)
+	parts := min(runtime.GOMAXPROCS(0), max(1, n/packSplit))
+	bufs := make([][]byte, parts)
+	ends := make([]uint32, n)
+	var wkbBytes int64
+	for _, w := range wkb {
+		wkbBytes += int64(len(w))
+	}
+	pack := func(p int) {
+		lo, hi := p*n/parts, (p+1)*n/parts
+		var size int
+		for _, w := range wkb[lo:hi] {
+			size += len(w)
+		}
+		// Packed geometries are smaller than their WKB, so this is the
+		// most the part needs.
+		buf := make([]byte, 0, size+1)
+		for i, w := range wkb[lo:hi] {
+			var ok bool
+			if buf, ok = packWKB(buf, w); !ok {
+				buf = append(buf, w...)
+			}
+			ends[lo+i] = uint32(len(buf))
+		}
+		bufs[p] = buf
+	}
+	var wg sync.WaitGroup
+	for p := 1; p < parts; p++ {
+		wg.Go(func() { pack(p) })
+	}
+	pack(0)
+	wg.Wait()
+	var total int
+	for _, b := range bufs {
+		total += len(b)
+	}
+	g := &geomStore{buf: make([]byte, 0, total), ends: ends}
+	for p, b := range bufs {
+		off := uint32(len(g.buf))
+		g.buf = append(g.buf, b...)
+		if off > 0 {
+			lo, hi := p*n/parts, (p+1)*n/parts
+			for i := lo; i < hi; i++ {
+				ends[i] += off
+			}
+		}
+	}
+	return g, wkbBytes
+}
+
+// checkGeomBytes refuses a tile whose geometries a geomStore cannot
+// address (4 GiB; tiles are cut far below that).
+func checkGeomBytes(t *tiles.Tile, name string) error {
+	var n int64
+	for _, w := range t.WKB {
+		n += int64(len(w))
+	}
+	if n >= math.MaxUint32 {
+		return fmt.Errorf("engine: tile %s: %d bytes of geometry: %w", name, n, tiles.ErrInvalidTile)
+	}
+	return nil
+}
+
+// geometry decodes row i's geometry, as tiles.Tile.Geometry does.
+func (s *shard) geometry(i int) (orb.Geometry, error) {
+	var scratch []byte
+	w, err := s.geoms.wkb(int32(i), &scratch)
+	if err != nil {
+		return nil, fmt.Errorf("%w: feature %q: %v", tiles.ErrInvalidTile, s.tile.IDs[i], err)
+	}
+	g, err := wkb.Unmarshal(w)
+	if err != nil {
+		return nil, fmt.Errorf("%w: feature %q: %v", tiles.ErrInvalidTile, s.tile.IDs[i], err)
+	}
+	return g, nil
+}
