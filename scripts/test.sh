@@ -10,7 +10,7 @@
 #   fuzz   scripts/fuzz.sh (FUZZTIME inputs per target), at a lower CPU
 #          priority: it has no deadline and fills what the tests leave idle
 # Each phase writes to its own log, printed whole when the phase ends (go
-# test's usual ok/FAIL lines per package), then a line with its time. Fails if
+# test's usual ok/FAIL lines per package) after a line with its time and CPU. Fails if
 # any phase fails, after all have ended.
 #
 # Environment: GO, MAKE, RACE_PKGS, RACE_ONLY_PKGS, FUZZTIME (the Makefile
@@ -42,9 +42,16 @@ phase() { # name command...: runs command in the background, output to $work/nam
 	shift
 	(
 		start=$(date +%s)
-		"$@" >"$work/$name.log" 2>&1
+		# GNU time, where present, gives the CPU seconds of the phase's
+		# processes (user + system; not the daemonised PostgreSQL servers).
+		if [ -x /usr/bin/time ]; then
+			/usr/bin/time -f "%U %S" -o "$work/$name.cpu" "$@" >"$work/$name.log" 2>&1
+		else
+			"$@" >"$work/$name.log" 2>&1
+		fi
 		rc=$?
-		echo "$rc $(($(date +%s) - start))" >"$work/$name.rc"
+		cpu=$(awk '{ u = $1; s = $2 } END { printf "%.0f", u + s }' "$work/$name.cpu" 2>/dev/null)
+		echo "$rc $(($(date +%s) - start)) ${cpu:-?}" >"$work/$name.rc"
 		exit $rc
 	) &
 	pids[$!]=$name
@@ -72,8 +79,8 @@ while [ ${#pids[@]} -gt 0 ]; do
 	name=${pids[$done]:-}
 	[ -n "$name" ] || continue
 	unset "pids[$done]"
-	read -r rc secs <"$work/$name.rc" || { rc=1 secs=?; }
-	echo "=== $name ($secs s)"
+	read -r rc secs cpu <"$work/$name.rc" || { rc=1 secs=? cpu=?; }
+	echo "=== $name ($secs s, $cpu CPU-s)"
 	cat "$work/$name.log"
 	if [ "$rc" -ne 0 ]; then
 		echo "=== $name FAILED (exit $rc)"
