@@ -32,16 +32,13 @@ tools: ## install what the tests need (versitygw S3 server; PostGIS and GDAL for
 # Every test runs: RACE_ONLY_PKGS under the race detector only (the same tests,
 # with the detector on; running them plain as well cost the plain run of the
 # largest packages, api and ledger, for no extra check), the rest without it,
-# and RACE_PKGS under it.
-test: tools lint ## the whole suite: vet, gofmt, every test (the fault suite in faultsuite/ among them), race detector, fuzz targets
-	@race=" $$($(GO) list $(RACE_ONLY_PKGS) | tr '\n' ' ') "; \
-	  rest=$$(for p in $$($(GO) list ./...); do case "$$race" in *" $$p "*) ;; *) echo "$$p" ;; esac; done); \
-	  echo "go test (without -race): $$(echo $$rest | wc -w) packages"; \
-	  $(GO) test -count=1 -timeout 30m $$rest
-	$(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
-	$(MAKE) fuzz
+# and RACE_PKGS under it. scripts/test.sh runs lint, the plain tests, the race
+# tests and the fuzz targets at once, each phase's output printed when it ends.
+test: tools ## the whole suite: vet, gofmt, every test (the fault suite in faultsuite/ among them), race detector, fuzz targets
+	GO="$(GO)" MAKE="$(MAKE)" RACE_PKGS="$(RACE_PKGS)" RACE_ONLY_PKGS="$(RACE_ONLY_PKGS)" \
+	  FUZZTIME="$(or $(FUZZTIME),20000x)" ./scripts/test.sh
 
-fuzz: ## run every Go fuzz target for FUZZTIME (default 20000x: inputs) each
+fuzz: ## run every Go fuzz target for FUZZTIME (default 20000x: inputs) each, FUZZ_JOBS (2) packages at once
 	GO=$(GO) FUZZTIME=$(or $(FUZZTIME),20000x) ./scripts/fuzz.sh
 
 lint: ## go vet, a gofmt check, and the OpenAPI linters (Redocly, Spectral; need node/npm)

@@ -3,6 +3,7 @@
 # (package.json + package-lock.json; installed with `npm ci`):
 #   scripts/openapi-tools.sh lint   Redocly (recommended) and Spectral (.spectral.yaml,
 #                                   spectral:oas): fails on any error or warning
+#   scripts/openapi-tools.sh install  only the `npm ci` below (when the lock changed)
 #   scripts/openapi-tools.sh docs   rebuilds api/openapi/docs.html, the self-contained
 #                                   reference page served at GET /api/v1/docs
 # Run from anywhere; paths are relative to the repository root.
@@ -24,6 +25,7 @@ if [ ! -x "$bin/redocly" ] || [ ! -x "$bin/spectral" ] ||
 fi
 
 case "${1:-}" in
+install) ;;
 lint)
 	# Redocly exits 0 on warnings: read its totals instead.
 	out=$("$bin/redocly" lint --extends=recommended --format=json "$spec" 2>/dev/null) || {
@@ -53,7 +55,7 @@ docs)
 	echo "wrote $page from $spec (sha256 $sum)"
 	;;
 *)
-	echo "usage: $0 lint|docs" >&2
+	echo "usage: $0 lint|docs|install" >&2
 	exit 2
 	;;
 esac
