@@ -17,6 +17,7 @@ import (
 
 	"siteenv/engine"
 	"siteenv/internal/phase"
+	"siteenv/jobs"
 	"siteenv/ledger"
 	"siteenv/store"
 	"siteenv/tiles"
@@ -373,6 +374,13 @@ func (s *Server) fillPage(r *request, q ledger.Query, body *queryBody, offset, o
 		// Swept at its expiry or released between the ledger read and this
 		// one.
 		return newProblem(CodeResultExpired, "This query's results expired 24 hours after completion; submit a new query.")
+	}
+	if errors.Is(err, jobs.ErrResultDiffers) {
+		// Its file was lost and computing it again did not give the bytes
+		// answered (the runner logged it): the pages already read cannot
+		// be continued, so the result is gone, as if expired; never a
+		// different answer under the same cursor.
+		return newProblem(CodeResultExpired, "This query's results are no longer available; submit a new query.")
 	}
 	if err != nil {
 		return err

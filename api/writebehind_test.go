@@ -49,8 +49,14 @@ func TestQueryPagesAfterTheResultFileIsLost(t *testing.T) {
 	if err := qh.store.Delete(qh.ctx, infos[0].Key); err != nil {
 		t.Fatal(err)
 	}
-	eng := engine.New(qh.store, engine.Options{MemoryBudget: 64 << 20})
-	fresh := jobs.New(jobs.Config{Workers: 1, Poll: 20 * time.Millisecond, TempDir: t.TempDir()}, qh.led, eng, qh.store)
+	eng, err := engine.New(qh.store, engine.Options{MemoryBudget: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := jobs.New(jobs.Config{Workers: 1, Poll: 20 * time.Millisecond, TempDir: t.TempDir()}, qh.led, eng, qh.store)
+	if err != nil {
+		t.Fatal(err)
+	}
 	api.SetQueryBackend(qh.srv, qh.store, fresh)
 
 	p2 := qh.do("GET", "/queries/"+qid+"/results?limit=1&cursor="+url.QueryEscape(next), k.Secret, nil).json(t)
