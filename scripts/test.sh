@@ -14,7 +14,8 @@
 # any phase fails, after all have ended.
 #
 # Environment: GO, MAKE, RACE_PKGS, RACE_ONLY_PKGS, FUZZTIME (the Makefile
-# passes them); TEST_PHASES (default "lint plain race fuzz") runs a subset.
+# passes them); TEST_PHASES (default "lint plain race fuzz") runs a subset, in
+# that order; TEST_SEQUENTIAL=1 runs them one after another instead of at once.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -57,8 +58,29 @@ phase() { # name command...: runs command in the background, output to $work/nam
 	pids[$!]=$name
 }
 
+failed=""
+collect() { # waits for every running phase, printing each as it ends
+	local done name rc secs cpu
+	while [ ${#pids[@]} -gt 0 ]; do
+		wait -n -p done
+		name=${pids[$done]:-}
+		[ -n "$name" ] || continue
+		unset "pids[$done]"
+		read -r rc secs cpu <"$work/$name.rc" || { rc=1 secs=? cpu=?; }
+		echo "=== $name ($secs s, $cpu CPU-s)"
+		cat "$work/$name.log"
+		if [ "$rc" -ne 0 ]; then
+			echo "=== $name FAILED (exit $rc)"
+			failed="$failed $name"
+		fi
+	done
+}
+
 declare -A pids
 start=$(date +%s)
+mode="at once"
+[ -z "${TEST_SEQUENTIAL:-}" ] || mode="one after another"
+echo "running $mode: $TEST_PHASES (go test without -race: $(echo $rest | wc -w) packages; with -race: $RACE_PKGS)"
 for p in $TEST_PHASES; do
 	case $p in
 	lint) phase lint "$MAKE" --no-print-directory lint ;;
@@ -70,22 +92,9 @@ for p in $TEST_PHASES; do
 		exit 2
 		;;
 	esac
+	[ -z "${TEST_SEQUENTIAL:-}" ] || collect
 done
-echo "running at once: $TEST_PHASES (go test without -race: $(echo $rest | wc -w) packages; with -race: $RACE_PKGS)"
+collect
 
-failed=""
-while [ ${#pids[@]} -gt 0 ]; do
-	wait -n -p done
-	name=${pids[$done]:-}
-	[ -n "$name" ] || continue
-	unset "pids[$done]"
-	read -r rc secs cpu <"$work/$name.rc" || { rc=1 secs=? cpu=?; }
-	echo "=== $name ($secs s, $cpu CPU-s)"
-	cat "$work/$name.log"
-	if [ "$rc" -ne 0 ]; then
-		echo "=== $name FAILED (exit $rc)"
-		failed="$failed $name"
-	fi
-done
 echo "=== suite: $(($(date +%s) - start)) s${failed:+, FAILED:$failed}"
 [ -z "$failed" ]
