@@ -372,7 +372,6 @@ func hammer(t *testing.T, clients []*client, n, workers int, req func(i int, c *
 }
 
 func TestCluster(t *testing.T) {
-	t.Parallel()
 	t0 := time.Now()
 	c := newCluster(t)
 	t.Logf("setup (versitygw, database, 2 layers ingested into S3): %v", time.Since(t0).Round(time.Millisecond))

@@ -48,20 +48,8 @@ var (
 // testSecret is SITEENV_SECRET for every server of the suite.
 const testSecret = "faultsuite-secret-0123456789abcdefghijklmnop"
 
-// parallel is how many of the suite's tests run at once unless -test.parallel
-// is given. They spend most of their time waiting on child processes
-// (servers, PostgreSQL, versitygw) to start, die, restart and take work over,
-// not on the CPU, so the default (GOMAXPROCS: 2 on the 2-core machine) left
-// the CPU idle: with 2 at once the suite took about 100 s there.
-const parallel = 4
-
 func TestMain(m *testing.M) {
 	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set && runtime.GOMAXPROCS(0) < parallel {
-		_ = flag.Set("test.parallel", strconv.Itoa(parallel))
-	}
 	os.Exit(runMain(m))
 }
 

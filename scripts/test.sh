@@ -14,7 +14,8 @@
 # any phase fails, after all have ended.
 #
 # Environment: GO, MAKE, RACE_PKGS, RACE_ONLY_PKGS, FUZZTIME (the Makefile
-# passes them); TEST_PHASES (default "lint plain race fuzz") runs a subset.
+# passes them); PLAIN_P (below); TEST_PHASES (default "lint plain race fuzz") runs a subset, in
+# that order; TEST_SEQUENTIAL=1 runs them one after another instead of at once.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -23,6 +24,17 @@ RACE_PKGS=${RACE_PKGS:-./api/... ./clock/... ./ledger/... ./engine/... ./jobs/..
 RACE_ONLY_PKGS=${RACE_ONLY_PKGS:-./api/... ./clock/... ./ledger/... ./jobs/... ./store/...}
 FUZZTIME=${FUZZTIME:-20000x}
 TEST_PHASES=${TEST_PHASES:-lint plain race fuzz}
+# At once, the plain phase runs one test binary at a time (go test -p 1):
+# beside the race phase's two, that keeps the tests with deadlines (the fault
+# suite's takeovers, concurrent purchases) from sharing the 2 cores with three
+# other test binaries; its packages (the bench and fault suites above all)
+# mostly wait, so it is expected to end before the race phase still. One
+# after another, go test's default (GOMAXPROCS).
+if [ -z "${TEST_SEQUENTIAL:-}" ]; then
+	PLAIN_P=${PLAIN_P:-1}
+else
+	PLAIN_P=${PLAIN_P:-$(nproc)}
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/siteenv-test-XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -57,12 +69,33 @@ phase() { # name command...: runs command in the background, output to $work/nam
 	pids[$!]=$name
 }
 
+failed=""
+collect() { # waits for every running phase, printing each as it ends
+	local done name rc secs cpu
+	while [ ${#pids[@]} -gt 0 ]; do
+		wait -n -p done
+		name=${pids[$done]:-}
+		[ -n "$name" ] || continue
+		unset "pids[$done]"
+		read -r rc secs cpu <"$work/$name.rc" || { rc=1 secs=? cpu=?; }
+		echo "=== $name ($secs s, $cpu CPU-s)"
+		cat "$work/$name.log"
+		if [ "$rc" -ne 0 ]; then
+			echo "=== $name FAILED (exit $rc)"
+			failed="$failed $name"
+		fi
+	done
+}
+
 declare -A pids
 start=$(date +%s)
+mode="at once"
+[ -z "${TEST_SEQUENTIAL:-}" ] || mode="one after another"
+echo "running $mode: $TEST_PHASES (go test without -race: $(echo $rest | wc -w) packages; with -race: $RACE_PKGS)"
 for p in $TEST_PHASES; do
 	case $p in
 	lint) phase lint "$MAKE" --no-print-directory lint ;;
-	plain) phase plain "$GO" test -count=1 -timeout 30m $rest ;;
+	plain) phase plain "$GO" test -p "$PLAIN_P" -count=1 -timeout 30m $rest ;;
 	race) phase race "$GO" test -count=1 -race -timeout 30m $RACE_PKGS ;;
 	fuzz) phase fuzz nice -n 10 env GO="$GO" FUZZTIME="$FUZZTIME" ./scripts/fuzz.sh ;;
 	*)
@@ -70,22 +103,9 @@ for p in $TEST_PHASES; do
 		exit 2
 		;;
 	esac
+	[ -z "${TEST_SEQUENTIAL:-}" ] || collect
 done
-echo "running at once: $TEST_PHASES (go test without -race: $(echo $rest | wc -w) packages; with -race: $RACE_PKGS)"
+collect
 
-failed=""
-while [ ${#pids[@]} -gt 0 ]; do
-	wait -n -p done
-	name=${pids[$done]:-}
-	[ -n "$name" ] || continue
-	unset "pids[$done]"
-	read -r rc secs cpu <"$work/$name.rc" || { rc=1 secs=? cpu=?; }
-	echo "=== $name ($secs s, $cpu CPU-s)"
-	cat "$work/$name.log"
-	if [ "$rc" -ne 0 ]; then
-		echo "=== $name FAILED (exit $rc)"
-		failed="$failed $name"
-	fi
-done
 echo "=== suite: $(($(date +%s) - start)) s${failed:+, FAILED:$failed}"
 [ -z "$failed" ]
