@@ -62,7 +62,7 @@ func (s *Server) listActivity(r *request) error {
 		}
 		f.AfterTime, f.AfterID = &pos.T, pos.ID
 	}
-	rows, err := s.led.ListActivity(r.c, r.principal.IntegrationID, f)
+	rows, err := s.led.ListActivity(r.ctx, r.principal.IntegrationID, f)
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ var errArtifactHidden = newProblem(CodeNotFound, "The artifact does not exist or
 // readableArtifact reads an artifact of the key's account that the key's
 // dataset restriction permits; anything else is not_found.
 func (s *Server) readableArtifact(r *request, id uuid.UUID) (ledger.Artifact, error) {
-	a, err := s.led.Artifact(r.c, r.principal.AccountID, id)
+	a, err := s.led.Artifact(r.ctx, r.principal.AccountID, id)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return ledger.Artifact{}, errArtifactHidden
 	}
@@ -87,14 +87,14 @@ func (s *Server) createDelivery(r *request) error {
 		return err
 	}
 	var req struct{}
-	if err := decodeBody(string(r.ctx.Request.Header.ContentType()), r.ctx.Request.Body(), &req); err != nil {
+	if err := decodeBody(string(r.http.Request.Header.ContentType()), r.http.Request.Body(), &req); err != nil {
 		return err
 	}
 	r.resourceType, r.resourceID = "artifact", id.String()
 	if _, err := s.readableArtifact(r, id); err != nil {
 		return err
 	}
-	d, err := s.led.MintDelivery(r.c, r.principal.AccountID, id, r.principal.KeyID, deliveryTTL)
+	d, err := s.led.MintDelivery(r.ctx, r.principal.AccountID, id, r.principal.KeyID, deliveryTTL)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return errArtifactHidden
 	}
@@ -102,9 +102,9 @@ func (s *Server) createDelivery(r *request) error {
 		return err
 	}
 	// The body holds a secret link: no cache may keep it.
-	r.ctx.Response.Header.Set("Cache-Control", "no-store")
+	r.http.Response.Header.Set("Cache-Control", "no-store")
 	url := BasePath + "/deliveries/" + d.Capability
-	r.ctx.Response.Header.Set("Location", url)
+	r.http.Response.Header.Set("Location", url)
 	return r.writeJSON(201, struct {
 		APIVersion string    `json:"api_version"`
 		DeliveryID uuid.UUID `json:"delivery_id"`
@@ -121,7 +121,7 @@ var errDeliveryUnknown = newProblem(CodeNotFound, "This download link is not val
 // read: the capability alone authorizes, and its minting key's authority is
 // rechecked on every request, full or ranged.
 func (s *Server) getDelivery(r *request) error {
-	h := &r.ctx.Response.Header
+	h := &r.http.Response.Header
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "private, no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -132,7 +132,7 @@ func (s *Server) getDelivery(r *request) error {
 	if err := r.query().err(); err != nil {
 		return err
 	}
-	d, err := s.led.Delivery(r.c, capability)
+	d, err := s.led.Delivery(r.ctx, capability)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return errDeliveryUnknown
 	}
@@ -159,17 +159,17 @@ func (s *Server) getDelivery(r *request) error {
 	h.Set("Accept-Ranges", "bytes")
 	h.Set("ETag", etag)
 	h.Set("Repr-Digest", "sha-256=:"+base64.StdEncoding.EncodeToString(sum)+":")
-	if etagMatches(string(r.ctx.Request.Header.Peek("If-None-Match")), etag) {
+	if etagMatches(string(r.http.Request.Header.Peek("If-None-Match")), etag) {
 		// The client holds these bytes already (RFC 9110 13.1.2): no body,
 		// and no Range applies.
-		r.ctx.SetStatusCode(304)
+		r.http.SetStatusCode(304)
 		return nil
 	}
-	off, length, partial, err := parseRange(string(r.ctx.Request.Header.Peek("Range")), string(r.ctx.Request.Header.Peek("If-Range")), etag, a.Size)
+	off, length, partial, err := parseRange(string(r.http.Request.Header.Peek("Range")), string(r.http.Request.Header.Peek("If-Range")), etag, a.Size)
 	if err != nil {
 		return err
 	}
-	c, cancel := context.WithTimeout(context.WithoutCancel(r.c), streamTimeout)
+	c, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), streamTimeout)
 	rc, err := s.store.GetRange(c, a.StorageKey, off, length)
 	if err != nil {
 		cancel()
@@ -182,8 +182,8 @@ func (s *Server) getDelivery(r *request) error {
 		status = 206
 		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", off, off+length-1, a.Size))
 	}
-	r.ctx.SetStatusCode(status)
-	r.ctx.SetBodyStream(&deliveryBody{rc: rc, cancel: cancel}, int(length))
+	r.http.SetStatusCode(status)
+	r.http.SetBodyStream(&deliveryBody{rc: rc, cancel: cancel}, int(length))
 	return nil
 }
 

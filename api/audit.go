@@ -20,7 +20,7 @@ func (s *Server) audit(r *request) {
 		return // written with the stored idempotent response (runFirst)
 	}
 	// The record must outlive a cancelled request context.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.c), requestTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), requestTimeout)
 	defer cancel()
 	record := s.led.RecordActivity
 	if r.op.Method == "GET" {
@@ -41,7 +41,7 @@ func activityOf(r *request) (ledger.Activity, bool) {
 	if r.op == nil || r.op.Public || r.op.ID == "list_activity" || r.principal.IntegrationID == uuid.Nil {
 		return ledger.Activity{}, false
 	}
-	status := r.ctx.Response.StatusCode()
+	status := r.http.Response.StatusCode()
 	a := ledger.Activity{
 		Operation:  r.op.ID,
 		Outcome:    outcome(status, r.problemCode),

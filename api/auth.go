@@ -19,7 +19,7 @@ import (
 // revoked or unknown key, or a missing scope, is refused before anything is
 // counted.
 func (s *Server) admit(r *request) error {
-	if m := string(r.ctx.Method()); m != "GET" && m != "HEAD" {
+	if m := string(r.http.Method()); m != "GET" && m != "HEAD" {
 		ta := s.phases.Start()
 		err := s.authenticate(r)
 		s.phases.Done(phase.Auth, ta)
@@ -37,7 +37,7 @@ func (s *Server) admit(r *request) error {
 		pfs, r.prefetch = append(pfs, pf), pf
 	}
 	ta := s.phases.Start()
-	p, w, counted, err := s.led.AuthenticateCount(r.c, key, r.op.Scopes, ledger.BucketReads, time.Minute, pfs...)
+	p, w, counted, err := s.led.AuthenticateCount(r.ctx, key, r.op.Scopes, ledger.BucketReads, time.Minute, pfs...)
 	s.phases.Done(phase.Auth, ta)
 	if err == nil || errors.Is(err, ledger.ErrKeyRevoked) {
 		r.principal = p // a revoked key's too, for the audit record of the attempt
@@ -79,10 +79,10 @@ func (s *Server) prefetchFor(r *request) ledger.Prefetch {
 // headers are refused (invalid_request): a proxy that reads the last one
 // would authenticate another key than the one used here.
 func bearer(r *request) (string, error) {
-	if len(r.ctx.Request.Header.PeekAll("Authorization")) > 1 {
+	if len(r.http.Request.Header.PeekAll("Authorization")) > 1 {
 		return "", invalid("Send exactly one Authorization header.", FieldError{Field: "Authorization", Message: "sent more than once"})
 	}
-	h := string(r.ctx.Request.Header.Peek("Authorization"))
+	h := string(r.http.Request.Header.Peek("Authorization"))
 	scheme, key, ok := strings.Cut(h, " ")
 	if h == "" {
 		return "", newProblem(CodeUnauthenticated, "Send the API key as 'Authorization: Bearer <key>'.")
@@ -100,7 +100,7 @@ func (s *Server) authenticate(r *request) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.led.Authenticate(r.c, key)
+	p, err := s.led.Authenticate(r.ctx, key)
 	if err == nil || errors.Is(err, ledger.ErrKeyRevoked) {
 		r.principal = p // a revoked key's too, for the audit record of the attempt
 	}

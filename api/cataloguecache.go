@@ -110,7 +110,7 @@ func (s *Server) listLayersCached(r *request, f ledger.LayerFilter) ([]ledger.La
 	if rows, ok := s.catalogue.get(v, key); ok {
 		return rows.([]ledger.Layer), nil
 	}
-	rows, err := s.led.ListLayers(r.c, f)
+	rows, err := s.led.ListLayers(r.ctx, f)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func (s *Server) layersForQuery(r *request, ids []string) (map[string]ledger.Lay
 	if m, ok := s.catalogue.get(v, key); ok {
 		return m.(map[string]ledger.LayerRelease), nil
 	}
-	m, err := s.led.LayersForQuery(r.c, ids)
+	m, err := s.led.LayersForQuery(r.ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func (s *Server) reportLayersCached(r *request) ([]string, error) {
 	if ids, ok := s.catalogue.get(v, key); ok {
 		return ids.([]string), nil
 	}
-	ids, err := s.led.ReportLayers(r.c)
+	ids, err := s.led.ReportLayers(r.ctx)
 	if err != nil {
 		return nil, err
 	}

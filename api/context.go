@@ -95,7 +95,7 @@ func (s *Server) getContext(r *request) error {
 		cv = pf.View
 	} else {
 		var err error
-		if cv, err = s.led.ContextReads(r.c, p.AccountID, p.IntegrationID); err != nil {
+		if cv, err = s.led.ContextReads(r.ctx, p.AccountID, p.IntegrationID); err != nil {
 			return err
 		}
 	}

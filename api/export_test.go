@@ -22,7 +22,7 @@ func InstallEcho(s *Server, count *atomic.Int64, gate <-chan struct{}) {
 			N        int    `json:"n"`
 			PageSize int    `json:"page_size"`
 		}
-		if err := decodeBody(string(r.ctx.Request.Header.ContentType()), r.ctx.Request.Body(), &body); err != nil {
+		if err := decodeBody(string(r.http.Request.Header.ContentType()), r.http.Request.Body(), &body); err != nil {
 			return err
 		}
 		logical := struct {

@@ -54,7 +54,7 @@ func FuzzQueryParams(f *testing.F) {
 		op := ops[int(opIndex)%len(ops)]
 		var ctx fasthttp.RequestCtx
 		ctx.Request.SetRequestURI("/api/v1/x?" + query)
-		r := &request{ctx: &ctx, op: &op, params: map[string]string{"layer_id": pathValue}}
+		r := &request{http: &ctx, op: &op, params: map[string]string{"layer_id": pathValue}}
 		fe := r.checkParams()
 		for _, e := range fe {
 			if e.Message == "" { // a query name may be empty ("?=x")

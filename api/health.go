@@ -27,19 +27,19 @@ type readiness struct{ notReady atomic.Bool }
 // serveProbe answers /healthz (the process serves HTTP) and /readyz (the
 // database answers and is migrated, and the store is readable).
 func (s *Server) serveProbe(r *request, path string) error {
-	if m := string(r.ctx.Method()); m != "GET" && m != "HEAD" {
+	if m := string(r.http.Method()); m != "GET" && m != "HEAD" {
 		return &Problem{Code: CodeMethodNotAllowed, Detail: "This path accepts GET, HEAD.", Allow: "GET, HEAD"}
 	}
-	r.ctx.Response.Header.Set("Cache-Control", "no-store")
+	r.http.Response.Header.Set("Cache-Control", "no-store")
 	if path == HealthzPath {
-		r.ctx.SetStatusCode(200)
-		r.ctx.SetContentType("text/plain; charset=utf-8")
-		r.ctx.SetBodyString("ok\n")
+		r.http.SetStatusCode(200)
+		r.http.SetContentType("text/plain; charset=utf-8")
+		r.http.SetBodyString("ok\n")
 		return nil
 	}
 	dbCheck, storeCheck := "ok", "ok"
 	var errs []error
-	ctx, cancel := context.WithTimeout(r.c, probeTimeout)
+	ctx, cancel := context.WithTimeout(r.ctx, probeTimeout)
 	err := s.led.Ready(ctx)
 	cancel()
 	switch {
@@ -53,7 +53,7 @@ func (s *Server) serveProbe(r *request, path string) error {
 	if s.store == nil {
 		storeCheck = "not_configured"
 	} else {
-		ctx, cancel := context.WithTimeout(r.c, probeTimeout)
+		ctx, cancel := context.WithTimeout(r.ctx, probeTimeout)
 		err := store.Check(ctx, s.store)
 		cancel()
 		if err != nil {
@@ -73,7 +73,7 @@ func (s *Server) serveProbe(r *request, path string) error {
 	status := 200
 	if !ready {
 		body.Status, status = "not_ready", 503
-		r.ctx.Response.Header.Set("Retry-After", "1")
+		r.http.Response.Header.Set("Retry-After", "1")
 	}
 	return r.writeJSON(status, body)
 }

@@ -20,7 +20,7 @@ var idempotencyKeyRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
 // idempotencyKey validates the Idempotency-Key header.
 func (r *request) idempotencyKey() (string, error) {
-	v := r.ctx.Request.Header.Peek("Idempotency-Key")
+	v := r.http.Request.Header.Peek("Idempotency-Key")
 	if v == nil {
 		return "", invalid("This operation requires an Idempotency-Key header.",
 			FieldError{Field: "Idempotency-Key", Message: "required header"})
@@ -52,7 +52,7 @@ func (s *Server) idempotent(r *request, logical any, op func() error) error {
 	deadline := time.Now().Add(s.cfg.IdempotencyWait)
 	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 250*time.Millisecond) {
 		tc := r.phases.Start()
-		claim, err := s.led.ClaimIdempotency(r.c, integration, key, r.op.ID, fp)
+		claim, err := s.led.ClaimIdempotency(r.ctx, integration, key, r.op.ID, fp)
 		r.phases.Done(phase.Idempotency, tc)
 		if err != nil {
 			return err
@@ -76,8 +76,8 @@ func (s *Server) idempotent(r *request, logical any, op func() error) error {
 				Detail: "A request with this Idempotency-Key is still in progress; retry after Retry-After seconds."}
 		}
 		select {
-		case <-r.c.Done():
-			return r.c.Err()
+		case <-r.ctx.Done():
+			return r.ctx.Err()
 		case <-time.After(wait):
 		}
 	}
@@ -114,7 +114,7 @@ const claimSettleTimeout = 5 * time.Second
 // or a panic, the claim is released so that a retry executes again.
 func (s *Server) runFirst(r *request, key string, token uuid.UUID, op func() error) (err error) {
 	integration := r.principal.IntegrationID
-	settle, cancel := context.WithTimeout(context.WithoutCancel(r.c), claimSettleTimeout)
+	settle, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), claimSettleTimeout)
 	defer cancel()
 	settled := false
 	defer func() {
@@ -131,12 +131,12 @@ func (s *Server) runFirst(r *request, key string, token uuid.UUID, op func() err
 		}
 	}()
 	if err := op(); err != nil {
-		p := problemFor(r.c, s.log, err)
+		p := problemFor(r.ctx, s.log, err)
 		r.problemCode = string(p.Code)
-		s.writeProblem(r.ctx, r.id, p)
+		s.writeProblem(r.http, r.id, p)
 	}
 	settled = true
-	status := r.ctx.Response.StatusCode()
+	status := r.http.Response.StatusCode()
 	if status == 429 || status >= 500 {
 		if err := s.led.ReleaseIdempotency(settle, integration, key, token); err != nil {
 			s.log.Error("idempotency release failed", "request_id", r.id, "err", err)
@@ -145,9 +145,9 @@ func (s *Server) runFirst(r *request, key string, token uuid.UUID, op func() err
 	}
 	rec := ledger.IdemResponse{
 		Status:      status,
-		ContentType: string(r.ctx.Response.Header.ContentType()),
-		Location:    string(r.ctx.Response.Header.Peek("Location")),
-		Body:        append([]byte(nil), r.ctx.Response.Body()...),
+		ContentType: string(r.http.Response.Header.ContentType()),
+		Location:    string(r.http.Response.Header.Peek("Location")),
+		Body:        append([]byte(nil), r.http.Response.Body()...),
 	}
 	tc := r.phases.Start()
 	if a, ok := activityOf(r); ok && r.pendingFinish != nil {
@@ -196,11 +196,11 @@ func (s *Server) completeWithFinish(r *request, settle context.Context, key stri
 	case !kept:
 		p.Stored(false, nil)
 		s.log.Warn("query no longer running when its answer was stored", "request_id", r.id, "query_id", p.Row.ID)
-		r.ctx.Response.Reset()
-		r.ctx.Response.Header.Set("X-Request-Id", r.id)
+		r.http.Response.Reset()
+		r.http.Response.Header.Set("X-Request-Id", r.id)
 		pr := &Problem{Code: CodeInternalError, Detail: "The query changed while it was answered; retry with the same Idempotency-Key.", RetryAfter: 1}
 		r.problemCode = string(pr.Code)
-		s.writeProblem(r.ctx, r.id, pr)
+		s.writeProblem(r.http, r.id, pr)
 		if rerr := s.led.ReleaseIdempotency(settle, integration, key, token); rerr != nil {
 			s.log.Error("idempotency release failed", "request_id", r.id, "err", rerr)
 		}
@@ -217,19 +217,19 @@ func (s *Server) completeWithFinish(r *request, settle context.Context, key stri
 
 // replay writes a stored first response.
 func (s *Server) replay(r *request, rec ledger.IdemResponse) {
-	r.ctx.SetStatusCode(rec.Status)
-	r.ctx.SetContentType(rec.ContentType)
+	r.http.SetStatusCode(rec.Status)
+	r.http.SetContentType(rec.ContentType)
 	if rec.Location != "" {
-		r.ctx.Response.Header.Set("Location", rec.Location)
+		r.http.Response.Header.Set("Location", rec.Location)
 	}
 	if rec.Status == 202 {
 		// An accepted order or query is polled at its Location; the stored
 		// response keeps no headers beyond Location, and by now the work
 		// may be done, so the shortest poll interval is the honest hint.
-		r.ctx.Response.Header.Set("Retry-After", "1")
+		r.http.Response.Header.Set("Retry-After", "1")
 	}
-	r.ctx.Response.Header.Set("Idempotent-Replayed", "true")
-	r.ctx.SetBody(rec.Body)
+	r.http.Response.Header.Set("Idempotent-Replayed", "true")
+	r.http.SetBody(rec.Body)
 	if rec.Status >= 400 {
 		// A replayed Problem is the original response: its X-Request-Id
 		// matches the request_id inside it.
@@ -239,7 +239,7 @@ func (s *Server) replay(r *request, rec ledger.IdemResponse) {
 		}
 		if json.Unmarshal(rec.Body, &p) == nil {
 			r.problemCode = p.Code
-			r.ctx.Response.Header.Set("X-Request-Id", p.RequestID)
+			r.http.Response.Header.Set("X-Request-Id", p.RequestID)
 		}
 	}
 }

@@ -96,7 +96,7 @@ func (s *Server) loadSite(r *request, id *uuid.UUID) (*siteContext, error) {
 	if id == nil {
 		return nil, nil
 	}
-	sa, err := s.led.SiteAccess(r.c, r.principal.AccountID, *id)
+	sa, err := s.led.SiteAccess(r.ctx, r.principal.AccountID, *id)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +183,7 @@ func (s *Server) listLayersWithoutSite(r *request, f ledger.LayerFilter, bind st
 	} else {
 		// The rows themselves are not cached: only this rendering of
 		// them is read again.
-		rows, err := s.led.ListLayers(r.c, f)
+		rows, err := s.led.ListLayers(r.ctx, f)
 		if err != nil {
 			return err
 		}
@@ -258,7 +258,7 @@ func (s *Server) readLayer(r *request) (ledger.Layer, *siteContext, error) {
 	if !r.principal.PermitsDataset(id) {
 		return ledger.Layer{}, nil, ledger.ErrNotFound
 	}
-	y, err := s.led.Layer(r.c, id)
+	y, err := s.led.Layer(r.ctx, id)
 	if err != nil {
 		return ledger.Layer{}, nil, err
 	}

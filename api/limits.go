@@ -51,7 +51,7 @@ const (
 // limitReads counts every authenticated GET (and HEAD) against the
 // account's read budget.
 func (s *Server) limitReads(r *request) error {
-	if m := string(r.ctx.Method()); m != "GET" && m != "HEAD" {
+	if m := string(r.http.Method()); m != "GET" && m != "HEAD" {
 		return nil
 	}
 	return s.rateLimit(r, ledger.BucketReads, readsPerMinute)
@@ -60,7 +60,7 @@ func (s *Server) limitReads(r *request) error {
 // rateLimit counts one event in the account's per-minute bucket.
 func (s *Server) rateLimit(r *request, bucket string, perMinute int) error {
 	defer r.phases.Done(phase.RateLimit, r.phases.Start())
-	w, err := s.led.Count(r.c, r.principal.AccountID, bucket, time.Minute)
+	w, err := s.led.Count(r.ctx, r.principal.AccountID, bucket, time.Minute)
 	if err != nil {
 		return err
 	}

@@ -132,7 +132,7 @@ func (s *Server) searchLocations(r *request) error {
 	body := searchBody{APIVersion: "1", Results: []suggestion{}}
 	switch kind {
 	case "address":
-		ms, more, err := s.led.SearchAddresses(r.c, ledger.AddressQuery{Text: text, Jurisdiction: jurisdiction, Postcode: postcode, Limit: limit})
+		ms, more, err := s.led.SearchAddresses(r.ctx, ledger.AddressQuery{Text: text, Jurisdiction: jurisdiction, Postcode: postcode, Limit: limit})
 		if err != nil {
 			return err
 		}
@@ -141,7 +141,7 @@ func (s *Server) searchLocations(r *request) error {
 		}
 		body.MoreResultsPossible = more
 	case "parcel":
-		ms, more, err := s.led.SearchParcels(r.c, ledger.ParcelQuery{Text: text, Jurisdiction: jurisdiction, Limit: limit})
+		ms, more, err := s.led.SearchParcels(r.ctx, ledger.ParcelQuery{Text: text, Jurisdiction: jurisdiction, Limit: limit})
 		if err != nil {
 			return err
 		}
@@ -287,7 +287,7 @@ func (s *Server) resolveLocation(r *request) error {
 	var req struct {
 		Location json.RawMessage `json:"location"`
 	}
-	if err := decodeBody(string(r.ctx.Request.Header.ContentType()), r.ctx.Request.Body(), &req); err != nil {
+	if err := decodeBody(string(r.http.Request.Header.ContentType()), r.http.Request.Body(), &req); err != nil {
 		return err
 	}
 	if err := r.query().err(); err != nil {
@@ -302,7 +302,7 @@ func (s *Server) resolveLocation(r *request) error {
 		return err
 	}
 	if res.existing == nil && res.siteGeom != nil {
-		id, err := s.led.ActiveSiteWithFingerprint(r.c, r.principal.AccountID, geo.Fingerprint(res.siteGeom))
+		id, err := s.led.ActiveSiteWithFingerprint(r.ctx, r.principal.AccountID, geo.Fingerprint(res.siteGeom))
 		switch {
 		case err == nil:
 			res.existing = &id
@@ -346,7 +346,7 @@ func (s *Server) resolve(r *request, sel selector) (resolution, error) {
 // it (or, failing that, the parcel the gazetteer links to the address). An
 // unknown address identifier is no_match.
 func (s *Server) resolveAddress(r *request, id string) (resolution, error) {
-	a, err := s.led.AddressByID(r.c, id)
+	a, err := s.led.AddressByID(r.ctx, id)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return resolution{status: statusNoMatch}, nil
 	}
@@ -359,7 +359,7 @@ func (s *Server) resolveAddress(r *request, id string) (resolution, error) {
 		return resolution{}, err
 	}
 	if len(ps) == 0 {
-		linked, err := s.led.ParcelsOfAddress(r.c, a.Label)
+		linked, err := s.led.ParcelsOfAddress(r.ctx, a.Label)
 		if err != nil {
 			return resolution{}, err
 		}
@@ -385,7 +385,7 @@ func (s *Server) resolvePoint(r *request, pt orb.Point) (resolution, error) {
 	}
 	covered := len(ps) > 0
 	if !covered {
-		if covered, err = s.led.GazetteerNear(r.c, pt[0], pt[1], coverageDeg); err != nil {
+		if covered, err = s.led.GazetteerNear(r.ctx, pt[0], pt[1], coverageDeg); err != nil {
 			return resolution{}, err
 		}
 	}
@@ -429,7 +429,7 @@ func fromParcels(pt orb.Point, ps []parcel, covered bool) resolution {
 // parcelsContaining reads the parcels whose polygon contains pt (boundary
 // included): a bounding-box search in the ledger, then the exact test.
 func (s *Server) parcelsContaining(r *request, pt orb.Point) ([]parcel, error) {
-	rows, err := s.led.ParcelsAt(r.c, pt[0], pt[1])
+	rows, err := s.led.ParcelsAt(r.ctx, pt[0], pt[1])
 	if err != nil {
 		return nil, err
 	}
@@ -457,10 +457,10 @@ func (s *Server) resolveSite(r *request, sel selector) (resolution, error) {
 	var err error
 	var selBody any
 	if sel.Kind == kindSavedSite {
-		site, err = s.led.Site(r.c, r.principal.AccountID, sel.SiteID)
+		site, err = s.led.Site(r.ctx, r.principal.AccountID, sel.SiteID)
 		selBody = savedSiteSelectorBody{Kind: kindSavedSite, SiteID: sel.SiteID.String()}
 	} else {
-		site, err = s.led.SiteByReference(r.c, r.principal.AccountID, sel.Namespace, sel.Reference)
+		site, err = s.led.SiteByReference(r.ctx, r.principal.AccountID, sel.Namespace, sel.Reference)
 		selBody = externalReferenceSelectorBody{Kind: kindExternalReference, Namespace: sel.Namespace, Reference: sel.Reference}
 	}
 	if errors.Is(err, ledger.ErrNotFound) {
@@ -495,7 +495,7 @@ func (s *Server) resolveSite(r *request, sel selector) (resolution, error) {
 // that is not the one meant, and POST /sites refuses the same selector with
 // the same error.
 func (s *Server) resolveCadastre(r *request, sel selector) (resolution, error) {
-	rows, err := s.led.ParcelsByID(r.c, sel.Jurisdiction, sel.CadastreIDs)
+	rows, err := s.led.ParcelsByID(r.ctx, sel.Jurisdiction, sel.CadastreIDs)
 	if err != nil {
 		return resolution{}, err
 	}

@@ -82,18 +82,18 @@ func (s *Server) getMapImage(r *request) error {
 	}
 	date := s.clock.Now().UTC().Truncate(24 * time.Hour)
 	etag := mapETag(in, date)
-	h := &r.ctx.Response.Header
+	h := &r.http.Response.Header
 	h.Set("ETag", etag)
 	h.Set("Cache-Control", "private, max-age=300")
-	if etagMatches(string(r.ctx.Request.Header.Peek("If-None-Match")), etag) {
-		r.ctx.SetStatusCode(304)
+	if etagMatches(string(r.http.Request.Header.Peek("If-None-Match")), etag) {
+		r.http.SetStatusCode(304)
 		return nil
 	}
 	m, err := s.renderInput(r, in, date)
 	if err != nil {
 		return err
 	}
-	if err := s.mapSlots.acquire(r.c); err != nil {
+	if err := s.mapSlots.acquire(r.ctx); err != nil {
 		return err
 	}
 	img, err := report.RenderMap(m)
@@ -111,9 +111,9 @@ func (s *Server) getMapImage(r *request) error {
 		name = *in.site.Name
 	}
 	h.Set("Content-Disposition", `inline; filename="`+safeFilename(name, key)+`"`)
-	r.ctx.SetStatusCode(200)
-	r.ctx.SetContentType("image/jpeg")
-	r.ctx.SetBody(img)
+	r.http.SetStatusCode(200)
+	r.http.SetContentType("image/jpeg")
+	r.http.SetBody(img)
 	return nil
 }
 
@@ -124,17 +124,17 @@ const mapMaxBytesOut = 12 << 20
 // the account's), the section's layers (every one permitted to the key,
 // the section unlocked) and their current releases, and nearby parcels.
 func (s *Server) gatherMap(r *request, id uuid.UUID, key string) (mapInput, error) {
-	sa, err := s.led.SiteAccess(r.c, r.principal.AccountID, id)
+	sa, err := s.led.SiteAccess(r.ctx, r.principal.AccountID, id)
 	if err != nil {
 		return mapInput{}, err
 	}
-	site, err := s.led.Site(r.c, r.principal.AccountID, id)
+	site, err := s.led.Site(r.ctx, r.principal.AccountID, id)
 	if err != nil {
 		return mapInput{}, err
 	}
 	var layers []ledger.Layer
 	for after := ""; ; {
-		page, err := s.led.ListLayers(r.c, ledger.LayerFilter{SectionKey: key, AfterID: after, Limit: mapLayersPage})
+		page, err := s.led.ListLayers(r.ctx, ledger.LayerFilter{SectionKey: key, AfterID: after, Limit: mapLayersPage})
 		if err != nil {
 			return mapInput{}, err
 		}
@@ -176,7 +176,7 @@ func (s *Server) gatherMap(r *request, id uuid.UUID, key string) (mapInput, erro
 	for _, y := range layers {
 		ml := mapLayer{layer: y, radiusM: math.Min(y.RadiusMaxM, report.MaxRenderRadiusM)}
 		if y.CurrentReleaseID != nil {
-			rel, err := s.led.Release(r.c, y.ID, *y.CurrentReleaseID)
+			rel, err := s.led.Release(r.ctx, y.ID, *y.CurrentReleaseID)
 			if err != nil {
 				return mapInput{}, err
 			}
@@ -194,7 +194,7 @@ func (s *Server) gatherMap(r *request, id uuid.UUID, key string) (mapInput, erro
 	b := [4]float64{sb.Min[0], sb.Min[1], sb.Max[0], sb.Max[1]}
 	dLat := mapParcelMarginM / 111_320.0
 	dLon := dLat / math.Max(math.Cos((b[1]+b[3])/2*math.Pi/180), 0.1)
-	in.parcels, err = s.led.ParcelsNear(r.c, [4]float64{b[0] - dLon, b[1] - dLat, b[2] + dLon, b[3] + dLat}, mapMaxParcels)
+	in.parcels, err = s.led.ParcelsNear(r.ctx, [4]float64{b[0] - dLon, b[1] - dLat, b[2] + dLon, b[3] + dLat}, mapMaxParcels)
 	if err != nil {
 		return mapInput{}, err
 	}
@@ -269,7 +269,7 @@ func (s *Server) renderInput(r *request, in mapInput, date time.Time) (report.Ma
 			req.Layers = append(req.Layers, engine.LayerRequest{LayerID: l.layer.ID, ReleaseID: l.release.ReleaseID, Coverage: l.coverage,
 				IncludeGeometry: true, MaxBytes: mapMaxBytes, MaxFeatureBytes: mapMaxFeatureBytes})
 		}
-		res, err := s.engine.Query(r.c, req)
+		res, err := s.engine.Query(r.ctx, req)
 		if err != nil {
 			return report.Map{}, fmt.Errorf("api: map query: %w", err)
 		}
@@ -291,7 +291,7 @@ func (s *Server) renderInput(r *request, in mapInput, date time.Time) (report.Ma
 		case lr.Reason == engine.ReasonSourceUnavailable:
 			// A store fault is transient: answering with a map missing a
 			// layer would be cached under an ETag the full map should have.
-			s.log.WarnContext(r.c, "map layer source unavailable", "layer", l.layer.ID, "release", l.release.ReleaseID)
+			s.log.WarnContext(r.ctx, "map layer source unavailable", "layer", l.layer.ID, "release", l.release.ReleaseID)
 			return report.Map{}, &Problem{Code: CodeSourceUnavailable, RetryAfter: 5,
 				Detail: "The data of layer " + l.layer.ID + " is temporarily unavailable; retry shortly."}
 		case lr.Reason == engine.ReasonOutsideCoverage:

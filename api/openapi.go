@@ -4,9 +4,9 @@ import "siteenv/api/openapi"
 
 // getOpenAPI serves the embedded machine-readable description; no key needed.
 func (s *Server) getOpenAPI(r *request) error {
-	r.ctx.SetStatusCode(200)
-	r.ctx.SetContentType("application/json")
-	r.ctx.SetBody(openapi.Document)
+	r.http.SetStatusCode(200)
+	r.http.SetContentType("application/json")
+	r.http.SetBody(openapi.Document)
 	r.etag = documentETag()
 	return nil
 }
@@ -14,8 +14,8 @@ func (s *Server) getOpenAPI(r *request) error {
 // getDocs serves the API reference page built from the same document; no key
 // needed.
 func (s *Server) getDocs(r *request) error {
-	r.ctx.SetStatusCode(200)
-	r.ctx.SetContentType("text/html; charset=utf-8")
-	r.ctx.SetBody(openapi.DocsPage)
+	r.http.SetStatusCode(200)
+	r.http.SetContentType("text/html; charset=utf-8")
+	r.http.SetBody(openapi.DocsPage)
 	return nil
 }

@@ -33,17 +33,17 @@ func TestWriteQuerySplicesRecords(t *testing.T) {
 			body.records.joined = append(body.records.joined, rec...)
 			body.records.n++
 		}
-		a, b := &request{ctx: &fasthttp.RequestCtx{}}, &request{ctx: &fasthttp.RequestCtx{}}
+		a, b := &request{http: &fasthttp.RequestCtx{}}, &request{http: &fasthttp.RequestCtx{}}
 		if err := a.writeJSON(200, want); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.writeQuery(200, &body); err != nil {
 			t.Fatal(err)
 		}
-		if got, exp := b.ctx.Response.Body(), a.ctx.Response.Body(); !bytes.Equal(got, exp) {
+		if got, exp := b.http.Response.Body(), a.http.Response.Body(); !bytes.Equal(got, exp) {
 			t.Fatalf("spliced\n%s\nwant\n%s", got, exp)
 		}
-		if !json.Valid(b.ctx.Response.Body()) || string(b.ctx.Response.Header.ContentType()) != "application/json" {
+		if !json.Valid(b.http.Response.Body()) || string(b.http.Response.Header.ContentType()) != "application/json" {
 			t.Fatal("not a JSON body")
 		}
 	}
@@ -75,7 +75,7 @@ func BenchmarkWriteQueryPage(b *testing.B) {
 		for range 500 {
 			body.Features = append(body.Features, json.RawMessage(rec))
 		}
-		r := &request{ctx: &fasthttp.RequestCtx{}}
+		r := &request{http: &fasthttp.RequestCtx{}}
 		b.ReportAllocs()
 		for b.Loop() {
 			if err := r.writeJSON(200, body); err != nil {
@@ -84,7 +84,7 @@ func BenchmarkWriteQueryPage(b *testing.B) {
 		}
 	})
 	b.Run("spliced", func(b *testing.B) {
-		r := &request{ctx: &fasthttp.RequestCtx{}}
+		r := &request{http: &fasthttp.RequestCtx{}}
 		var joined []byte
 		for i := range 500 {
 			if i > 0 {

@@ -39,7 +39,7 @@ func (r *request) checkParams() []FieldError {
 	}
 	seen := map[string]int{}
 	var bad map[string]string
-	r.ctx.QueryArgs().VisitAll(func(k, v []byte) {
+	r.http.QueryArgs().VisitAll(func(k, v []byte) {
 		seen[string(k)]++
 		if msg := badText(string(v)); msg != "" {
 			if bad == nil {
@@ -86,7 +86,7 @@ func (r *request) query(allowed ...string) *queryParams {
 	r.paramsRead = true
 	seen := map[string]int{}
 	values := map[string]string{}
-	r.ctx.QueryArgs().VisitAll(func(k, v []byte) {
+	r.http.QueryArgs().VisitAll(func(k, v []byte) {
 		seen[string(k)]++
 		values[string(k)] = string(v)
 	})

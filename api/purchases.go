@@ -63,7 +63,7 @@ func (s *Server) createAcquisition(r *request) error {
 		SiteID      *string  `json:"site_id"`
 		SectionKeys []string `json:"section_keys"`
 	}
-	if err := decodeBody(string(r.ctx.Request.Header.ContentType()), r.ctx.Request.Body(), &req); err != nil {
+	if err := decodeBody(string(r.http.Request.Header.ContentType()), r.http.Request.Body(), &req); err != nil {
 		return err
 	}
 	var fe []FieldError
@@ -104,7 +104,7 @@ func (s *Server) createAcquisition(r *request) error {
 	key, _ := r.idempotencyKey()
 	return s.idempotent(r, logical, func() error {
 		r.resourceType, r.resourceID = "site", siteID.String()
-		p, err := s.led.Acquire(r.c, ledger.AcquireParams{
+		p, err := s.led.Acquire(r.ctx, ledger.AcquireParams{
 			Account: r.principal.AccountID, Integration: r.principal.IntegrationID, IdemKey: key,
 			SiteID: siteID, Sections: req.SectionKeys, MaxSiteAreaM2: maxSiteAreaM2,
 			Visible: func(_ string, layers []string) bool {
@@ -195,7 +195,7 @@ func (s *Server) listPurchases(r *request) error {
 		}
 		f.AfterTime, f.AfterID, f.AfterUndated = pos.T, pos.ID, pos.Undated
 	}
-	rows, err := s.led.ListPurchases(r.c, r.principal.AccountID, f)
+	rows, err := s.led.ListPurchases(r.ctx, r.principal.AccountID, f)
 	if err != nil {
 		return err
 	}
@@ -228,7 +228,7 @@ func (s *Server) getPurchase(r *request) error {
 		return err
 	}
 	r.resourceType, r.resourceID = "purchase", id.String()
-	p, err := s.led.Purchase(r.c, r.principal.AccountID, id)
+	p, err := s.led.Purchase(r.ctx, r.principal.AccountID, id)
 	if err != nil {
 		return err
 	}

@@ -149,10 +149,10 @@ func preferWait(h []byte) (int, error) {
 
 func (s *Server) createQuery(r *request) error {
 	var req createQueryRequest
-	if err := decodeBody(string(r.ctx.Request.Header.ContentType()), r.ctx.Request.Body(), &req); err != nil {
+	if err := decodeBody(string(r.http.Request.Header.ContentType()), r.http.Request.Body(), &req); err != nil {
 		return err
 	}
-	wait, err := preferWait(r.ctx.Request.Header.Peek("Prefer"))
+	wait, err := preferWait(r.http.Request.Header.Peek("Prefer"))
 	if err != nil {
 		return err
 	}
@@ -210,7 +210,7 @@ func (s *Server) createQuery(r *request) error {
 		if err != nil {
 			return err
 		}
-		sa, err := s.led.SiteAccess(r.c, r.principal.AccountID, site.ID)
+		sa, err := s.led.SiteAccess(r.ctx, r.principal.AccountID, site.ID)
 		if err != nil {
 			return err
 		}
@@ -303,7 +303,7 @@ func (s *Server) answerQuery(r *request, q ledger.Query, ask queryAsk) error {
 	tl := r.phases.Start()
 	// The wait is honoured when this process ran it (another replica's
 	// runner cannot be waited on here), and wait=0 always is.
-	honoured := r.ctx.Request.Header.Peek("Prefer") != nil && (s.runner != nil || ask.wait == 0)
+	honoured := r.http.Request.Header.Peek("Prefer") != nil && (s.runner != nil || ask.wait == 0)
 	var err error
 	if done.ID == q.ID && done.AccountID == r.principal.AccountID && finished(done.Status) {
 		q = done
@@ -316,11 +316,11 @@ func (s *Server) answerQuery(r *request, q ledger.Query, ask queryAsk) error {
 	r.phases.Done(phase.Ledger, tl)
 	body := queryView(q)
 	if honoured {
-		r.ctx.Response.Header.Set("Preference-Applied", "wait="+strconv.Itoa(ask.wait))
+		r.http.Response.Header.Set("Preference-Applied", "wait="+strconv.Itoa(ask.wait))
 	}
 	if !finished(q.Status) {
-		r.ctx.Response.Header.Set("Location", body.QueryURL)
-		r.ctx.Response.Header.Set("Retry-After", "1")
+		r.http.Response.Header.Set("Location", body.QueryURL)
+		r.http.Response.Header.Set("Retry-After", "1")
 		return r.writeJSON(202, body)
 	}
 	if err := s.fillPage(r, q, &body, 0, 0, ask.pageSize, ask.includeGeometry, binding(strconv.FormatBool(ask.includeGeometry))); err != nil {
@@ -343,7 +343,7 @@ func (s *Server) siteForQuery(r *request, sel selector) (ledger.Site, error) {
 		if err != nil {
 			return ledger.Site{}, err
 		}
-		saved, _, err := s.led.SaveSite(r.c, site, nil, r.principal.HasScope(ledger.ScopeSitesWrite))
+		saved, _, err := s.led.SaveSite(r.ctx, site, nil, r.principal.HasScope(ledger.ScopeSitesWrite))
 		if err != nil {
 			return ledger.Site{}, at(err, atQuerySite, "")
 		}
@@ -526,10 +526,10 @@ func (r *request) writeQuery(status int, body *queryBody) error {
 	if i < 0 {
 		return errors.New("api: encode response: no features member")
 	}
-	r.ctx.SetStatusCode(status)
-	r.ctx.SetContentType("application/json")
+	r.http.SetStatusCode(status)
+	r.http.SetContentType("application/json")
 	// Into the response's own (pooled) body buffer.
-	resp := &r.ctx.Response
+	resp := &r.http.Response
 	resp.ResetBody()
 	resp.AppendBody(head[:i])
 	resp.AppendBodyString(`,"features":[`)
@@ -616,17 +616,17 @@ func (s *Server) deleteQuery(r *request) error {
 	if err != nil {
 		return err
 	}
-	key, err := s.led.CancelOrRelease(r.c, r.principal.AccountID, q.ID)
+	key, err := s.led.CancelOrRelease(r.ctx, r.principal.AccountID, q.ID)
 	if err != nil {
 		return err
 	}
 	if key != "" {
 		s.dropResult(key)
-		if err := s.store.Delete(r.c, key); err != nil && !errors.Is(err, store.ErrNotExist) {
+		if err := s.store.Delete(r.ctx, key); err != nil && !errors.Is(err, store.ErrNotExist) {
 			return err
 		}
 	}
-	r.ctx.SetStatusCode(204)
+	r.http.SetStatusCode(204)
 	return nil
 }
 
@@ -675,7 +675,7 @@ func (s *Server) listQueries(r *request) error {
 		}
 		f.Snapshot, f.AfterTime, f.AfterID = pos.Snapshot, &pos.T, pos.ID
 	}
-	rows, err := s.led.ListQueries(r.c, r.principal.AccountID, f)
+	rows, err := s.led.ListQueries(r.ctx, r.principal.AccountID, f)
 	if err != nil {
 		return err
 	}

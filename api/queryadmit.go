@@ -32,7 +32,7 @@ func (s *Server) admitQuery(r *request, q ledger.Query) (ledger.Query, error) {
 	if nr, ok := s.runner.(nowRunner); ok {
 		lim.MaxRunning, lim.Lease, lim.RunNow = nr.RunLimits()
 	}
-	res, err := s.led.AdmitQuery(r.c, q, lim)
+	res, err := s.led.AdmitQuery(r.ctx, q, lim)
 	if errors.Is(err, ledger.ErrRateLimited) || err == nil || errors.Is(err, ledger.ErrCapacity) {
 		if rerr := s.checkRate(r, ledger.BucketQueryAdmissions, queryAdmissionsPerMinute, res.Window); rerr != nil {
 			return ledger.Query{}, rerr
@@ -53,7 +53,7 @@ func (s *Server) runQuery(r *request, q ledger.Query, d time.Duration) ledger.Qu
 	}
 	defer r.phases.Done(phase.Wait, r.phases.Start())
 	if nr, ok := s.runner.(nowRunner); ok && q.Status == ledger.QueryRunning {
-		res := nr.RunNow(r.c, q, d)
+		res := nr.RunNow(r.ctx, q, d)
 		if res.Accepted {
 			if res.Finish != nil {
 				r.pendingFinish = res.Finish
@@ -63,7 +63,7 @@ func (s *Server) runQuery(r *request, q ledger.Query, d time.Duration) ledger.Qu
 		}
 		// The runner is stopping: hand the query to the queue, where a
 		// worker of this or another replica claims it.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.c), claimSettleTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), claimSettleTimeout)
 		defer cancel()
 		if _, err := s.led.RequeueQuery(ctx, q.ID); err != nil {
 			s.log.Warn("requeue of a query admitted running failed; its attempt lapses and the janitor requeues it",
@@ -71,7 +71,7 @@ func (s *Server) runQuery(r *request, q ledger.Query, d time.Duration) ledger.Qu
 		}
 	}
 	s.runner.Notify()
-	done, _ := s.runner.Wait(r.c, q.ID, d)
+	done, _ := s.runner.Wait(r.ctx, q.ID, d)
 	return done
 }
 
@@ -121,7 +121,7 @@ func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask qu
 	if nr, ok := s.runner.(nowRunner); ok {
 		lim.MaxRunning, lim.Lease, lim.RunNow = nr.RunLimits()
 	}
-	res, err := s.led.AdmitQueryBatch(r.c, ledger.AdmitRequest{Integration: r.principal.IntegrationID, IdemKey: key, Operation: r.op.ID,
+	res, err := s.led.AdmitQueryBatch(r.ctx, ledger.AdmitRequest{Integration: r.principal.IntegrationID, IdemKey: key, Operation: r.op.ID,
 		Fingerprint: fp, Site: site, CreateSite: r.principal.HasScope(ledger.ScopeSitesWrite), Sections: sections,
 		Query: ledger.Query{AccountID: r.principal.AccountID, IntegrationID: r.principal.IntegrationID, RadiusM: ask.radiusM,
 			LayerIDs: ask.layerIDs, IncludeGeometry: ask.includeGeometry, Frozen: frozen},

@@ -83,7 +83,7 @@ func (s *Server) query(r *request, id uuid.UUID) (ledger.Query, error) {
 			v = pf.Live // read with the key (Server.prefetchFor)
 		} else {
 			var err error
-			if v, err = s.led.QueryLive(r.c, account, id); err != nil {
+			if v, err = s.led.QueryLive(r.ctx, account, id); err != nil {
 				return ledger.Query{}, err
 			}
 		}
@@ -92,7 +92,7 @@ func (s *Server) query(r *request, id uuid.UUID) (ledger.Query, error) {
 			return q, nil
 		}
 	}
-	q, err := s.led.Query(r.c, account, id)
+	q, err := s.led.Query(r.ctx, account, id)
 	if err != nil {
 		return ledger.Query{}, err
 	}

@@ -20,9 +20,9 @@ type resultRunner interface {
 // was lost, or from the store where the server has no such runner.
 func (s *Server) openResult(r *request, q ledger.Query) (store.Object, error) {
 	if rr, ok := s.runner.(resultRunner); ok {
-		return rr.OpenResult(r.c, q)
+		return rr.OpenResult(r.ctx, q)
 	}
-	return s.store.Open(r.c, *q.ResultKey)
+	return s.store.Open(r.ctx, *q.ResultKey)
 }
 
 // dropResult forgets a released result's copy awaiting its write, so the

@@ -45,7 +45,7 @@ func (s *Server) createReport(r *request) error {
 	// offered (as GET /context says), whatever the request. This answer is
 	// not stored under the Idempotency-Key, so the same request succeeds
 	// once a price is set.
-	price, err := s.led.Setting(r.c, ledger.SettingReportPrice)
+	price, err := s.led.Setting(r.ctx, ledger.SettingReportPrice)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return newProblem(CodeFeatureDisabled, "Report ordering is not enabled on this server: no report price is configured.")
 	}
@@ -56,7 +56,7 @@ func (s *Server) createReport(r *request) error {
 		SiteID       *string         `json:"site_id"`
 		Jurisdiction json.RawMessage `json:"jurisdiction"`
 	}
-	if err := decodeBody(string(r.ctx.Request.Header.ContentType()), r.ctx.Request.Body(), &req); err != nil {
+	if err := decodeBody(string(r.http.Request.Header.ContentType()), r.http.Request.Body(), &req); err != nil {
 		return err
 	}
 	var fe []FieldError
@@ -90,7 +90,7 @@ func (s *Server) createReport(r *request) error {
 		// A retry of an order that committed though its answer was lost
 		// (a 5xx is not stored for replay) finds that order before checking
 		// a site or a catalogue that may have changed since.
-		prev, err := s.led.ReportByOrderKey(r.c, r.principal.IntegrationID, key)
+		prev, err := s.led.ReportByOrderKey(r.ctx, r.principal.IntegrationID, key)
 		switch {
 		case err == nil:
 			if prev.SiteID == nil || *prev.SiteID != siteID || prev.Jurisdiction == nil || (given != "" && given != *prev.Jurisdiction) {
@@ -104,7 +104,7 @@ func (s *Server) createReport(r *request) error {
 		// Another account's site, or none, is not_found (as for section
 		// access: existence never leaks across accounts); the account's own
 		// archived site is site_ineligible.
-		site, _, err := s.led.ReportSite(r.c, r.principal.AccountID, siteID)
+		site, _, err := s.led.ReportSite(r.ctx, r.principal.AccountID, siteID)
 		if err != nil {
 			return &placedError{err: err, place: atReportOrder, field: "site_id"}
 		}
@@ -117,7 +117,7 @@ func (s *Server) createReport(r *request) error {
 		if p.Jurisdiction, err = reportJurisdiction(site.Geometry, given); err != nil {
 			return err
 		}
-		if p.DatasetIDs, err = s.led.ReportScope(r.c, p.Jurisdiction, r.principal.DatasetIDs()); err != nil {
+		if p.DatasetIDs, err = s.led.ReportScope(r.ctx, p.Jurisdiction, r.principal.DatasetIDs()); err != nil {
 			return err
 		}
 		if len(p.DatasetIDs) == 0 {
@@ -129,7 +129,7 @@ func (s *Server) createReport(r *request) error {
 
 // orderReport charges and queues the order, answers 202 and wakes a builder.
 func (s *Server) orderReport(r *request, p ledger.OrderReportParams) error {
-	rep, pur, err := s.led.OrderReport(r.c, p)
+	rep, pur, err := s.led.OrderReport(r.ctx, p)
 	if err != nil {
 		return &placedError{err: err, place: atReportOrder, field: "site_id"}
 	}
@@ -141,8 +141,8 @@ func (s *Server) orderReport(r *request, p ledger.OrderReportParams) error {
 	if pur.BalanceAfter != nil {
 		body.CreditBalance = *pur.BalanceAfter
 	}
-	r.ctx.Response.Header.Set("Location", body.ReportURL)
-	r.ctx.Response.Header.Set("Retry-After", reportPollAfter)
+	r.http.Response.Header.Set("Location", body.ReportURL)
+	r.http.Response.Header.Set("Retry-After", reportPollAfter)
 	if err := r.writeJSON(202, body); err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func (s *Server) readableReport(r *request) (ledger.Report, error) {
 		return ledger.Report{}, err
 	}
 	r.resourceType, r.resourceID = "report", id.String()
-	rep, err := s.led.Report(r.c, r.principal.AccountID, id)
+	rep, err := s.led.Report(r.ctx, r.principal.AccountID, id)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return ledger.Report{}, errReportHidden
 	}
@@ -433,7 +433,7 @@ func (s *Server) getReport(r *request) error {
 	}
 	rev := rep.Latest
 	if revID != nil {
-		v, err := s.led.ReportRevision(r.c, r.principal.AccountID, rep.ID, *revID)
+		v, err := s.led.ReportRevision(r.ctx, r.principal.AccountID, rep.ID, *revID)
 		if errors.Is(err, ledger.ErrNotFound) {
 			return &Problem{Code: CodeNotFound, Detail: "The report has no revision " + revID.String() + ".",
 				FieldErrors: []FieldError{{Field: "revision_id", Message: "not a revision of this report"}}}
@@ -455,7 +455,7 @@ func (s *Server) getReport(r *request) error {
 		}
 	}
 	if rep.PurchaseID != nil {
-		p, err := s.led.Purchase(r.c, r.principal.AccountID, *rep.PurchaseID)
+		p, err := s.led.Purchase(r.ctx, r.principal.AccountID, *rep.PurchaseID)
 		if err != nil {
 			return err
 		}
@@ -492,7 +492,7 @@ func (s *Server) listReports(r *request) error {
 		}
 		f.AfterTime, f.AfterID = &pos.T, pos.ID
 	}
-	rows, err := s.led.ListReports(r.c, r.principal.AccountID, f)
+	rows, err := s.led.ListReports(r.ctx, r.principal.AccountID, f)
 	if err != nil {
 		return err
 	}
@@ -554,7 +554,7 @@ func (s *Server) listReportRevisions(r *request) error {
 			return err
 		}
 	}
-	rows, err := s.led.ListRevisions(r.c, r.principal.AccountID, rep.ID, pos.N, limit)
+	rows, err := s.led.ListRevisions(r.ctx, r.principal.AccountID, rep.ID, pos.N, limit)
 	if err != nil {
 		return err
 	}
@@ -631,7 +631,7 @@ func (s *Server) getReportContent(r *request) error {
 	}
 	rev := rep.Latest
 	if rev == nil || rev.ID != pos.Revision {
-		v, err := s.led.ReportRevision(r.c, r.principal.AccountID, rep.ID, pos.Revision)
+		v, err := s.led.ReportRevision(r.ctx, r.principal.AccountID, rep.ID, pos.Revision)
 		if errors.Is(err, ledger.ErrNotFound) {
 			return &Problem{Code: CodeNotFound, Detail: "The report has no revision " + pos.Revision.String() + ".",
 				FieldErrors: []FieldError{{Field: "revision_id", Message: "not a revision of this report"}}}
@@ -644,7 +644,7 @@ func (s *Server) getReportContent(r *request) error {
 	if rev.ContentStatus != "available" {
 		return newProblem(CodeContentUnavailable, "Revision %d of this report is PDF-only: no text was retained. Read its PDF through the artifacts of GET %s.", rev.Number, reportURL(rep.ID))
 	}
-	rows, err := s.led.ReportSections(r.c, rev.ID, pos.After, limit)
+	rows, err := s.led.ReportSections(r.ctx, rev.ID, pos.After, limit)
 	if err != nil {
 		return err
 	}

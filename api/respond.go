@@ -23,13 +23,13 @@ import (
 // compression.
 func (s *Server) finishResponse(r *request) {
 	s.rateHeaders(r)
-	resp := &r.ctx.Response
+	resp := &r.http.Response
 	eligible := compressible(resp)
 	if eligible {
 		// Caches must keep the two encodings apart.
 		resp.Header.Add("Vary", "Accept-Encoding")
 	}
-	gz := eligible && acceptsGzip(r.ctx.Request.Header.Peek("Accept-Encoding"))
+	gz := eligible && acceptsGzip(r.http.Request.Header.Peek("Accept-Encoding"))
 	if s.conditional(r, gz) {
 		return
 	}
@@ -68,10 +68,10 @@ func (s *Server) rateHeaders(r *request) {
 		if r.op.ID == "create_query" {
 			bucket, limit = ledger.BucketQueryAdmissions, queryAdmissionsPerMinute
 		}
-		if r.c.Err() != nil {
+		if r.ctx.Err() != nil {
 			return
 		}
-		w, err := s.led.Peek(r.c, p.AccountID, bucket, time.Minute)
+		w, err := s.led.Peek(r.ctx, p.AccountID, bucket, time.Minute)
 		if err != nil {
 			return // the headers are advisory; the response stands
 		}
@@ -81,14 +81,14 @@ func (s *Server) rateHeaders(r *request) {
 	var buf [64]byte
 	b := strconv.AppendInt(buf[:0], int64(st.limit), 10)
 	b = append(b, ";w=60"...)
-	r.ctx.Response.Header.SetBytesV("RateLimit-Policy", b)
+	r.http.Response.Header.SetBytesV("RateLimit-Policy", b)
 	b = append(buf[:0], "limit="...)
 	b = strconv.AppendInt(b, int64(st.limit), 10)
 	b = append(b, ", remaining="...)
 	b = strconv.AppendInt(b, int64(max(0, st.limit-st.w.Hits)), 10)
 	b = append(b, ", reset="...)
 	b = strconv.AppendInt(b, reset, 10)
-	r.ctx.Response.Header.SetBytesV("RateLimit", b)
+	r.http.Response.Header.SetBytesV("RateLimit", b)
 }
 
 // etagOps answer with a strong ETag over their body and honour If-None-Match.
@@ -109,26 +109,26 @@ func etagOf(body []byte) string {
 // representation's when gz: a strong validator names one representation)
 // and answers 304 without the body when If-None-Match holds either.
 func (s *Server) conditional(r *request, gz bool) bool {
-	if r.op == nil || !etagOps[r.op.ID] || r.ctx.Response.StatusCode() != 200 {
+	if r.op == nil || !etagOps[r.op.ID] || r.http.Response.StatusCode() != 200 {
 		return false
 	}
 	tag := r.etag
 	if tag == "" {
-		tag = etagOf(r.ctx.Response.Body())
+		tag = etagOf(r.http.Response.Body())
 	}
 	gzTag := tag[:len(tag)-1] + gzipETagSuffix + `"`
 	if gz {
-		r.ctx.Response.Header.Set("ETag", gzTag)
+		r.http.Response.Header.Set("ETag", gzTag)
 	} else {
-		r.ctx.Response.Header.Set("ETag", tag)
+		r.http.Response.Header.Set("ETag", tag)
 	}
-	inm := string(r.ctx.Request.Header.Peek("If-None-Match"))
+	inm := string(r.http.Request.Header.Peek("If-None-Match"))
 	if !etagMatches(inm, tag) && !etagMatches(inm, gzTag) {
 		return false
 	}
-	r.ctx.Response.ResetBody()
-	r.ctx.Response.Header.Del("Content-Type")
-	r.ctx.SetStatusCode(304)
+	r.http.Response.ResetBody()
+	r.http.Response.Header.Del("Content-Type")
+	r.http.SetStatusCode(304)
 	return true
 }
 
@@ -206,7 +206,7 @@ func acceptsGzip(ae []byte) bool {
 // (keys, Idempotency-Keys). Probes log at debug, everything else at info.
 func (s *Server) observe(r *request, start time.Time) {
 	d := time.Since(start)
-	status := r.ctx.Response.StatusCode()
+	status := r.http.Response.StatusCode()
 	s.metrics.inFlight.Dec()
 	op, route := opUnmatched, "(unmatched)"
 	switch {
@@ -226,12 +226,12 @@ func (s *Server) observe(r *request, start time.Time) {
 	}
 	var buf [11]slog.Attr // LogAttrs copies them: no allocation for the slice
 	attrs := append(buf[:0],
-		slog.String("method", string(r.ctx.Method())),
+		slog.String("method", string(r.http.Method())),
 		slog.String("route", route),
 		slog.String("operation", op),
 		slog.Int("status", status),
 		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
-		slog.Int("bytes", len(r.ctx.Response.Body())),
+		slog.Int("bytes", len(r.http.Response.Body())),
 		slog.String("request_id", r.id),
 	)
 	if r.principal.AccountID != uuid.Nil {

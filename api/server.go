@@ -284,8 +284,11 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 
 // request is the per-request state handed to handlers.
 type request struct {
-	ctx       *fasthttp.RequestCtx
-	c         context.Context
+	// http is fasthttp's request and response; ctx the request's context
+	// (its deadline and cancellation), which every ledger and store call
+	// takes.
+	http      *fasthttp.RequestCtx
+	ctx       context.Context
 	id        string
 	op        *openapi.Operation
 	params    map[string]string
@@ -324,7 +327,7 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	c, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	t0 := s.phases.Start()
-	r := &request{ctx: ctx, c: c, id: uuid.NewString(), phases: s.phases}
+	r := &request{http: ctx, ctx: c, id: uuid.NewString(), phases: s.phases}
 	ctx.Response.Header.Set("X-Request-Id", r.id)
 	defer s.observe(r, start)
 	defer func() {
@@ -336,7 +339,7 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 		}
 	}()
 	if err := s.serve(r); err != nil {
-		p := problemFor(r.c, s.log, err)
+		p := problemFor(r.ctx, s.log, err)
 		r.problemCode = string(p.Code)
 		s.writeProblem(ctx, r.id, p)
 	}
@@ -350,7 +353,7 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) serve(r *request) error {
-	path := string(r.ctx.Path())
+	path := string(r.http.Path())
 	switch path {
 	case HealthzPath, ReadyzPath:
 		r.probe = path[1:]
@@ -359,7 +362,7 @@ func (s *Server) serve(r *request) error {
 	if path != BasePath && !strings.HasPrefix(path, BasePath+"/") {
 		return newProblem(CodeNotFound, "No such path; the API lives under %s.", BasePath)
 	}
-	rt, params, allow := s.router.match(string(r.ctx.Method()), strings.TrimPrefix(path, BasePath))
+	rt, params, allow := s.router.match(string(r.http.Method()), strings.TrimPrefix(path, BasePath))
 	if rt == nil {
 		if len(allow) > 0 {
 			return &Problem{Code: CodeMethodNotAllowed, Detail: "This path accepts " + strings.Join(allow, ", ") + ".", Allow: strings.Join(allow, ", ")}
@@ -388,8 +391,8 @@ func (s *Server) serve(r *request) error {
 		if r.paramsRead && errors.As(err, &p) && p.Code == CodeInvalidRequest {
 			return err
 		}
-		r.ctx.Response.Reset()
-		r.ctx.Response.Header.Set("X-Request-Id", r.id)
+		r.http.Response.Reset()
+		r.http.Response.Header.Set("X-Request-Id", r.id)
 		return paramProblem(fe)
 	}
 	if rt.handler == nil || (rt.op.ID == "get_delivery" && s.store == nil) {
@@ -411,9 +414,9 @@ func (r *request) writeJSON(status int, v any) error {
 
 // writeBody writes an encoded JSON body.
 func (r *request) writeBody(status int, b []byte) {
-	r.ctx.SetStatusCode(status)
-	r.ctx.SetContentType("application/json")
-	r.ctx.SetBody(b)
+	r.http.SetStatusCode(status)
+	r.http.SetContentType("application/json")
+	r.http.SetBody(b)
 }
 
 // marshalNoEscape is the JSON encoding of every body: compact, no HTML

@@ -55,17 +55,17 @@ type createSiteRequest struct {
 func (s *Server) boundary(r *request, sel selector, field string) (orb.Geometry, *ledger.Site, error) {
 	switch sel.Kind {
 	case kindSavedSite:
-		site, err := s.led.Site(r.c, r.principal.AccountID, sel.SiteID)
+		site, err := s.led.Site(r.ctx, r.principal.AccountID, sel.SiteID)
 		return nil, &site, err
 	case kindExternalReference:
-		site, err := s.led.SiteByReference(r.c, r.principal.AccountID, sel.Namespace, sel.Reference)
+		site, err := s.led.SiteByReference(r.ctx, r.principal.AccountID, sel.Namespace, sel.Reference)
 		return nil, &site, at(err, atSiteReference, field)
 	case kindPoint, kindProjectedPoint:
 		return sel.Point, nil, nil
 	case kindGeometry:
 		return geo.Canonical(sel.Geometry), nil, nil
 	case kindCadastre:
-		found, err := s.led.ParcelGeometries(r.c, sel.Jurisdiction, sel.CadastreIDs)
+		found, err := s.led.ParcelGeometries(r.ctx, sel.Jurisdiction, sel.CadastreIDs)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -94,7 +94,7 @@ func (s *Server) boundary(r *request, sel selector, field string) (orb.Geometry,
 
 func (s *Server) createSite(r *request) error {
 	var req createSiteRequest
-	if err := decodeBody(string(r.ctx.Request.Header.ContentType()), r.ctx.Request.Body(), &req); err != nil {
+	if err := decodeBody(string(r.http.Request.Header.ContentType()), r.http.Request.Body(), &req); err != nil {
 		return err
 	}
 	sel, err := decodeSelector(req.Site, "site", false)
@@ -150,7 +150,7 @@ func (s *Server) createSite(r *request) error {
 			return &Problem{Code: CodeSiteIneligible, Detail: fmt.Sprintf("The site covers %.1f ha; new sites are limited to 40 ha before buffering.", site.AreaM2/10_000),
 				FieldErrors: []FieldError{{Field: "site", Message: "larger than 40 hectares"}}}
 		}
-		saved, _, err := s.led.SaveSite(r.c, site, req.ExternalReference, r.principal.HasScope(ledger.ScopeSitesWrite))
+		saved, _, err := s.led.SaveSite(r.ctx, site, req.ExternalReference, r.principal.HasScope(ledger.ScopeSitesWrite))
 		if err != nil {
 			return at(err, atSiteRegistration, "")
 		}
@@ -188,7 +188,7 @@ func (s *Server) getSite(r *request) error {
 		return err
 	}
 	r.resourceType, r.resourceID = "site", id.String()
-	site, err := s.led.Site(r.c, r.principal.AccountID, id)
+	site, err := s.led.Site(r.ctx, r.principal.AccountID, id)
 	if err != nil {
 		return err
 	}
@@ -227,11 +227,11 @@ func (s *Server) listSites(r *request) error {
 		f.AfterTime, f.AfterID = &pos.T, pos.ID
 	}
 	if f.PortfolioID != nil {
-		if _, err := s.led.Portfolio(r.c, r.principal.AccountID, *f.PortfolioID); err != nil {
+		if _, err := s.led.Portfolio(r.ctx, r.principal.AccountID, *f.PortfolioID); err != nil {
 			return err
 		}
 	}
-	rows, err := s.led.ListSites(r.c, r.principal.AccountID, f)
+	rows, err := s.led.ListSites(r.ctx, r.principal.AccountID, f)
 	if err != nil {
 		return err
 	}
@@ -265,7 +265,7 @@ func (s *Server) updateSite(r *request) error {
 		Geometry    json.RawMessage `json:"geometry"`
 		Site        json.RawMessage `json:"site"`
 	}
-	if err := decodeBody(string(r.ctx.Request.Header.ContentType()), r.ctx.Request.Body(), &body); err != nil {
+	if err := decodeBody(string(r.http.Request.Header.ContentType()), r.http.Request.Body(), &body); err != nil {
 		return err
 	}
 	r.resourceType, r.resourceID = "site", id.String()
@@ -307,7 +307,7 @@ func (s *Server) updateSite(r *request) error {
 	if len(fe) > 0 {
 		return invalid("Some fields are invalid.", fe...)
 	}
-	site, err := s.led.UpdateSite(r.c, r.principal.AccountID, id, u)
+	site, err := s.led.UpdateSite(r.ctx, r.principal.AccountID, id, u)
 	if err != nil {
 		return err
 	}
@@ -334,7 +334,7 @@ func (s *Server) archiveSite(r *request) error {
 		return err
 	}
 	r.resourceType, r.resourceID = "site", id.String()
-	if err := s.led.ArchiveSite(r.c, r.principal.AccountID, id); err != nil {
+	if err := s.led.ArchiveSite(r.ctx, r.principal.AccountID, id); err != nil {
 		return err
 	}
 	return r.writeJSON(200, archivedBody{APIVersion: "1", SiteID: id.String(), Archived: true})
@@ -369,7 +369,7 @@ func (s *Server) listPortfolios(r *request) error {
 		}
 		after, afterID = &pos.T, pos.ID
 	}
-	rows, err := s.led.ListPortfolios(r.c, r.principal.AccountID, after, afterID, limit)
+	rows, err := s.led.ListPortfolios(r.ctx, r.principal.AccountID, after, afterID, limit)
 	if err != nil {
 		return err
 	}

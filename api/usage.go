@@ -29,15 +29,15 @@ func (s *Server) getUsage(r *request) error {
 	if err := r.query().err(); err != nil {
 		return err
 	}
-	acct, err := s.led.Account(r.c, r.principal.AccountID)
+	acct, err := s.led.Account(r.ctx, r.principal.AccountID)
 	if err != nil {
 		return err
 	}
-	integ, err := s.led.Integration(r.c, r.principal.IntegrationID)
+	integ, err := s.led.Integration(r.ctx, r.principal.IntegrationID)
 	if err != nil {
 		return err
 	}
-	qu, err := s.led.QueryUsage(r.c, r.principal.AccountID)
+	qu, err := s.led.QueryUsage(r.ctx, r.principal.AccountID)
 	if err != nil {
 		return err
 	}
