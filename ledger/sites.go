@@ -282,12 +282,12 @@ func (l *Ledger) Portfolio(ctx context.Context, account, id uuid.UUID) (Portfoli
 	return p, translate(err)
 }
 
-const parcelsByIDSQL = `SELECT cadastre_id, geometry FROM parcels WHERE jurisdiction = $1 AND cadastre_id = ANY ($2)`
+const parcelGeometriesSQL = `SELECT cadastre_id, geometry FROM parcels WHERE jurisdiction = $1 AND cadastre_id = ANY ($2)`
 
 // ParcelGeometries reads the GeoJSON polygons of the listed parcels of a
 // jurisdiction; ids not in the gazetteer are absent from the map.
 func (l *Ledger) ParcelGeometries(ctx context.Context, jurisdiction string, ids []string) (map[string]json.RawMessage, error) {
-	rows, err := l.pool.Query(ctx, parcelsByIDSQL, jurisdiction, ids)
+	rows, err := l.pool.Query(ctx, parcelGeometriesSQL, jurisdiction, ids)
 	if err != nil {
 		return nil, translate(err)
 	}
