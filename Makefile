@@ -22,6 +22,9 @@ help: ## list the targets
 build: ## build the binary to bin/siteenv
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/siteenv
 
+build-prod: ## build the production binary to bin/siteenv: without the bench harness (-tags nobench)
+	$(GO) build -buildvcs=auto -tags nobench -o $(BIN) ./cmd/siteenv
+
 run: build ## build, then serve on 127.0.0.1:8080 with the embedded database, file store and demo data
 	$(BIN) serve --addr $(ADDR) --data-dir $(DATA_DIR) --demo
 

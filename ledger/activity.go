@@ -33,6 +33,10 @@ func (l *Ledger) RecordReadActivity(ctx context.Context, account, integration uu
 	return l.recordActivity(ctx, account, integration, a, true)
 }
 
+const insertActivitySQL = `INSERT INTO activity (activity_id, account_id, integration_id, operation, outcome, request_id,
+			http_status, error_code, resource_type, resource_id, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+
 func (l *Ledger) recordActivity(ctx context.Context, account, integration uuid.UUID, a Activity, relaxed bool) error {
 	if a.ID == uuid.Nil {
 		a.ID = newID()
@@ -44,9 +48,7 @@ func (l *Ledger) recordActivity(ctx context.Context, account, integration uuid.U
 	if relaxed {
 		exec = l.execRelaxed
 	}
-	_, err := exec(ctx, `INSERT INTO activity (activity_id, account_id, integration_id, operation, outcome, request_id,
-			http_status, error_code, resource_type, resource_id, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+	_, err := exec(ctx, insertActivitySQL,
 		a.ID, account, integration, a.Operation, a.Outcome, a.RequestID, a.HTTPStatus, a.ErrorCode, a.ResourceType, a.ResourceID, a.CreatedAt)
 	return translate(err)
 }
@@ -64,16 +66,7 @@ type ActivityFilter struct {
 	Limit     int
 }
 
-// ListActivity returns an integration's activity, newest first, at most
-// f.Limit+1 records so the caller can tell whether more exist.
-//
-// It first waits for the read records this process has queued (see
-// QueueReadActivity), so the feed shows every read answered here before.
-func (l *Ledger) ListActivity(ctx context.Context, integration uuid.UUID, f ActivityFilter) ([]Activity, error) {
-	if err := l.FlushActivity(ctx); err != nil {
-		return nil, err
-	}
-	rows, err := l.pool.Query(ctx, `SELECT activity_id, operation, outcome, request_id, http_status, error_code, resource_type, resource_id, created_at
+const listActivitySQL = `SELECT activity_id, operation, outcome, request_id, http_status, error_code, resource_type, resource_id, created_at
 		FROM activity
 		WHERE integration_id = $1
 		  AND ($2 = '' OR operation = $2)
@@ -83,7 +76,18 @@ func (l *Ledger) ListActivity(ctx context.Context, integration uuid.UUID, f Acti
 		  AND ($6::timestamptz IS NULL OR created_at < $6)
 		  AND ($7::timestamptz IS NULL OR (created_at, activity_id) < ($7, $8))
 		ORDER BY created_at DESC, activity_id DESC
-		LIMIT $9`,
+		LIMIT $9`
+
+// ListActivity returns an integration's activity, newest first, at most
+// f.Limit+1 records so the caller can tell whether more exist.
+//
+// It first waits for the read records this process has queued (see
+// QueueReadActivity), so the feed shows every read answered here before.
+func (l *Ledger) ListActivity(ctx context.Context, integration uuid.UUID, f ActivityFilter) ([]Activity, error) {
+	if err := l.FlushActivity(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := l.pool.Query(ctx, listActivitySQL,
 		integration, f.Operation, f.Outcome, f.RequestID, f.CreatedFrom, f.CreatedBefore, f.AfterTime, f.AfterID, f.Limit+1)
 	if err != nil {
 		return nil, translate(err)

@@ -72,6 +72,9 @@ func scanArtifact(row pgx.Row, a *Artifact, more ...any) error {
 		&a.Size, &a.SHA256, &a.StorageKey, &a.DatasetIDs, &a.CreatedAt}, more...)...)
 }
 
+const insertArtifactSQL = `INSERT INTO artifacts (` + artifactColumns + `)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ` + artifactColumns
+
 // CreateArtifact records a file already written to the store.
 func (l *Ledger) CreateArtifact(ctx context.Context, p ArtifactParams) (Artifact, error) {
 	switch {
@@ -93,8 +96,7 @@ func (l *Ledger) CreateArtifact(ctx context.Context, p ArtifactParams) (Artifact
 		ds = slices.Compact(ds)
 	}
 	var a Artifact
-	err := scanArtifact(l.pool.QueryRow(ctx, `INSERT INTO artifacts (`+artifactColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING `+artifactColumns,
+	err := scanArtifact(l.pool.QueryRow(ctx, insertArtifactSQL,
 		p.ID, p.Account, p.ReportID, p.RevisionID, p.Revision, p.Filename, p.MediaType, p.Size, p.SHA256, p.StorageKey, ds, l.now()), &a)
 	if err != nil {
 		return Artifact{}, translate(err)
@@ -102,10 +104,12 @@ func (l *Ledger) CreateArtifact(ctx context.Context, p ArtifactParams) (Artifact
 	return a, nil
 }
 
+const artifactSQL = `SELECT ` + artifactColumns + ` FROM artifacts WHERE artifact_id = $1 AND account_id = $2`
+
 // Artifact reads an artifact of account; another account's is ErrNotFound.
 func (l *Ledger) Artifact(ctx context.Context, account, id uuid.UUID) (Artifact, error) {
 	var a Artifact
-	err := scanArtifact(l.pool.QueryRow(ctx, `SELECT `+artifactColumns+` FROM artifacts WHERE artifact_id = $1 AND account_id = $2`, id, account), &a)
+	err := scanArtifact(l.pool.QueryRow(ctx, artifactSQL, id, account), &a)
 	if err != nil {
 		return Artifact{}, translate(err)
 	}
@@ -152,6 +156,10 @@ type NewDelivery struct {
 	ExpiresAt  time.Time
 }
 
+const insertDeliverySQL = `INSERT INTO deliveries (capability_hash, delivery_id, artifact_id, account_id, key_id, expires_at, created_at)
+		SELECT $1, $2, a.artifact_id, a.account_id, $5, $6, $7 FROM artifacts a WHERE a.artifact_id = $3 AND a.account_id = $4
+		RETURNING (SELECT sha256 FROM artifacts WHERE artifact_id = $3)`
+
 // MintDelivery mints a capability for an artifact of account on behalf of key,
 // valid for ttl. An artifact of another account is ErrNotFound.
 func (l *Ledger) MintDelivery(ctx context.Context, account, artifact, key uuid.UUID, ttl time.Duration) (NewDelivery, error) {
@@ -163,9 +171,7 @@ func (l *Ledger) MintDelivery(ctx context.Context, account, artifact, key uuid.U
 	d.Capability = CapabilityPrefix + d.ID.String() + "." + base64.RawURLEncoding.EncodeToString(buf)
 	now := l.now()
 	d.ExpiresAt = now.Add(ttl)
-	err := l.pool.QueryRow(ctx, `INSERT INTO deliveries (capability_hash, delivery_id, artifact_id, account_id, key_id, expires_at, created_at)
-		SELECT $1, $2, a.artifact_id, a.account_id, $5, $6, $7 FROM artifacts a WHERE a.artifact_id = $3 AND a.account_id = $4
-		RETURNING (SELECT sha256 FROM artifacts WHERE artifact_id = $3)`,
+	err := l.pool.QueryRow(ctx, insertDeliverySQL,
 		HashCapability(d.Capability), d.ID, artifact, account, key, d.ExpiresAt, now).Scan(&d.SHA256)
 	if err != nil {
 		return NewDelivery{}, translate(err)
@@ -185,12 +191,7 @@ type Delivery struct {
 	Minter Principal
 }
 
-// Delivery looks a presented capability up by its hash; unknown is ErrNotFound.
-// Nothing is cached: every call reads the key and account as they are now.
-func (l *Ledger) Delivery(ctx context.Context, capability string) (Delivery, error) {
-	var d Delivery
-	p := &d.Minter
-	err := scanArtifact(l.pool.QueryRow(ctx, `SELECT a.artifact_id, a.account_id, a.report_id, a.revision_id, a.revision, a.filename, a.media_type,
+const deliveryArtifactSQL = `SELECT a.artifact_id, a.account_id, a.report_id, a.revision_id, a.revision, a.filename, a.media_type,
 			a.size_bytes, a.sha256, a.storage_key, a.dataset_ids, a.created_at,
 			d.delivery_id, d.expires_at, d.revoked_at IS NOT NULL,
 			k.key_id, k.account_id, k.integration_id, acc.name, k.principal_kind, k.scopes, k.dataset_ids, acc.dataset_ids, k.revoked_at IS NOT NULL
@@ -198,7 +199,14 @@ func (l *Ledger) Delivery(ctx context.Context, capability string) (Delivery, err
 		JOIN artifacts a USING (artifact_id)
 		JOIN api_keys k ON k.key_id = d.key_id
 		JOIN accounts acc ON acc.account_id = k.account_id
-		WHERE d.capability_hash = $1`, HashCapability(capability)), &d.Artifact,
+		WHERE d.capability_hash = $1`
+
+// Delivery looks a presented capability up by its hash; unknown is ErrNotFound.
+// Nothing is cached: every call reads the key and account as they are now.
+func (l *Ledger) Delivery(ctx context.Context, capability string) (Delivery, error) {
+	var d Delivery
+	p := &d.Minter
+	err := scanArtifact(l.pool.QueryRow(ctx, deliveryArtifactSQL, HashCapability(capability)), &d.Artifact,
 		&d.ID, &d.ExpiresAt, &d.Revoked,
 		&p.KeyID, &p.AccountID, &p.IntegrationID, &p.AccountName, &p.Kind, &p.Scopes, &p.KeyDatasets, &p.AccountDatasets, &p.Revoked)
 	if err != nil {
@@ -207,9 +215,11 @@ func (l *Ledger) Delivery(ctx context.Context, capability string) (Delivery, err
 	return d, nil
 }
 
+const revokeDeliverySQL = `UPDATE deliveries SET revoked_at = coalesce(revoked_at, $2) WHERE delivery_id = $1`
+
 // RevokeDelivery ends a delivery before it expires; revoking twice is a no-op.
 func (l *Ledger) RevokeDelivery(ctx context.Context, id uuid.UUID) error {
-	tag, err := l.pool.Exec(ctx, `UPDATE deliveries SET revoked_at = coalesce(revoked_at, $2) WHERE delivery_id = $1`, id, l.now())
+	tag, err := l.pool.Exec(ctx, revokeDeliverySQL, id, l.now())
 	if err != nil {
 		return translate(err)
 	}

@@ -109,13 +109,9 @@ type LayerFilter struct {
 	Limit           int
 }
 
-// ListLayers returns layers ordered by layer id, at most f.Limit+1.
-func (l *Ledger) ListLayers(ctx context.Context, f LayerFilter) ([]Layer, error) {
-	cols := layerColumns + `, NULL::boolean`
-	if f.WithoutCoverage {
-		cols = layerListColumns
-	}
-	rows, err := l.pool.Query(ctx, `SELECT `+cols+`
+// listLayersFromSQL follows the columns of ListLayers' SELECT (which
+// depend on WithoutCoverage).
+const listLayersFromSQL = `
 		FROM layers l JOIN sections s USING (section_key)
 		WHERE ($1 = '' OR l.layer_id ILIKE '%' || $1 || '%' OR l.name ILIKE '%' || $1 || '%' OR coalesce(l.description, '') ILIKE '%' || $1 || '%')
 		  AND ($2 = '' OR l.section_key = $2)
@@ -123,7 +119,15 @@ func (l *Ledger) ListLayers(ctx context.Context, f LayerFilter) ([]Layer, error)
 		  AND ($4::text[] IS NULL OR l.layer_id = ANY ($4))
 		  AND l.layer_id > $5
 		ORDER BY l.layer_id COLLATE "C"
-		LIMIT $6`, escapeLike(f.Search), f.SectionKey, f.Jurisdiction, f.DatasetIDs, f.AfterID, f.Limit+1)
+		LIMIT $6`
+
+// ListLayers returns layers ordered by layer id, at most f.Limit+1.
+func (l *Ledger) ListLayers(ctx context.Context, f LayerFilter) ([]Layer, error) {
+	cols := layerColumns + `, NULL::boolean`
+	if f.WithoutCoverage {
+		cols = layerListColumns
+	}
+	rows, err := l.pool.Query(ctx, `SELECT `+cols+listLayersFromSQL, escapeLike(f.Search), f.SectionKey, f.Jurisdiction, f.DatasetIDs, f.AfterID, f.Limit+1)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -146,17 +150,21 @@ func escapeLike(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
+const layerSQL = `SELECT ` + layerColumns + ` FROM layers l JOIN sections s USING (section_key) WHERE l.layer_id = $1`
+
 // Layer reads one catalogue layer.
 func (l *Ledger) Layer(ctx context.Context, id string) (Layer, error) {
-	y, err := scanLayer(l.pool.QueryRow(ctx, `SELECT `+layerColumns+` FROM layers l JOIN sections s USING (section_key) WHERE l.layer_id = $1`, id))
+	y, err := scanLayer(l.pool.QueryRow(ctx, layerSQL, id))
 	return y, translate(err)
 }
+
+const releaseSQL = `SELECT layer_id, release_id, schema_version, field_schema, units, sources, coverage, manifest_key,
+			feature_count, tile_count, bytes, published_at FROM releases WHERE layer_id = $1 AND release_id = $2`
 
 // Release reads one release.
 func (l *Ledger) Release(ctx context.Context, layerID, releaseID string) (Release, error) {
 	var r Release
-	err := l.pool.QueryRow(ctx, `SELECT layer_id, release_id, schema_version, field_schema, units, sources, coverage, manifest_key,
-			feature_count, tile_count, bytes, published_at FROM releases WHERE layer_id = $1 AND release_id = $2`, layerID, releaseID).
+	err := l.pool.QueryRow(ctx, releaseSQL, layerID, releaseID).
 		Scan(&r.LayerID, &r.ReleaseID, &r.SchemaVersion, &r.FieldSchema, &r.Units, &r.Sources, &r.Coverage, &r.ManifestKey,
 			&r.FeatureCount, &r.TileCount, &r.Bytes, &r.PublishedAt)
 	return r, translate(err)
@@ -169,16 +177,18 @@ type SiteAccess struct {
 	Granted map[string]bool
 }
 
+const siteAccessSQL = `SELECT s.geometry, coalesce(array_agg(g.section_key) FILTER (WHERE g.section_key IS NOT NULL), '{}')
+		FROM sites s LEFT JOIN section_grants g ON g.site_id = s.site_id AND g.account_id = s.account_id
+		WHERE s.site_id = $1 AND s.account_id = $2 AND s.archived_at IS NULL
+		GROUP BY s.site_id`
+
 // SiteAccess reads an active site of account and the sections acquired for
 // it. Another account's site, an archived site and a missing one are all ErrNotFound.
 func (l *Ledger) SiteAccess(ctx context.Context, account, site uuid.UUID) (SiteAccess, error) {
 	var sa SiteAccess
 	var granted []string
 	// One round trip: the site and its grants.
-	err := l.pool.QueryRow(ctx, `SELECT s.geometry, coalesce(array_agg(g.section_key) FILTER (WHERE g.section_key IS NOT NULL), '{}')
-		FROM sites s LEFT JOIN section_grants g ON g.site_id = s.site_id AND g.account_id = s.account_id
-		WHERE s.site_id = $1 AND s.account_id = $2 AND s.archived_at IS NULL
-		GROUP BY s.site_id`, site, account).Scan(&sa.Geometry, &granted)
+	err := l.pool.QueryRow(ctx, siteAccessSQL, site, account).Scan(&sa.Geometry, &granted)
 	if err != nil {
 		return sa, translate(err)
 	}
@@ -195,14 +205,16 @@ type LayerRelease struct {
 	Release *Release
 }
 
-// LayersForQuery reads the named layers and their current releases in one
-// round trip (POST /queries freezes both). Unknown ids are absent from the map.
-func (l *Ledger) LayersForQuery(ctx context.Context, ids []string) (map[string]LayerRelease, error) {
-	rows, err := l.pool.Query(ctx, `SELECT `+layerColumns+`, r.release_id, r.schema_version, r.field_schema, r.units, r.sources, r.coverage,
+const layersForQuerySQL = `SELECT ` + layerColumns + `, r.release_id, r.schema_version, r.field_schema, r.units, r.sources, r.coverage,
 			r.manifest_key, r.feature_count, r.tile_count, r.bytes, r.published_at
 		FROM layers l JOIN sections s USING (section_key)
 		LEFT JOIN releases r ON r.layer_id = l.layer_id AND r.release_id = l.current_release_id
-		WHERE l.layer_id = ANY ($1)`, ids)
+		WHERE l.layer_id = ANY ($1)`
+
+// LayersForQuery reads the named layers and their current releases in one
+// round trip (POST /queries freezes both). Unknown ids are absent from the map.
+func (l *Ledger) LayersForQuery(ctx context.Context, ids []string) (map[string]LayerRelease, error) {
+	rows, err := l.pool.Query(ctx, layersForQuerySQL, ids)
 	if err != nil {
 		return nil, translate(err)
 	}

@@ -25,23 +25,30 @@ type payer struct {
 // remaining is what the integration may still spend.
 func (p payer) remaining() int64 { return max(0, p.limit-p.used) }
 
+const (
+	lockBalanceSQL     = `SELECT credit_balance FROM accounts WHERE account_id = $1 FOR UPDATE`
+	lockIntegrationSQL = `SELECT spend_limit, credits_used FROM integrations WHERE integration_id = $1 AND account_id = $2 FOR UPDATE`
+)
+
 func lockPayer(ctx context.Context, tx pgx.Tx, account, integration uuid.UUID) (payer, error) {
 	p := payer{account: account, integration: integration}
-	if err := tx.QueryRow(ctx, `SELECT credit_balance FROM accounts WHERE account_id = $1 FOR UPDATE`, account).Scan(&p.balance); err != nil {
+	if err := tx.QueryRow(ctx, lockBalanceSQL, account).Scan(&p.balance); err != nil {
 		return payer{}, err
 	}
-	if err := tx.QueryRow(ctx, `SELECT spend_limit, credits_used FROM integrations WHERE integration_id = $1 AND account_id = $2 FOR UPDATE`,
+	if err := tx.QueryRow(ctx, lockIntegrationSQL,
 		integration, account).Scan(&p.limit, &p.used); err != nil {
 		return payer{}, err
 	}
 	return p, nil
 }
 
+const chargeableSiteSQL = `SELECT area_m2 FROM sites WHERE site_id = $1 AND account_id = $2 AND archived_at IS NULL`
+
 // checkChargeableSite: the site is the account's, active, and no larger
 // than maxAreaM2 (0: no limit).
 func checkChargeableSite(ctx context.Context, tx pgx.Tx, account, site uuid.UUID, maxAreaM2 float64) error {
 	var area float64
-	if err := tx.QueryRow(ctx, `SELECT area_m2 FROM sites WHERE site_id = $1 AND account_id = $2 AND archived_at IS NULL`, site, account).Scan(&area); err != nil {
+	if err := tx.QueryRow(ctx, chargeableSiteSQL, site, account).Scan(&area); err != nil {
 		return err
 	}
 	if maxAreaM2 > 0 && area > maxAreaM2 {
@@ -71,6 +78,18 @@ func (d debit) credits() int64 {
 	return n
 }
 
+const (
+	insertPurchaseSQL = `INSERT INTO purchases (purchase_id, account_id, integration_id, idem_key, kind, site_id, report_id,
+			section_keys, charged_sections, credits_charged, credits_refunded, refund_status, balance_before, balance_after, created_at)
+		VALUES ($1, $2, $3, nullif($4, ''), $5, $6, $7, $8, $9, $10, 0, 'none', $11, $12, $13)`
+	insertReceiptSQL = `INSERT INTO receipts (receipt_id, purchase_id, issued_at, credits_charged, balance_before, balance_after, lines)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`
+	insertDebitSQL = `INSERT INTO credit_entries (entry_id, account_id, kind, amount, balance_after, purchase_id, created_at)
+			VALUES ($1, $2, 'debit', $3, $4, $5, $6)`
+	setBalanceSQL     = `UPDATE accounts SET credit_balance = $2 WHERE account_id = $1`
+	addCreditsUsedSQL = `UPDATE integrations SET credits_used = credits_used + $2 WHERE integration_id = $1`
+)
+
 // charge checks the payer's balance and cap for d and writes the purchase,
 // its receipt, the debit entry and the new balance and spend. faults names
 // the caller's fault points (faults+":checked", ":purchase", ":receipt").
@@ -93,9 +112,7 @@ func (l *Ledger) charge(ctx context.Context, tx pgx.Tx, p payer, d debit, faults
 		CreditsRefunded: ptrTo(int64(0)), RefundStatus: ptrTo("none"), BalanceAfter: &after, Limitations: []string{}, CreatedAt: &now,
 		Receipt:                     &Receipt{ID: newID(), IssuedAt: now, CreditsCharged: amount, BalanceBefore: p.balance, BalanceAfter: after, Lines: nonNil(d.lines)},
 		IntegrationCreditsRemaining: p.limit - p.used - amount}
-	if _, err := tx.Exec(ctx, `INSERT INTO purchases (purchase_id, account_id, integration_id, idem_key, kind, site_id, report_id,
-			section_keys, charged_sections, credits_charged, credits_refunded, refund_status, balance_before, balance_after, created_at)
-		VALUES ($1, $2, $3, nullif($4, ''), $5, $6, $7, $8, $9, $10, 0, 'none', $11, $12, $13)`,
+	if _, err := tx.Exec(ctx, insertPurchaseSQL,
 		out.ID, p.account, p.integration, d.idemKey, d.kind, d.site, d.report, out.SectionKeys, out.ChargedSections,
 		amount, p.balance, after, now); err != nil {
 		return Purchase{}, err
@@ -107,22 +124,20 @@ func (l *Ledger) charge(ctx context.Context, tx pgx.Tx, p payer, d debit, faults
 	if err != nil {
 		return Purchase{}, err
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO receipts (receipt_id, purchase_id, issued_at, credits_charged, balance_before, balance_after, lines)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, out.Receipt.ID, out.ID, now, amount, p.balance, after, lj); err != nil {
+	if _, err := tx.Exec(ctx, insertReceiptSQL, out.Receipt.ID, out.ID, now, amount, p.balance, after, lj); err != nil {
 		return Purchase{}, err
 	}
 	if err := l.fault(ctx, faults+":receipt"); err != nil {
 		return Purchase{}, err
 	}
 	if amount > 0 {
-		if _, err := tx.Exec(ctx, `INSERT INTO credit_entries (entry_id, account_id, kind, amount, balance_after, purchase_id, created_at)
-			VALUES ($1, $2, 'debit', $3, $4, $5, $6)`, newID(), p.account, -amount, after, out.ID, now); err != nil {
+		if _, err := tx.Exec(ctx, insertDebitSQL, newID(), p.account, -amount, after, out.ID, now); err != nil {
 			return Purchase{}, err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE accounts SET credit_balance = $2 WHERE account_id = $1`, p.account, after); err != nil {
+		if _, err := tx.Exec(ctx, setBalanceSQL, p.account, after); err != nil {
 			return Purchase{}, err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE integrations SET credits_used = credits_used + $2 WHERE integration_id = $1`, p.integration, amount); err != nil {
+		if _, err := tx.Exec(ctx, addCreditsUsedSQL, p.integration, amount); err != nil {
 			return Purchase{}, err
 		}
 	}

@@ -22,12 +22,17 @@ type ParcelRow struct {
 	MaxLon, MaxLat           float64
 }
 
+const (
+	truncateGazetteerSQL = `TRUNCATE addresses, parcels`
+	analyzeGazetteerSQL  = `ANALYZE addresses, parcels`
+)
+
 // ReplaceGazetteer swaps the whole gazetteer for the rows the two iterators
 // give, in one transaction: searches see the old one or the new one, never a
 // mix. next returns false when done; a non-nil error aborts and keeps the old.
 func (l *Ledger) ReplaceGazetteer(ctx context.Context, nextAddress func() (AddressRow, bool, error), nextParcel func() (ParcelRow, bool, error)) (addresses, parcels int64, err error) {
 	err = l.tx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `TRUNCATE addresses, parcels`); err != nil {
+		if _, err := tx.Exec(ctx, truncateGazetteerSQL); err != nil {
 			return err
 		}
 		var err error
@@ -56,7 +61,7 @@ func (l *Ledger) ReplaceGazetteer(ctx context.Context, nextAddress func() (Addre
 	})
 	if err == nil {
 		// Fresh statistics keep the search plans good after a wholesale reload.
-		_, err = l.pool.Exec(ctx, `ANALYZE addresses, parcels`)
+		_, err = l.pool.Exec(ctx, analyzeGazetteerSQL)
 	}
 	return addresses, parcels, translate(err)
 }

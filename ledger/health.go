@@ -12,6 +12,8 @@ import (
 // older dump).
 var ErrNotMigrated = newError("ledger: database schema is not migrated")
 
+const appliedMigrationsSQL = `SELECT count(*) FROM schema_migrations WHERE version = ANY($1)`
+
 // Ready checks that the database answers and holds every migration this
 // binary knows: one indexed query, cheap enough for a readiness probe
 // polled every second. The error matches ErrUnavailable or ErrNotMigrated.
@@ -25,7 +27,7 @@ func (l *Ledger) Ready(ctx context.Context) error {
 		versions[i] = int32(m.version)
 	}
 	var applied int
-	err = l.pool.QueryRow(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ANY($1)`, versions).Scan(&applied)
+	err = l.pool.QueryRow(ctx, appliedMigrationsSQL, versions).Scan(&applied)
 	if err != nil {
 		err = translate(err)
 		if errors.Is(err, ErrUnavailable) {
@@ -69,16 +71,18 @@ type QueueStats struct {
 	OldestQueued time.Duration
 }
 
+const queueHealthSQL = `SELECT
+			(SELECT count(*) FROM queries WHERE status = 'queued'),
+			(SELECT count(*) FROM queries WHERE status = 'running'),
+			(SELECT min(created_at) FROM queries WHERE status = 'queued')`
+
 // QueueStats counts queued and running queries. It reads only the partial
 // indexes on those two statuses, so its cost follows the queue, not the
 // history (finished queries are counted where they finish, by the runner).
 func (l *Ledger) QueueStats(ctx context.Context) (QueueStats, error) {
 	var s QueueStats
 	var oldest *time.Time
-	err := l.pool.QueryRow(ctx, `SELECT
-			(SELECT count(*) FROM queries WHERE status = 'queued'),
-			(SELECT count(*) FROM queries WHERE status = 'running'),
-			(SELECT min(created_at) FROM queries WHERE status = 'queued')`).Scan(&s.Queued, &s.Running, &oldest)
+	err := l.pool.QueryRow(ctx, queueHealthSQL).Scan(&s.Queued, &s.Running, &oldest)
 	if err != nil {
 		return QueueStats{}, translate(err)
 	}

@@ -164,13 +164,15 @@ func (l *Ledger) SearchAddresses(ctx context.Context, q AddressQuery) ([]Address
 	return out, more, nil
 }
 
+const searchSettingsSQL = `SELECT set_config('pg_trgm.word_similarity_threshold', $1, true), set_config('enable_seqscan', 'off', true)`
+
 // searchTx runs fn in a read-only transaction with the search's trigram
 // threshold.
 func (l *Ledger) searchTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return pgx.BeginTxFunc(ctx, l.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		// The planner underestimates trigram comparisons: scanning every
 		// street can look cheaper than the index, and is 10 to 50 times slower.
-		if _, err := tx.Exec(ctx, `SELECT set_config('pg_trgm.word_similarity_threshold', $1, true), set_config('enable_seqscan', 'off', true)`,
+		if _, err := tx.Exec(ctx, searchSettingsSQL,
 			strconv.FormatFloat(wordSimilarityThreshold, 'f', -1, 64)); err != nil {
 			return err
 		}
@@ -206,6 +208,21 @@ func scanParcel(row pgx.CollectableRow) (Parcel, error) {
 	return p, err
 }
 
+const (
+	parcelsByCadastrePrefixSQL = `SELECT ` + parcelColumns + `,
+					CASE WHEN upper(p.cadastre_id) = upper($1::text) THEN 2 ELSE 1.5 END AS score` + parcelFrom + `
+				WHERE upper(p.cadastre_id) LIKE upper($2::text) || '%' AND ($3::text = '' OR p.jurisdiction = $3::text)
+				ORDER BY score DESC, length(p.cadastre_id), p.cadastre_id, p.jurisdiction
+				LIMIT $4`
+	setSimilarityThresholdSQL      = `SELECT set_config('pg_trgm.word_similarity_threshold', $1, true)`
+	parcelsByCadastreSimilaritySQL = `SELECT ` + parcelColumns + `, word_similarity($1::text, p.cadastre_id) AS score` + parcelFrom + `
+				WHERE $1::text <% p.cadastre_id AND ($2::text = '' OR p.jurisdiction = $2::text)
+				ORDER BY score DESC, similarity($1::text, p.cadastre_id) DESC, p.jurisdiction, p.cadastre_id
+				LIMIT $3`
+	parcelsOfAddressesSQL = `SELECT ` + parcelColumns + `, 0::float8` + parcelFrom + `
+			WHERE p.address = ANY ($1) AND ($2::text = '' OR p.jurisdiction = $2::text)`
+)
+
 // SearchParcels finds up to q.Limit parcels, best first, and reports
 // whether more matched. Three ways, the best score of a parcel counting:
 // the cadastre identifier equal to the query (score 2) or starting with it
@@ -231,11 +248,7 @@ func (l *Ledger) SearchParcels(ctx context.Context, q ParcelQuery) ([]ParcelMatc
 	err := l.searchTx(ctx, func(tx pgx.Tx) error {
 		// Identifiers have digits; anything else is only an address.
 		if strings.ContainsAny(text, "0123456789") {
-			rows, err := tx.Query(ctx, `SELECT `+parcelColumns+`,
-					CASE WHEN upper(p.cadastre_id) = upper($1::text) THEN 2 ELSE 1.5 END AS score`+parcelFrom+`
-				WHERE upper(p.cadastre_id) LIKE upper($2::text) || '%' AND ($3::text = '' OR p.jurisdiction = $3::text)
-				ORDER BY score DESC, length(p.cadastre_id), p.cadastre_id, p.jurisdiction
-				LIMIT $4`, text, escapeLike(text), q.Jurisdiction, q.Limit+1)
+			rows, err := tx.Query(ctx, parcelsByCadastrePrefixSQL, text, escapeLike(text), q.Jurisdiction, q.Limit+1)
 			if err != nil {
 				return err
 			}
@@ -246,14 +259,11 @@ func (l *Ledger) SearchParcels(ctx context.Context, q ParcelQuery) ([]ParcelMatc
 			keep(found)
 			// Identifiers of one survey differ in a digit or two: a stricter
 			// threshold than for street names keeps the candidates few.
-			if _, err := tx.Exec(ctx, `SELECT set_config('pg_trgm.word_similarity_threshold', $1, true)`,
+			if _, err := tx.Exec(ctx, setSimilarityThresholdSQL,
 				strconv.FormatFloat(cadastreSimilarityThreshold, 'f', -1, 64)); err != nil {
 				return err
 			}
-			rows, err = tx.Query(ctx, `SELECT `+parcelColumns+`, word_similarity($1::text, p.cadastre_id) AS score`+parcelFrom+`
-				WHERE $1::text <% p.cadastre_id AND ($2::text = '' OR p.jurisdiction = $2::text)
-				ORDER BY score DESC, similarity($1::text, p.cadastre_id) DESC, p.jurisdiction, p.cadastre_id
-				LIMIT $3`, text, q.Jurisdiction, q.Limit+1)
+			rows, err = tx.Query(ctx, parcelsByCadastreSimilaritySQL, text, q.Jurisdiction, q.Limit+1)
 			if err != nil {
 				return err
 			}
@@ -261,7 +271,7 @@ func (l *Ledger) SearchParcels(ctx context.Context, q ParcelQuery) ([]ParcelMatc
 				return err
 			}
 			keep(found)
-			if _, err := tx.Exec(ctx, `SELECT set_config('pg_trgm.word_similarity_threshold', $1, true)`,
+			if _, err := tx.Exec(ctx, setSimilarityThresholdSQL,
 				strconv.FormatFloat(wordSimilarityThreshold, 'f', -1, 64)); err != nil {
 				return err
 			}
@@ -275,8 +285,7 @@ func (l *Ledger) SearchParcels(ctx context.Context, q ParcelQuery) ([]ParcelMatc
 		for i, a := range addrs {
 			labels[i], score[a.Label] = a.Label, a.Score
 		}
-		rows, err := tx.Query(ctx, `SELECT `+parcelColumns+`, 0::float8`+parcelFrom+`
-			WHERE p.address = ANY ($1) AND ($2::text = '' OR p.jurisdiction = $2::text)`, labels, q.Jurisdiction)
+		rows, err := tx.Query(ctx, parcelsOfAddressesSQL, labels, q.Jurisdiction)
 		if err != nil {
 			return err
 		}
@@ -316,6 +325,9 @@ func (l *Ledger) SearchParcels(ctx context.Context, q ParcelQuery) ([]ParcelMatc
 	return out, more, nil
 }
 
+const addressByIDSQL = `SELECT 'adr_' || md5(label), label, number, street, locality, state, postcode, longitude, latitude
+		FROM addresses WHERE md5(label) = $1 ORDER BY label LIMIT 1`
+
 // AddressByID reads the address an address identifier names; an unknown or
 // malformed identifier is ErrNotFound.
 func (l *Ledger) AddressByID(ctx context.Context, id string) (Address, error) {
@@ -324,8 +336,7 @@ func (l *Ledger) AddressByID(ctx context.Context, id string) (Address, error) {
 		return Address{}, ErrNotFound
 	}
 	var a Address
-	err := l.pool.QueryRow(ctx, `SELECT 'adr_' || md5(label), label, number, street, locality, state, postcode, longitude, latitude
-		FROM addresses WHERE md5(label) = $1 ORDER BY label LIMIT 1`, hash).
+	err := l.pool.QueryRow(ctx, addressByIDSQL, hash).
 		Scan(&a.ID, &a.Label, &a.Number, &a.Street, &a.Locality, &a.State, &a.Postcode, &a.Lon, &a.Lat)
 	return a, translate(err)
 }
@@ -342,23 +353,27 @@ func isLowerHex(s string, n int) bool {
 	return true
 }
 
+const parcelsByIDSQL = `SELECT ` + parcelColumns + parcelFrom + `WHERE p.jurisdiction = $1 AND p.cadastre_id = ANY ($2)`
+
 // ParcelsByID reads the listed parcels of a jurisdiction that exist, in no
 // particular order.
 func (l *Ledger) ParcelsByID(ctx context.Context, jurisdiction string, ids []string) ([]Parcel, error) {
-	rows, err := l.pool.Query(ctx, `SELECT `+parcelColumns+parcelFrom+`WHERE p.jurisdiction = $1 AND p.cadastre_id = ANY ($2)`, jurisdiction, ids)
+	rows, err := l.pool.Query(ctx, parcelsByIDSQL, jurisdiction, ids)
 	if err != nil {
 		return nil, translate(err)
 	}
 	out, err := pgx.CollectRows(rows, scanParcel)
 	return out, translate(err)
 }
+
+const parcelsAtSQL = `SELECT ` + parcelColumns + parcelFrom + `
+		WHERE box(point(p.min_lon, p.min_lat), point(p.max_lon, p.max_lat)) && box(point($1::float8, $2::float8), point($1::float8, $2::float8))
+		ORDER BY p.jurisdiction, p.cadastre_id LIMIT $3`
 
 // ParcelsAt reads the parcels whose bounding box holds the point; whether
 // the parcel itself contains it is the caller's exact test.
 func (l *Ledger) ParcelsAt(ctx context.Context, lon, lat float64) ([]Parcel, error) {
-	rows, err := l.pool.Query(ctx, `SELECT `+parcelColumns+parcelFrom+`
-		WHERE box(point(p.min_lon, p.min_lat), point(p.max_lon, p.max_lat)) && box(point($1::float8, $2::float8), point($1::float8, $2::float8))
-		ORDER BY p.jurisdiction, p.cadastre_id LIMIT $3`, lon, lat, maxParcelsAt)
+	rows, err := l.pool.Query(ctx, parcelsAtSQL, lon, lat, maxParcelsAt)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -366,46 +381,54 @@ func (l *Ledger) ParcelsAt(ctx context.Context, lon, lat float64) ([]Parcel, err
 	return out, translate(err)
 }
 
+const parcelsOfAddressSQL = `SELECT ` + parcelColumns + parcelFrom + `WHERE p.address = $1 ORDER BY p.jurisdiction, p.cadastre_id`
+
 // ParcelsOfAddress reads the parcels the gazetteer links to an address label.
 func (l *Ledger) ParcelsOfAddress(ctx context.Context, label string) ([]Parcel, error) {
-	rows, err := l.pool.Query(ctx, `SELECT `+parcelColumns+parcelFrom+`WHERE p.address = $1 ORDER BY p.jurisdiction, p.cadastre_id`, label)
+	rows, err := l.pool.Query(ctx, parcelsOfAddressSQL, label)
 	if err != nil {
 		return nil, translate(err)
 	}
 	out, err := pgx.CollectRows(rows, scanParcel)
 	return out, translate(err)
 }
+
+const gazetteerNearSQL = `SELECT
+		EXISTS (SELECT 1 FROM parcels p WHERE box(point(p.min_lon, p.min_lat), point(p.max_lon, p.max_lat)) && box(point($1::float8 - $3::float8, $2::float8 - $3::float8), point($1::float8 + $3::float8, $2::float8 + $3::float8)))
+		OR EXISTS (SELECT 1 FROM addresses a WHERE point(a.longitude, a.latitude) <@ box(point($1::float8 - $3::float8, $2::float8 - $3::float8), point($1::float8 + $3::float8, $2::float8 + $3::float8)))`
 
 // GazetteerNear reports whether any parcel's bounding box or any address
 // point lies within deg degrees (a square, in longitude and latitude) of
 // the point: whether the point is inside the gazetteer's data.
 func (l *Ledger) GazetteerNear(ctx context.Context, lon, lat, deg float64) (bool, error) {
 	var near bool
-	err := l.pool.QueryRow(ctx, `SELECT
-		EXISTS (SELECT 1 FROM parcels p WHERE box(point(p.min_lon, p.min_lat), point(p.max_lon, p.max_lat)) && box(point($1::float8 - $3::float8, $2::float8 - $3::float8), point($1::float8 + $3::float8, $2::float8 + $3::float8)))
-		OR EXISTS (SELECT 1 FROM addresses a WHERE point(a.longitude, a.latitude) <@ box(point($1::float8 - $3::float8, $2::float8 - $3::float8), point($1::float8 + $3::float8, $2::float8 + $3::float8)))`,
+	err := l.pool.QueryRow(ctx, gazetteerNearSQL,
 		lon, lat, deg).Scan(&near)
 	return near, translate(err)
 }
+
+const activeSiteWithFingerprintSQL = `SELECT site_id FROM sites WHERE account_id = $1 AND fingerprint = $2 AND archived_at IS NULL
+		ORDER BY created_at, site_id LIMIT 1`
 
 // ActiveSiteWithFingerprint returns the account's oldest active site with
 // the fingerprint, or ErrNotFound.
 func (l *Ledger) ActiveSiteWithFingerprint(ctx context.Context, account uuid.UUID, fingerprint string) (uuid.UUID, error) {
 	var id uuid.UUID
-	err := l.pool.QueryRow(ctx, `SELECT site_id FROM sites WHERE account_id = $1 AND fingerprint = $2 AND archived_at IS NULL
-		ORDER BY created_at, site_id LIMIT 1`, account, fingerprint).Scan(&id)
+	err := l.pool.QueryRow(ctx, activeSiteWithFingerprintSQL, account, fingerprint).Scan(&id)
 	return id, translate(err)
 }
+
+const parcelsNearSQL = `SELECT ` + parcelColumns + parcelFrom + `
+		WHERE box(point(p.min_lon, p.min_lat), point(p.max_lon, p.max_lat)) && box(point($1::float8, $2::float8), point($3::float8, $4::float8))
+		ORDER BY point((p.min_lon + p.max_lon) / 2, (p.min_lat + p.max_lat) / 2) <-> point(($1::float8 + $3::float8) / 2, ($2::float8 + $4::float8) / 2),
+			p.jurisdiction, p.cadastre_id
+		LIMIT $5`
 
 // ParcelsNear reads up to limit parcels whose bounding box meets the box
 // b [min lon, min lat, max lon, max lat], nearest the box's centre first
 // (by their boxes' centres), then by identifier: map context around a site.
 func (l *Ledger) ParcelsNear(ctx context.Context, b [4]float64, limit int) ([]Parcel, error) {
-	rows, err := l.pool.Query(ctx, `SELECT `+parcelColumns+parcelFrom+`
-		WHERE box(point(p.min_lon, p.min_lat), point(p.max_lon, p.max_lat)) && box(point($1::float8, $2::float8), point($3::float8, $4::float8))
-		ORDER BY point((p.min_lon + p.max_lon) / 2, (p.min_lat + p.max_lat) / 2) <-> point(($1::float8 + $3::float8) / 2, ($2::float8 + $4::float8) / 2),
-			p.jurisdiction, p.cadastre_id
-		LIMIT $5`, b[0], b[1], b[2], b[3], limit)
+	rows, err := l.pool.Query(ctx, parcelsNearSQL, b[0], b[1], b[2], b[3], limit)
 	if err != nil {
 		return nil, translate(err)
 	}

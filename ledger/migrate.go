@@ -57,6 +57,14 @@ func SchemaVersion() int {
 // migrationLock serialises migrations across replicas starting at once.
 const migrationLock = 7301947230
 
+const (
+	migrationLockSQL         = `SELECT pg_advisory_lock($1)`
+	createMigrationsTableSQL = `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`
+	appliedVersionsSQL = `SELECT version FROM schema_migrations`
+	recordMigrationSQL = `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`
+)
+
 func (l *Ledger) migrate(ctx context.Context) error {
 	ms, err := migrations()
 	if err != nil {
@@ -67,16 +75,15 @@ func (l *Ledger) migrate(ctx context.Context) error {
 		return fmt.Errorf("ledger: connect: %w", ErrUnavailable)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrationLock); err != nil {
+	if _, err := conn.Exec(ctx, migrationLockSQL, migrationLock); err != nil {
 		return translate(err)
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrationLock) //nolint:errcheck
-	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+	if _, err := conn.Exec(ctx, createMigrationsTableSQL); err != nil {
 		return translate(err)
 	}
 	applied := map[int]bool{}
-	rows, err := conn.Query(ctx, `SELECT version FROM schema_migrations`)
+	rows, err := conn.Query(ctx, appliedVersionsSQL)
 	if err != nil {
 		return translate(err)
 	}
@@ -108,7 +115,7 @@ func (l *Ledger) migrate(ctx context.Context) error {
 			if _, err := tx.Exec(ctx, m.sql); err != nil {
 				return fmt.Errorf("ledger: migration %s: %w", m.name, err)
 			}
-			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name)
+			_, err := tx.Exec(ctx, recordMigrationSQL, m.version, m.name)
 			return err
 		})
 		if err != nil {

@@ -83,6 +83,14 @@ type AcquireParams struct {
 	Visible func(section string, layerIDs []string) bool
 }
 
+const (
+	purchaseByIdemKeySQL = `SELECT purchase_id FROM purchases WHERE integration_id = $1 AND idem_key = $2`
+	sectionLayersSQL     = `SELECT s.section_key, s.name, s.price, coalesce(array_agg(l.layer_id) FILTER (WHERE l.layer_id IS NOT NULL), '{}')
+			FROM sections s LEFT JOIN layers l USING (section_key) WHERE s.section_key = ANY ($1) GROUP BY s.section_key`
+	grantedSectionsSQL    = `SELECT section_key FROM section_grants WHERE site_id = $1 AND section_key = ANY ($2)`
+	insertSectionGrantSQL = `INSERT INTO section_grants (site_id, section_key, account_id, purchase_id, created_at) VALUES ($1, $2, $3, $4, $5)`
+)
+
 // Acquire buys section access for a site in one transaction: it locks the
 // account and integration, checks the site, the sections, the balance and the
 // integration's cap, and writes the purchase, its receipt, the debit entry and
@@ -100,7 +108,7 @@ func (l *Ledger) Acquire(ctx context.Context, p AcquireParams) (Purchase, error)
 		}
 		if p.IdemKey != "" {
 			var id uuid.UUID
-			err := tx.QueryRow(ctx, `SELECT purchase_id FROM purchases WHERE integration_id = $1 AND idem_key = $2`, p.Integration, p.IdemKey).Scan(&id)
+			err := tx.QueryRow(ctx, purchaseByIdemKeySQL, p.Integration, p.IdemKey).Scan(&id)
 			if err == nil {
 				var rerr error
 				out, rerr = readPurchase(ctx, tx, p.Account, id)
@@ -120,8 +128,7 @@ func (l *Ledger) Acquire(ctx context.Context, p AcquireParams) (Purchase, error)
 			layers []string
 		}
 		sections := map[string]section{}
-		rows, err := tx.Query(ctx, `SELECT s.section_key, s.name, s.price, coalesce(array_agg(l.layer_id) FILTER (WHERE l.layer_id IS NOT NULL), '{}')
-			FROM sections s LEFT JOIN layers l USING (section_key) WHERE s.section_key = ANY ($1) GROUP BY s.section_key`, p.Sections)
+		rows, err := tx.Query(ctx, sectionLayersSQL, p.Sections)
 		if err != nil {
 			return nameParams(err, "section_keys")
 		}
@@ -149,7 +156,7 @@ func (l *Ledger) Acquire(ctx context.Context, p AcquireParams) (Purchase, error)
 			return &UnknownSectionsError{Keys: unknown}
 		}
 		granted := map[string]bool{}
-		grows, err := tx.Query(ctx, `SELECT section_key FROM section_grants WHERE site_id = $1 AND section_key = ANY ($2)`, p.SiteID, p.Sections)
+		grows, err := tx.Query(ctx, grantedSectionsSQL, p.SiteID, p.Sections)
 		if err != nil {
 			return err
 		}
@@ -176,7 +183,7 @@ func (l *Ledger) Acquire(ctx context.Context, p AcquireParams) (Purchase, error)
 			return err
 		}
 		for _, k := range d.chargedSections {
-			if _, err := tx.Exec(ctx, `INSERT INTO section_grants (site_id, section_key, account_id, purchase_id, created_at) VALUES ($1, $2, $3, $4, $5)`,
+			if _, err := tx.Exec(ctx, insertSectionGrantSQL,
 				p.SiteID, k, p.Account, out.ID, *out.CreatedAt); err != nil {
 				return err
 			}
@@ -223,11 +230,13 @@ func scanPurchase(row pgx.Row) (Purchase, error) {
 	return p, nil
 }
 
+const purchaseSQL = `SELECT ` + purchaseColumns + ` FROM purchases p LEFT JOIN receipts r USING (purchase_id)
+		WHERE p.purchase_id = $1 AND p.account_id = $2`
+
 func readPurchase(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, account, id uuid.UUID) (Purchase, error) {
-	return scanPurchase(q.QueryRow(ctx, `SELECT `+purchaseColumns+` FROM purchases p LEFT JOIN receipts r USING (purchase_id)
-		WHERE p.purchase_id = $1 AND p.account_id = $2`, id, account))
+	return scanPurchase(q.QueryRow(ctx, purchaseSQL, id, account))
 }
 
 // Purchase reads one purchase of an account (another account's is ErrNotFound).
@@ -250,11 +259,7 @@ type PurchaseFilter struct {
 	Limit        int
 }
 
-// ListPurchases returns the account's purchases newest first, undated legacy
-// entries last (and excluded by date filters), at most Limit+1.
-func (l *Ledger) ListPurchases(ctx context.Context, account uuid.UUID, f PurchaseFilter) ([]Purchase, error) {
-	dated := f.CreatedFrom != nil || f.CreatedBefore != nil
-	rows, err := l.pool.Query(ctx, `SELECT `+purchaseColumns+` FROM purchases p LEFT JOIN receipts r USING (purchase_id)
+const listPurchasesSQL = `SELECT ` + purchaseColumns + ` FROM purchases p LEFT JOIN receipts r USING (purchase_id)
 		WHERE p.account_id = $1
 		  AND ($2::uuid IS NULL OR p.site_id = $2)
 		  AND ($3 = '' OR p.kind = $3)
@@ -267,7 +272,13 @@ func (l *Ledger) ListPurchases(ctx context.Context, account uuid.UUID, f Purchas
 		        ELSE p.created_at IS NULL OR (p.created_at, p.purchase_id) < ($7, $8)
 		      END
 		ORDER BY p.created_at DESC NULLS LAST, p.purchase_id DESC
-		LIMIT $10`, account, f.SiteID, f.Kind, dated, f.CreatedFrom, f.CreatedBefore, f.AfterTime, f.AfterID, f.AfterUndated, f.Limit+1)
+		LIMIT $10`
+
+// ListPurchases returns the account's purchases newest first, undated legacy
+// entries last (and excluded by date filters), at most Limit+1.
+func (l *Ledger) ListPurchases(ctx context.Context, account uuid.UUID, f PurchaseFilter) ([]Purchase, error) {
+	dated := f.CreatedFrom != nil || f.CreatedBefore != nil
+	rows, err := l.pool.Query(ctx, listPurchasesSQL, account, f.SiteID, f.Kind, dated, f.CreatedFrom, f.CreatedBefore, f.AfterTime, f.AfterID, f.AfterUndated, f.Limit+1)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -298,6 +309,9 @@ var legacyLimitations = []string{
 	"Original balances and refund status were not recorded and are unknown.",
 }
 
+const insertLegacyPurchaseSQL = `INSERT INTO purchases (purchase_id, account_id, kind, site_id, credits_charged, legacy_id, limitations, created_at)
+				VALUES ($1, $2, 'legacy_usage', $3, $4, $5, $6, $7) ON CONFLICT (legacy_id) DO NOTHING`
+
 // ImportLegacy records legacy usage transactions as legacy_usage purchases.
 // They do not move balances (the old system already did); importing the same
 // legacy id twice is a no-op. Returns how many were new.
@@ -309,8 +323,7 @@ func (l *Ledger) ImportLegacy(ctx context.Context, entries []LegacyUsage) (int, 
 				return fmt.Errorf("%w: legacy entry %q", ErrInvalid, e.LegacyID)
 			}
 			id := LegacyPurchaseID(e.LegacyID)
-			tag, err := tx.Exec(ctx, `INSERT INTO purchases (purchase_id, account_id, kind, site_id, credits_charged, legacy_id, limitations, created_at)
-				VALUES ($1, $2, 'legacy_usage', $3, $4, $5, $6, $7) ON CONFLICT (legacy_id) DO NOTHING`,
+			tag, err := tx.Exec(ctx, insertLegacyPurchaseSQL,
 				id, e.AccountID, e.SiteID, e.Credits, e.LegacyID, legacyLimitations, e.CreatedAt)
 			if err != nil {
 				return err

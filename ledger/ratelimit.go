@@ -83,20 +83,24 @@ func (l *Ledger) Count(ctx context.Context, account uuid.UUID, bucket string, wi
 	return rateWindow(v, now, window, cur), nil
 }
 
+const rateCountSQL = `SELECT rate_count($1, $2, $3)`
+
 // rateCount counts one hit of account in bucket's window cur (rate_count)
 // and returns the counter's value.
 func (l *Ledger) rateCount(ctx context.Context, account uuid.UUID, bucket string, cur int64) (int64, error) {
 	var v int64
-	err := l.pool.QueryRow(ctx, `SELECT rate_count($1, $2, $3)`, account, bucket, cur).Scan(&v)
+	err := l.pool.QueryRow(ctx, rateCountSQL, account, bucket, cur).Scan(&v)
 	return v, translate(err)
 }
+
+const rateCounterValueSQL = `SELECT pg_sequence_last_value(rate_counter($1, $2))`
 
 // Peek reads account's count in bucket's current window without counting.
 func (l *Ledger) Peek(ctx context.Context, account uuid.UUID, bucket string, window time.Duration) (RateWindow, error) {
 	now := l.now()
 	cur := windowIndex(now, window)
 	var v *int64 // NULL: never counted
-	if err := l.pool.QueryRow(ctx, `SELECT pg_sequence_last_value(rate_counter($1, $2))`, account, bucket).Scan(&v); err != nil {
+	if err := l.pool.QueryRow(ctx, rateCounterValueSQL, account, bucket).Scan(&v); err != nil {
 		return RateWindow{}, translate(err)
 	}
 	if v == nil {

@@ -43,6 +43,30 @@ type ReleaseEvent struct {
 	CreatedAt         time.Time
 }
 
+// upsertLayerSQL inserts a layer or replaces its definition;
+// insertNewLayerSQL (a staged release) leaves an existing layer alone.
+const (
+	insertLayerSQL = `INSERT INTO layers (layer_id, section_key, name, description, schema_version, field_schema, units,
+				radius_max_m, sources, jurisdictions, coverage, geometry_types, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) `
+	upsertLayerSQL = insertLayerSQL + `ON CONFLICT (layer_id) DO UPDATE SET section_key = excluded.section_key, name = excluded.name,
+				description = excluded.description, schema_version = excluded.schema_version, field_schema = excluded.field_schema,
+				units = excluded.units, radius_max_m = excluded.radius_max_m, sources = excluded.sources,
+				jurisdictions = excluded.jurisdictions, coverage = excluded.coverage, geometry_types = excluded.geometry_types,
+				updated_at = excluded.updated_at`
+	insertNewLayerSQL = insertLayerSQL + `ON CONFLICT (layer_id) DO NOTHING`
+)
+
+const (
+	insertSectionSQL = `INSERT INTO sections (section_key, name, price, updated_at) VALUES ($1, $2, 0, $3)
+			ON CONFLICT (section_key) DO NOTHING`
+	lockCurrentReleaseSQL = `SELECT current_release_id FROM layers WHERE layer_id = $1 FOR UPDATE`
+	insertReleaseSQL      = `INSERT INTO releases (layer_id, release_id, schema_version, field_schema, units, sources, coverage,
+				manifest_key, feature_count, tile_count, bytes, published_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING`
+	setCurrentReleaseSQL = `UPDATE layers SET current_release_id = $2 WHERE layer_id = $1`
+)
+
 // PublishReleaseAs is PublishRelease with a mode: staged (not current) or
 // published (current), audited in release_events with mode.Actor.
 // Publishing a release that exists already is idempotent: it only moves
@@ -62,34 +86,25 @@ func (l *Ledger) PublishReleaseAs(ctx context.Context, layer Layer, rel Release,
 		sectionName = strings.ReplaceAll(layer.SectionKey, "_", " ")
 	}
 	err := l.tx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO sections (section_key, name, price, updated_at) VALUES ($1, $2, 0, $3)
-			ON CONFLICT (section_key) DO NOTHING`, layer.SectionKey, sectionName, now); err != nil {
+		if _, err := tx.Exec(ctx, insertSectionSQL, layer.SectionKey, sectionName, now); err != nil {
 			return err
 		}
 		// A staged release leaves an existing layer's definition alone: the
 		// catalogue describes the current release until a promotion.
-		onConflict := `ON CONFLICT (layer_id) DO UPDATE SET section_key = excluded.section_key, name = excluded.name,
-				description = excluded.description, schema_version = excluded.schema_version, field_schema = excluded.field_schema,
-				units = excluded.units, radius_max_m = excluded.radius_max_m, sources = excluded.sources,
-				jurisdictions = excluded.jurisdictions, coverage = excluded.coverage, geometry_types = excluded.geometry_types,
-				updated_at = excluded.updated_at`
+		insertLayer := upsertLayerSQL
 		if mode.Stage {
-			onConflict = `ON CONFLICT (layer_id) DO NOTHING`
+			insertLayer = insertNewLayerSQL
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO layers (layer_id, section_key, name, description, schema_version, field_schema, units,
-				radius_max_m, sources, jurisdictions, coverage, geometry_types, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) `+onConflict,
+		if _, err := tx.Exec(ctx, insertLayer,
 			layer.ID, layer.SectionKey, layer.Name, layer.Description, layer.SchemaVersion, layer.FieldSchema, layer.Units,
 			layer.RadiusMaxM, layer.Sources, layer.Jurisdictions, nullJSON(layer.Coverage), layer.GeometryTypes, now); err != nil {
 			return err
 		}
 		var current *string
-		if err := tx.QueryRow(ctx, `SELECT current_release_id FROM layers WHERE layer_id = $1 FOR UPDATE`, layer.ID).Scan(&current); err != nil {
+		if err := tx.QueryRow(ctx, lockCurrentReleaseSQL, layer.ID).Scan(&current); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO releases (layer_id, release_id, schema_version, field_schema, units, sources, coverage,
-				manifest_key, feature_count, tile_count, bytes, published_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING`,
+		tag, err := tx.Exec(ctx, insertReleaseSQL,
 			rel.LayerID, rel.ReleaseID, rel.SchemaVersion, rel.FieldSchema, rel.Units, rel.Sources, nullJSON(rel.Coverage),
 			rel.ManifestKey, rel.FeatureCount, rel.TileCount, rel.Bytes, now)
 		if err != nil {
@@ -103,7 +118,7 @@ func (l *Ledger) PublishReleaseAs(ctx context.Context, layer Layer, rel Release,
 		case mode.Stage, isCurrent:
 			return nil
 		}
-		if _, err := tx.Exec(ctx, `UPDATE layers SET current_release_id = $2 WHERE layer_id = $1`, layer.ID, rel.ReleaseID); err != nil {
+		if _, err := tx.Exec(ctx, setCurrentReleaseSQL, layer.ID, rel.ReleaseID); err != nil {
 			return err
 		}
 		return releaseEvent(ctx, tx, rel.LayerID, rel.ReleaseID, "published", current, actor, now)
@@ -111,11 +126,17 @@ func (l *Ledger) PublishReleaseAs(ctx context.Context, layer Layer, rel Release,
 	return translate(err)
 }
 
+const insertReleaseEventSQL = `INSERT INTO release_events (layer_id, release_id, action, previous_release_id, actor, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6)`
+
 func releaseEvent(ctx context.Context, tx pgx.Tx, layerID, releaseID, action string, previous *string, actor string, at time.Time) error {
-	_, err := tx.Exec(ctx, `INSERT INTO release_events (layer_id, release_id, action, previous_release_id, actor, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, layerID, releaseID, action, previous, actor, at)
+	_, err := tx.Exec(ctx, insertReleaseEventSQL, layerID, releaseID, action, previous, actor, at)
 	return err
 }
+
+const promoteReleaseSQL = `UPDATE layers l SET current_release_id = r.release_id, schema_version = r.schema_version,
+				field_schema = r.field_schema, units = r.units, sources = r.sources, coverage = r.coverage, updated_at = $3
+			FROM releases r WHERE l.layer_id = $1 AND r.layer_id = l.layer_id AND r.release_id = $2`
 
 // PromoteRelease makes a release of a layer its current release, in one
 // transaction: the layer's schema, units, provenance and coverage become
@@ -132,15 +153,13 @@ func (l *Ledger) PromoteRelease(ctx context.Context, layerID, releaseID, actor s
 	}
 	now := l.now()
 	err = l.tx(ctx, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `SELECT current_release_id FROM layers WHERE layer_id = $1 FOR UPDATE`, layerID).Scan(&previous); err != nil {
+		if err := tx.QueryRow(ctx, lockCurrentReleaseSQL, layerID).Scan(&previous); err != nil {
 			return err
 		}
 		if previous != nil && *previous == releaseID {
 			return nil
 		}
-		tag, err := tx.Exec(ctx, `UPDATE layers l SET current_release_id = r.release_id, schema_version = r.schema_version,
-				field_schema = r.field_schema, units = r.units, sources = r.sources, coverage = r.coverage, updated_at = $3
-			FROM releases r WHERE l.layer_id = $1 AND r.layer_id = l.layer_id AND r.release_id = $2`, layerID, releaseID, now)
+		tag, err := tx.Exec(ctx, promoteReleaseSQL, layerID, releaseID, now)
 		if err != nil {
 			return err
 		}
@@ -153,18 +172,23 @@ func (l *Ledger) PromoteRelease(ctx context.Context, layerID, releaseID, actor s
 	return previous, changed, translate(err)
 }
 
+const (
+	currentReleaseSQL = `SELECT current_release_id FROM layers WHERE layer_id = $1`
+	listReleasesSQL   = `SELECT r.layer_id, r.release_id, r.schema_version, r.field_schema, r.units, r.sources, r.coverage,
+			r.manifest_key, r.feature_count, r.tile_count, r.bytes, r.published_at,
+			EXISTS (SELECT 1 FROM release_events e WHERE e.layer_id = r.layer_id AND e.release_id = r.release_id
+				AND e.action IN ('published', 'promoted'))
+		FROM releases r WHERE r.layer_id = $1 ORDER BY r.published_at DESC, r.release_id`
+)
+
 // ListReleases returns every release of a layer, newest published first,
 // with its state. An unknown layer is ErrNotFound.
 func (l *Ledger) ListReleases(ctx context.Context, layerID string) ([]ReleaseInfo, error) {
 	var current *string
-	if err := l.pool.QueryRow(ctx, `SELECT current_release_id FROM layers WHERE layer_id = $1`, layerID).Scan(&current); err != nil {
+	if err := l.pool.QueryRow(ctx, currentReleaseSQL, layerID).Scan(&current); err != nil {
 		return nil, translate(err)
 	}
-	rows, err := l.pool.Query(ctx, `SELECT r.layer_id, r.release_id, r.schema_version, r.field_schema, r.units, r.sources, r.coverage,
-			r.manifest_key, r.feature_count, r.tile_count, r.bytes, r.published_at,
-			EXISTS (SELECT 1 FROM release_events e WHERE e.layer_id = r.layer_id AND e.release_id = r.release_id
-				AND e.action IN ('published', 'promoted'))
-		FROM releases r WHERE r.layer_id = $1 ORDER BY r.published_at DESC, r.release_id`, layerID)
+	rows, err := l.pool.Query(ctx, listReleasesSQL, layerID)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -191,10 +215,12 @@ func (l *Ledger) ListReleases(ctx context.Context, layerID string) ([]ReleaseInf
 	return out, translate(rows.Err())
 }
 
+const listReleaseEventsSQL = `SELECT event_id, layer_id, release_id, action, previous_release_id, actor, created_at
+		FROM release_events WHERE layer_id = $1 ORDER BY event_id`
+
 // ReleaseEvents returns the audit of a layer's releases, oldest first.
 func (l *Ledger) ReleaseEvents(ctx context.Context, layerID string) ([]ReleaseEvent, error) {
-	rows, err := l.pool.Query(ctx, `SELECT event_id, layer_id, release_id, action, previous_release_id, actor, created_at
-		FROM release_events WHERE layer_id = $1 ORDER BY event_id`, layerID)
+	rows, err := l.pool.Query(ctx, listReleaseEventsSQL, layerID)
 	if err != nil {
 		return nil, translate(err)
 	}

@@ -111,6 +111,10 @@ func scanReport(row pgx.Row) (Report, error) {
 	return r, err
 }
 
+const insertReportSQL = `INSERT INTO reports (report_id, account_id, integration_id, idem_key, site_id, purchase_id, origin, jurisdiction,
+				status, dataset_ids, created_at)
+			VALUES ($1, $2, $3, nullif($4, ''), $5, $6, 'api', $7, 'queued', $8, $9)`
+
 // OrderReport charges for a report and queues its build in one transaction:
 // it locks the account and integration, checks the site (active, the
 // account's, within MaxSiteAreaM2), the balance and the integration's cap,
@@ -129,7 +133,7 @@ func (l *Ledger) OrderReport(ctx context.Context, p OrderReportParams) (Report, 
 			return err
 		}
 		if p.IdemKey != "" {
-			r, err := scanReport(tx.QueryRow(ctx, `SELECT `+reportColumns+` FROM reports rp WHERE rp.integration_id = $1 AND rp.idem_key = $2`,
+			r, err := scanReport(tx.QueryRow(ctx, reportByIdemKeySQL,
 				p.Integration, p.IdemKey))
 			if err == nil {
 				rep = r
@@ -153,9 +157,7 @@ func (l *Ledger) OrderReport(ctx context.Context, p OrderReportParams) (Report, 
 		site := p.SiteID
 		rep = Report{ID: id, AccountID: p.Account, IntegrationID: &p.Integration, SiteID: &site, Origin: OriginAPI,
 			Jurisdiction: &p.Jurisdiction, Status: ReportQueued, DatasetIDs: p.DatasetIDs, CreatedAt: *pur.CreatedAt, PurchaseID: &pur.ID}
-		_, err = tx.Exec(ctx, `INSERT INTO reports (report_id, account_id, integration_id, idem_key, site_id, purchase_id, origin, jurisdiction,
-				status, dataset_ids, created_at)
-			VALUES ($1, $2, $3, nullif($4, ''), $5, $6, 'api', $7, 'queued', $8, $9)`,
+		_, err = tx.Exec(ctx, insertReportSQL,
 			rep.ID, p.Account, p.Integration, p.IdemKey, p.SiteID, pur.ID, p.Jurisdiction, p.DatasetIDs, rep.CreatedAt)
 		return err
 	})
@@ -165,26 +167,30 @@ func (l *Ledger) OrderReport(ctx context.Context, p OrderReportParams) (Report, 
 	return rep, pur, nil
 }
 
+const claimReportSQL = `WITH next AS (
+			SELECT report_id FROM reports WHERE status = 'queued' ORDER BY created_at, report_id FOR UPDATE SKIP LOCKED LIMIT 1)
+		UPDATE reports rp SET status = 'running', attempts = attempts + 1, claimed_until = $1
+		FROM next WHERE rp.report_id = next.report_id
+		RETURNING ` + reportColumns
+
 // ClaimReport hands the oldest queued report to a builder for attempt (after
 // which any replica may reclaim it). Replicas share the queue: FOR UPDATE
 // SKIP LOCKED. ErrNotFound: nothing to build.
 func (l *Ledger) ClaimReport(ctx context.Context, attempt time.Duration) (Report, error) {
 	now := l.now()
-	r, err := scanReport(l.pool.QueryRow(ctx, `WITH next AS (
-			SELECT report_id FROM reports WHERE status = 'queued' ORDER BY created_at, report_id FOR UPDATE SKIP LOCKED LIMIT 1)
-		UPDATE reports rp SET status = 'running', attempts = attempts + 1, claimed_until = $1
-		FROM next WHERE rp.report_id = next.report_id
-		RETURNING `+reportColumns, now.Add(attempt)))
+	r, err := scanReport(l.pool.QueryRow(ctx, claimReportSQL, now.Add(attempt)))
 	return r, translate(err)
 }
+
+const requeueReportSQL = `UPDATE reports SET status = 'queued', claimed_until = NULL,
+			attempts = CASE WHEN $2 THEN attempts ELSE greatest(attempts - 1, 0) END
+		WHERE report_id = $1 AND status = 'running'`
 
 // RequeueReport hands a build back to the queue: an interrupted one
 // (counted false: the attempt does not count) or one that failed and may be
 // tried again (counted true). False when the report was no longer running.
 func (l *Ledger) RequeueReport(ctx context.Context, id uuid.UUID, counted bool) (bool, error) {
-	tag, err := l.pool.Exec(ctx, `UPDATE reports SET status = 'queued', claimed_until = NULL,
-			attempts = CASE WHEN $2 THEN attempts ELSE greatest(attempts - 1, 0) END
-		WHERE report_id = $1 AND status = 'running'`, id, counted)
+	tag, err := l.pool.Exec(ctx, requeueReportSQL, id, counted)
 	if err != nil {
 		return false, translate(err)
 	}
@@ -209,12 +215,22 @@ func (l *Ledger) FailReport(ctx context.Context, id uuid.UUID, reasonCode string
 	return failed, translate(err)
 }
 
+const (
+	failReportSQL = `UPDATE reports SET status = 'failed', reason_code = $2, completed_at = $3, claimed_until = NULL
+		WHERE report_id = $1 AND status IN ('queued', 'running') RETURNING account_id, purchase_id, integration_id`
+	refundPurchaseSQL = `UPDATE purchases SET credits_refunded = credits_charged,
+			refund_status = CASE WHEN credits_charged > 0 THEN 'full' ELSE 'none' END
+		WHERE purchase_id = $1 AND refund_status = 'none' RETURNING credits_charged`
+	insertRefundSQL = `INSERT INTO credit_entries (entry_id, account_id, kind, amount, balance_after, purchase_id, created_at)
+		VALUES ($1, $2, 'refund', $3, $4, $5, $6)`
+	subtractCreditsUsedSQL = `UPDATE integrations SET credits_used = credits_used - $2 WHERE integration_id = $1`
+)
+
 // failReport is FailReport inside tx.
 func (l *Ledger) failReport(ctx context.Context, tx pgx.Tx, id uuid.UUID, reasonCode string) (failed, refunded bool, err error) {
 	var account uuid.UUID
 	var purchase, integration *uuid.UUID
-	err = tx.QueryRow(ctx, `UPDATE reports SET status = 'failed', reason_code = $2, completed_at = $3, claimed_until = NULL
-		WHERE report_id = $1 AND status IN ('queued', 'running') RETURNING account_id, purchase_id, integration_id`,
+	err = tx.QueryRow(ctx, failReportSQL,
 		id, reasonCode, l.now()).Scan(&account, &purchase, &integration)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, false, nil
@@ -224,13 +240,11 @@ func (l *Ledger) failReport(ctx context.Context, tx pgx.Tx, id uuid.UUID, reason
 	}
 	// Lock order as in purchases: the account row first.
 	var balance int64
-	if err := tx.QueryRow(ctx, `SELECT credit_balance FROM accounts WHERE account_id = $1 FOR UPDATE`, account).Scan(&balance); err != nil {
+	if err := tx.QueryRow(ctx, lockBalanceSQL, account).Scan(&balance); err != nil {
 		return false, false, err
 	}
 	var charged int64
-	err = tx.QueryRow(ctx, `UPDATE purchases SET credits_refunded = credits_charged,
-			refund_status = CASE WHEN credits_charged > 0 THEN 'full' ELSE 'none' END
-		WHERE purchase_id = $1 AND refund_status = 'none' RETURNING credits_charged`, *purchase).Scan(&charged)
+	err = tx.QueryRow(ctx, refundPurchaseSQL, *purchase).Scan(&charged)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return true, false, nil // refunded before: never twice
 	}
@@ -239,15 +253,14 @@ func (l *Ledger) failReport(ctx context.Context, tx pgx.Tx, id uuid.UUID, reason
 	}
 	after := balance + charged
 	now := l.now()
-	if _, err := tx.Exec(ctx, `INSERT INTO credit_entries (entry_id, account_id, kind, amount, balance_after, purchase_id, created_at)
-		VALUES ($1, $2, 'refund', $3, $4, $5, $6)`, newID(), account, charged, after, *purchase, now); err != nil {
+	if _, err := tx.Exec(ctx, insertRefundSQL, newID(), account, charged, after, *purchase, now); err != nil {
 		return false, false, err
 	}
-	if _, err := tx.Exec(ctx, `UPDATE accounts SET credit_balance = $2 WHERE account_id = $1`, account, after); err != nil {
+	if _, err := tx.Exec(ctx, setBalanceSQL, account, after); err != nil {
 		return false, false, err
 	}
 	if integration != nil {
-		if _, err := tx.Exec(ctx, `UPDATE integrations SET credits_used = credits_used - $2 WHERE integration_id = $1`, *integration, charged); err != nil {
+		if _, err := tx.Exec(ctx, subtractCreditsUsedSQL, *integration, charged); err != nil {
 			return false, false, err
 		}
 		if err := buildActivity(ctx, tx, account, *integration, id, reasonCode, now); err != nil {
@@ -256,6 +269,10 @@ func (l *Ledger) failReport(ctx context.Context, tx pgx.Tx, id uuid.UUID, reason
 	}
 	return true, true, nil
 }
+
+const insertBuildActivitySQL = `INSERT INTO activity (activity_id, account_id, integration_id, operation, outcome, request_id,
+			http_status, error_code, resource_type, resource_id, created_at)
+		VALUES ($1, $2, $3, 'build_report', $4, $5, $6, $7, 'report', $8, $9)`
 
 // buildActivity appends the audit record of a build's end to the ordering
 // integration's feed: outcome completed (reasonCode "") or failed. A build
@@ -272,12 +289,17 @@ func buildActivity(ctx context.Context, tx pgx.Tx, account, integration, report 
 			status = 422
 		}
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO activity (activity_id, account_id, integration_id, operation, outcome, request_id,
-			http_status, error_code, resource_type, resource_id, created_at)
-		VALUES ($1, $2, $3, 'build_report', $4, $5, $6, $7, 'report', $8, $9)`,
+	_, err := tx.Exec(ctx, insertBuildActivitySQL,
 		newID(), account, integration, outcome, newID(), status, code, report.String(), now)
 	return err
 }
+
+const (
+	staleReportsSQL = `SELECT report_id FROM reports WHERE status = 'running' AND claimed_until <= $1 AND attempts >= $2
+			ORDER BY report_id FOR UPDATE SKIP LOCKED`
+	requeueStaleReportsSQL = `UPDATE reports SET status = 'queued', claimed_until = NULL
+			WHERE status = 'running' AND claimed_until <= $1 AND attempts < $2`
+)
 
 // FailStaleReports requeues reports whose build attempt expired (a crashed
 // builder) and fails, with a refund each, those that have used maxAttempts
@@ -286,8 +308,7 @@ func (l *Ledger) FailStaleReports(ctx context.Context, maxAttempts int) ([]uuid.
 	var failed []uuid.UUID
 	err := l.tx(ctx, func(tx pgx.Tx) error {
 		now := l.now()
-		rows, err := tx.Query(ctx, `SELECT report_id FROM reports WHERE status = 'running' AND claimed_until <= $1 AND attempts >= $2
-			ORDER BY report_id FOR UPDATE SKIP LOCKED`, now, maxAttempts)
+		rows, err := tx.Query(ctx, staleReportsSQL, now, maxAttempts)
 		if err != nil {
 			return err
 		}
@@ -304,8 +325,7 @@ func (l *Ledger) FailStaleReports(ctx context.Context, maxAttempts int) ([]uuid.
 				failed = append(failed, id)
 			}
 		}
-		_, err = tx.Exec(ctx, `UPDATE reports SET status = 'queued', claimed_until = NULL
-			WHERE status = 'running' AND claimed_until <= $1 AND attempts < $2`, now, maxAttempts)
+		_, err = tx.Exec(ctx, requeueStaleReportsSQL, now, maxAttempts)
 		return err
 	})
 	if err != nil {
@@ -353,6 +373,14 @@ func ValidateSections(sections []ReportSection) error {
 	return nil
 }
 
+const (
+	reportForRevisionSQL = `SELECT status, (SELECT count(*) FROM report_revisions WHERE report_id = $1), account_id, integration_id
+			FROM reports WHERE report_id = $1 FOR UPDATE`
+	insertRevisionSQL = `INSERT INTO report_revisions (revision_id, report_id, revision, content_status, provenance_status, limitations, evidence, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
+	completeReportSQL = `UPDATE reports SET status = 'completed', completed_at = $2, claimed_until = NULL WHERE report_id = $1`
+)
+
 // AddRevision records a built revision and its text in one transaction and
 // completes the report if it was being built. ErrReportFinal when the report
 // failed meanwhile (it was refunded: a late build never completes it) or a
@@ -371,16 +399,14 @@ func (l *Ledger) AddRevision(ctx context.Context, p RevisionParams) (Revision, e
 		var count int
 		var account uuid.UUID
 		var integration *uuid.UUID
-		if err := tx.QueryRow(ctx, `SELECT status, (SELECT count(*) FROM report_revisions WHERE report_id = $1), account_id, integration_id
-			FROM reports WHERE report_id = $1 FOR UPDATE`, p.ReportID).Scan(&status, &count, &account, &integration); err != nil {
+		if err := tx.QueryRow(ctx, reportForRevisionSQL, p.ReportID).Scan(&status, &count, &account, &integration); err != nil {
 			return err
 		}
 		if status == ReportFailed || count+1 != p.Number {
 			return ErrReportFinal
 		}
 		rev.CreatedAt = l.now()
-		if _, err := tx.Exec(ctx, `INSERT INTO report_revisions (revision_id, report_id, revision, content_status, provenance_status, limitations, evidence, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, p.ID, p.ReportID, p.Number, p.ContentStatus, p.ProvenanceStatus, p.Limitations,
+		if _, err := tx.Exec(ctx, insertRevisionSQL, p.ID, p.ReportID, p.Number, p.ContentStatus, p.ProvenanceStatus, p.Limitations,
 			nullJSON(p.Evidence), rev.CreatedAt); err != nil {
 			return err
 		}
@@ -394,7 +420,7 @@ func (l *Ledger) AddRevision(ctx context.Context, p RevisionParams) (Revision, e
 			}
 		}
 		if status != ReportCompleted {
-			if _, err := tx.Exec(ctx, `UPDATE reports SET status = 'completed', completed_at = $2, claimed_until = NULL WHERE report_id = $1`,
+			if _, err := tx.Exec(ctx, completeReportSQL,
 				p.ReportID, rev.CreatedAt); err != nil {
 				return err
 			}
@@ -423,6 +449,14 @@ type ImportReportParams struct {
 	Limitations    []string
 }
 
+const (
+	accountSiteExistsSQL    = `SELECT 1 FROM sites WHERE site_id = $1 AND account_id = $2`
+	insertImportedReportSQL = `INSERT INTO reports (report_id, account_id, site_id, origin, status, created_at, completed_at)
+			VALUES ($1, $2, $3, 'website', 'completed', $4, $4)`
+	insertImportedRevisionSQL = `INSERT INTO report_revisions (revision_id, report_id, revision, content_status, provenance_status, limitations, created_at)
+			VALUES ($1, $2, 1, 'unavailable', 'unknown', $3, $4)`
+)
+
 // ImportReport records a historical website report: completed, one revision
 // whose content is unavailable and whose provenance and dataset scope are
 // unknown (readable only by keys without a dataset restriction). The site
@@ -431,20 +465,18 @@ func (l *Ledger) ImportReport(ctx context.Context, p ImportReportParams) (Report
 	var rep Report
 	err := l.tx(ctx, func(tx pgx.Tx) error {
 		var one int
-		if err := tx.QueryRow(ctx, `SELECT 1 FROM sites WHERE site_id = $1 AND account_id = $2`, p.SiteID, p.Account).Scan(&one); err != nil {
+		if err := tx.QueryRow(ctx, accountSiteExistsSQL, p.SiteID, p.Account).Scan(&one); err != nil {
 			return err
 		}
 		created := p.CreatedAt.UTC().Truncate(time.Microsecond)
-		if _, err := tx.Exec(ctx, `INSERT INTO reports (report_id, account_id, site_id, origin, status, created_at, completed_at)
-			VALUES ($1, $2, $3, 'website', 'completed', $4, $4)`, p.ID, p.Account, p.SiteID, created); err != nil {
+		if _, err := tx.Exec(ctx, insertImportedReportSQL, p.ID, p.Account, p.SiteID, created); err != nil {
 			return err
 		}
 		lim := p.Limitations
 		if lim == nil {
 			lim = []string{}
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO report_revisions (revision_id, report_id, revision, content_status, provenance_status, limitations, created_at)
-			VALUES ($1, $2, 1, 'unavailable', 'unknown', $3, $4)`, p.RevisionID, p.ID, lim, created); err != nil {
+		if _, err := tx.Exec(ctx, insertImportedRevisionSQL, p.RevisionID, p.ID, lim, created); err != nil {
 			return err
 		}
 		var err error
@@ -467,8 +499,10 @@ func scanRevision(row pgx.Row) (Revision, error) {
 	return v, err
 }
 
+const revisionArtifactsSQL = `SELECT ` + artifactColumns + ` FROM artifacts WHERE revision_id = $1 ORDER BY created_at, artifact_id`
+
 func revisionArtifacts(ctx context.Context, q querier, revision uuid.UUID) ([]Artifact, error) {
-	rows, err := q.Query(ctx, `SELECT `+artifactColumns+` FROM artifacts WHERE revision_id = $1 ORDER BY created_at, artifact_id`, revision)
+	rows, err := q.Query(ctx, revisionArtifactsSQL, revision)
 	if err != nil {
 		return nil, err
 	}
@@ -484,19 +518,23 @@ func revisionArtifacts(ctx context.Context, q querier, revision uuid.UUID) ([]Ar
 	return out, rows.Err()
 }
 
+const reportSQL = `SELECT ` + reportColumns + ` FROM reports rp WHERE rp.report_id = $1 AND rp.account_id = $2`
+
 func readReport(ctx context.Context, q querier, account, id uuid.UUID) (Report, error) {
-	r, err := scanReport(q.QueryRow(ctx, `SELECT `+reportColumns+` FROM reports rp WHERE rp.report_id = $1 AND rp.account_id = $2`, id, account))
+	r, err := scanReport(q.QueryRow(ctx, reportSQL, id, account))
 	if err != nil {
 		return r, err
 	}
 	return r, fillLatest(ctx, q, &r)
 }
 
+const latestRevisionSQL = `SELECT ` + revisionColumns + ` FROM report_revisions WHERE report_id = $1 ORDER BY revision DESC LIMIT 1`
+
 func fillLatest(ctx context.Context, q querier, r *Report) error {
 	if r.RevisionCount == 0 {
 		return nil
 	}
-	v, err := scanRevision(q.QueryRow(ctx, `SELECT `+revisionColumns+` FROM report_revisions WHERE report_id = $1 ORDER BY revision DESC LIMIT 1`, r.ID))
+	v, err := scanRevision(q.QueryRow(ctx, latestRevisionSQL, r.ID))
 	if err != nil {
 		return err
 	}
@@ -514,20 +552,24 @@ func (l *Ledger) Report(ctx context.Context, account, id uuid.UUID) (Report, err
 	return r, translate(err)
 }
 
+const reportByIDSQL = `SELECT ` + reportColumns + ` FROM reports rp WHERE rp.report_id = $1`
+
 // ReportByID reads a report of any account (builders and operator commands).
 func (l *Ledger) ReportByID(ctx context.Context, id uuid.UUID) (Report, error) {
-	r, err := scanReport(l.pool.QueryRow(ctx, `SELECT `+reportColumns+` FROM reports rp WHERE rp.report_id = $1`, id))
+	r, err := scanReport(l.pool.QueryRow(ctx, reportByIDSQL, id))
 	if err == nil {
 		err = fillLatest(ctx, l.pool, &r)
 	}
 	return r, translate(err)
 }
 
+const reportRevisionSQL = `SELECT ` + revisionColumns + ` FROM report_revisions v
+		WHERE v.revision_id = $1 AND v.report_id = $2 AND EXISTS (SELECT 1 FROM reports WHERE report_id = $2 AND account_id = $3)`
+
 // ReportRevision reads one revision of an account's report, with its
 // artifacts; ErrNotFound when either is not there.
 func (l *Ledger) ReportRevision(ctx context.Context, account, report, revision uuid.UUID) (Revision, error) {
-	v, err := scanRevision(l.pool.QueryRow(ctx, `SELECT `+revisionColumns+` FROM report_revisions v
-		WHERE v.revision_id = $1 AND v.report_id = $2 AND EXISTS (SELECT 1 FROM reports WHERE report_id = $2 AND account_id = $3)`,
+	v, err := scanRevision(l.pool.QueryRow(ctx, reportRevisionSQL,
 		revision, report, account))
 	if err == nil {
 		v.Artifacts, err = revisionArtifacts(ctx, l.pool, v.ID)
@@ -547,17 +589,19 @@ type ReportFilter struct {
 	Limit     int
 }
 
-// ListReports returns an account's reports oldest first, each with its
-// latest revision, at most f.Limit+1 so the caller can tell whether more exist.
-func (l *Ledger) ListReports(ctx context.Context, account uuid.UUID, f ReportFilter) ([]Report, error) {
-	rows, err := l.pool.Query(ctx, `SELECT `+reportColumns+` FROM reports rp
+const listReportsSQL = `SELECT ` + reportColumns + ` FROM reports rp
 		WHERE rp.account_id = $1
 		  AND ($2::uuid IS NULL OR rp.site_id = $2)
 		  AND ($3 = '' OR rp.status = $3)
 		  AND ($4::timestamptz IS NULL OR rp.created_at >= $4)
 		  AND ($5::timestamptz IS NULL OR rp.created_at < $5)
 		  AND ($6::timestamptz IS NULL OR (rp.created_at, rp.report_id) > ($6, $7))
-		ORDER BY rp.created_at, rp.report_id LIMIT $8`,
+		ORDER BY rp.created_at, rp.report_id LIMIT $8`
+
+// ListReports returns an account's reports oldest first, each with its
+// latest revision, at most f.Limit+1 so the caller can tell whether more exist.
+func (l *Ledger) ListReports(ctx context.Context, account uuid.UUID, f ReportFilter) ([]Report, error) {
+	rows, err := l.pool.Query(ctx, listReportsSQL,
 		account, f.SiteID, f.Status, f.CreatedFrom, f.CreatedBefore, f.AfterTime, f.AfterID, f.Limit+1)
 	if err != nil {
 		return nil, translate(err)
@@ -574,13 +618,15 @@ func (l *Ledger) ListReports(ctx context.Context, account uuid.UUID, f ReportFil
 	return out, nil
 }
 
+const listRevisionsSQL = `SELECT ` + revisionColumns + ` FROM report_revisions
+		WHERE report_id = $1 AND revision > $2 AND EXISTS (SELECT 1 FROM reports WHERE report_id = $1 AND account_id = $3)
+		ORDER BY revision LIMIT $4`
+
 // ListRevisions returns a report's revisions in order after revision number
 // after, with their artifacts, at most limit+1. The report must be the
 // account's (else ErrNotFound).
 func (l *Ledger) ListRevisions(ctx context.Context, account, report uuid.UUID, after, limit int) ([]Revision, error) {
-	rows, err := l.pool.Query(ctx, `SELECT `+revisionColumns+` FROM report_revisions
-		WHERE report_id = $1 AND revision > $2 AND EXISTS (SELECT 1 FROM reports WHERE report_id = $1 AND account_id = $3)
-		ORDER BY revision LIMIT $4`, report, after, account, limit+1)
+	rows, err := l.pool.Query(ctx, listRevisionsSQL, report, after, account, limit+1)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -596,10 +642,12 @@ func (l *Ledger) ListRevisions(ctx context.Context, account, report uuid.UUID, a
 	return out, nil
 }
 
+const reportSectionsSQL = `SELECT idx, heading, body FROM report_sections WHERE revision_id = $1 AND idx > $2 ORDER BY idx LIMIT $3`
+
 // ReportSections returns a revision's retained text after section index
 // after (-1 for the start), at most limit+1.
 func (l *Ledger) ReportSections(ctx context.Context, revision uuid.UUID, after, limit int) ([]ReportSection, error) {
-	rows, err := l.pool.Query(ctx, `SELECT idx, heading, body FROM report_sections WHERE revision_id = $1 AND idx > $2 ORDER BY idx LIMIT $3`,
+	rows, err := l.pool.Query(ctx, reportSectionsSQL,
 		revision, after, limit+1)
 	if err != nil {
 		return nil, translate(err)

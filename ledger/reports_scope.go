@@ -40,15 +40,17 @@ func (l *Ledger) ReportScope(ctx context.Context, jurisdiction string, datasets 
 	return l.layerIDs(ctx, reportScopeSQL, jurisdiction, datasets)
 }
 
+const reportApprovedLayerIDsSQL = `SELECT l.layer_id FROM layers l
+		JOIN releases r ON r.layer_id = l.layer_id AND r.release_id = l.current_release_id
+		WHERE ` + reportApprovedSQL + ` ORDER BY l.layer_id`
+
 // ReportLayers returns, sorted, the ids of the layers some report could
 // cover, whatever its jurisdiction: those with a current release all of
 // whose sources are approved for reports. With none that a key may use, no
 // report can be ordered with it (GET /context lists create_report as
 // report_unavailable).
 func (l *Ledger) ReportLayers(ctx context.Context) ([]string, error) {
-	return l.layerIDs(ctx, `SELECT l.layer_id FROM layers l
-		JOIN releases r ON r.layer_id = l.layer_id AND r.release_id = l.current_release_id
-		WHERE `+reportApprovedSQL+` ORDER BY l.layer_id`)
+	return l.layerIDs(ctx, reportApprovedLayerIDsSQL)
 }
 
 // layerIDs collects the one text column of sql's rows (never nil).
@@ -67,11 +69,13 @@ func (l *Ledger) layerIDs(ctx context.Context, sql string, args ...any) ([]strin
 	return ids, nil
 }
 
+const reportByIdemKeySQL = `SELECT ` + reportColumns + ` FROM reports rp WHERE rp.integration_id = $1 AND rp.idem_key = $2`
+
 // ReportByOrderKey reads the report an integration ordered with an
 // Idempotency-Key (ErrNotFound: none), so that a retried order finds its
 // first order before re-checking a site or scope that may have changed since.
 func (l *Ledger) ReportByOrderKey(ctx context.Context, integration uuid.UUID, key string) (Report, error) {
-	r, err := scanReport(l.pool.QueryRow(ctx, `SELECT `+reportColumns+` FROM reports rp WHERE rp.integration_id = $1 AND rp.idem_key = $2`,
+	r, err := scanReport(l.pool.QueryRow(ctx, reportByIdemKeySQL,
 		integration, key))
 	return r, translate(err)
 }

@@ -46,29 +46,35 @@ func scanSite(row pgx.Row) (Site, error) {
 	return s, err
 }
 
+const insertSiteSQL = `INSERT INTO sites (site_id, account_id, name, portfolio_id, geometry, fingerprint, area_m2,
+			min_lon, min_lat, max_lon, max_lat, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+
 // CreateSite stores a new site as given (no de-duplication; see SaveSite).
 func (l *Ledger) CreateSite(ctx context.Context, s Site) (Site, error) {
 	s.ID = newID()
 	s.CreatedAt = l.now()
-	_, err := l.pool.Exec(ctx, `INSERT INTO sites (site_id, account_id, name, portfolio_id, geometry, fingerprint, area_m2,
-			min_lon, min_lat, max_lon, max_lat, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+	_, err := l.pool.Exec(ctx, insertSiteSQL,
 		s.ID, s.AccountID, s.Name, s.PortfolioID, s.Geometry, s.Fingerprint, s.AreaM2,
 		s.Bounds[0], s.Bounds[1], s.Bounds[2], s.Bounds[3], s.CreatedAt)
 	return s, nameParams(err, siteParams...)
 }
 
+const siteSQL = `SELECT ` + siteColumns + ` FROM sites WHERE site_id = $1 AND account_id = $2 AND archived_at IS NULL`
+
 // Site reads an active site of account; another account's, archived or
 // missing sites are all ErrNotFound.
 func (l *Ledger) Site(ctx context.Context, account, id uuid.UUID) (Site, error) {
-	s, err := scanSite(l.pool.QueryRow(ctx, `SELECT `+siteColumns+` FROM sites WHERE site_id = $1 AND account_id = $2 AND archived_at IS NULL`, id, account))
+	s, err := scanSite(l.pool.QueryRow(ctx, siteSQL, id, account))
 	return s, translate(err)
 }
 
+const siteByReferenceSQL = `SELECT ` + siteColumnsQualified + ` FROM site_references r JOIN sites s USING (site_id)
+		WHERE r.account_id = $1 AND r.namespace = $2 AND r.reference = $3 AND s.archived_at IS NULL`
+
 // SiteByReference reads the active site an external reference names.
 func (l *Ledger) SiteByReference(ctx context.Context, account uuid.UUID, namespace, reference string) (Site, error) {
-	s, err := scanSite(l.pool.QueryRow(ctx, `SELECT `+siteColumnsQualified+` FROM site_references r JOIN sites s USING (site_id)
-		WHERE r.account_id = $1 AND r.namespace = $2 AND r.reference = $3 AND s.archived_at IS NULL`, account, namespace, reference))
+	s, err := scanSite(l.pool.QueryRow(ctx, siteByReferenceSQL, account, namespace, reference))
 	return s, translate(err)
 }
 
@@ -76,6 +82,15 @@ const siteColumnsQualified = `s.site_id, s.account_id, s.name, s.portfolio_id, s
 
 // ExternalRef is a client's own identifier for a site.
 type ExternalRef struct{ Namespace, Reference string }
+
+const (
+	referenceFingerprintSQL = `SELECT fingerprint FROM site_references WHERE account_id = $1 AND namespace = $2 AND reference = $3`
+	siteByFingerprintSQL    = `SELECT ` + siteColumns + ` FROM sites
+			WHERE account_id = $1 AND fingerprint = $2 AND archived_at IS NULL ORDER BY created_at LIMIT 1`
+	upsertSiteReferenceSQL = `INSERT INTO site_references (account_id, namespace, reference, site_id, fingerprint, created_at)
+				VALUES ($1, $2, $3, $4, $5, $6)
+				ON CONFLICT (account_id, namespace, reference) DO UPDATE SET site_id = excluded.site_id`
+)
 
 // SaveSite registers a boundary for an account: it reuses the account's
 // active site with the same fingerprint or, when create is true, stores a new
@@ -96,7 +111,7 @@ func (l *Ledger) SaveSite(ctx context.Context, s Site, ref *ExternalRef, create 
 		}
 		if ref != nil {
 			var fp string
-			err := tx.QueryRow(ctx, `SELECT fingerprint FROM site_references WHERE account_id = $1 AND namespace = $2 AND reference = $3`,
+			err := tx.QueryRow(ctx, referenceFingerprintSQL,
 				s.AccountID, ref.Namespace, ref.Reference).Scan(&fp)
 			if err == nil && fp != s.Fingerprint {
 				return ErrReferenceConflict
@@ -105,8 +120,7 @@ func (l *Ledger) SaveSite(ctx context.Context, s Site, ref *ExternalRef, create 
 				return nameParams(err, "", "external_reference.namespace", "external_reference.reference")
 			}
 		}
-		existing, err := scanSite(tx.QueryRow(ctx, `SELECT `+siteColumns+` FROM sites
-			WHERE account_id = $1 AND fingerprint = $2 AND archived_at IS NULL ORDER BY created_at LIMIT 1`, s.AccountID, s.Fingerprint))
+		existing, err := scanSite(tx.QueryRow(ctx, siteByFingerprintSQL, s.AccountID, s.Fingerprint))
 		switch {
 		case err == nil:
 			saved = existing
@@ -116,9 +130,7 @@ func (l *Ledger) SaveSite(ctx context.Context, s Site, ref *ExternalRef, create 
 			return ErrCreateNotPermitted
 		default:
 			s.ID, s.CreatedAt, created = newID(), l.now(), true
-			if _, err := tx.Exec(ctx, `INSERT INTO sites (site_id, account_id, name, portfolio_id, geometry, fingerprint, area_m2,
-					min_lon, min_lat, max_lon, max_lat, created_at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			if _, err := tx.Exec(ctx, insertSiteSQL,
 				s.ID, s.AccountID, s.Name, s.PortfolioID, s.Geometry, s.Fingerprint, s.AreaM2,
 				s.Bounds[0], s.Bounds[1], s.Bounds[2], s.Bounds[3], s.CreatedAt); err != nil {
 				return nameParams(err, siteParams...)
@@ -126,9 +138,7 @@ func (l *Ledger) SaveSite(ctx context.Context, s Site, ref *ExternalRef, create 
 			saved = s
 		}
 		if ref != nil {
-			_, err := tx.Exec(ctx, `INSERT INTO site_references (account_id, namespace, reference, site_id, fingerprint, created_at)
-				VALUES ($1, $2, $3, $4, $5, $6)
-				ON CONFLICT (account_id, namespace, reference) DO UPDATE SET site_id = excluded.site_id`,
+			_, err := tx.Exec(ctx, upsertSiteReferenceSQL,
 				s.AccountID, ref.Namespace, ref.Reference, saved.ID, saved.Fingerprint, l.now())
 			return nameParams(err, "", "external_reference.namespace", "external_reference.reference")
 		}
@@ -149,14 +159,16 @@ type SiteFilter struct {
 	Limit       int
 }
 
-// ListSites returns an account's active sites, oldest first, at most Limit+1.
-func (l *Ledger) ListSites(ctx context.Context, account uuid.UUID, f SiteFilter) ([]Site, error) {
-	rows, err := l.pool.Query(ctx, `SELECT `+siteColumns+` FROM sites
+const listSitesSQL = `SELECT ` + siteColumns + ` FROM sites
 		WHERE account_id = $1 AND archived_at IS NULL
 		  AND ($2 = '' OR name ILIKE '%' || $2 || '%')
 		  AND ($3::uuid IS NULL OR portfolio_id = $3)
 		  AND ($4::timestamptz IS NULL OR (created_at, site_id) > ($4, $5))
-		ORDER BY created_at, site_id LIMIT $6`,
+		ORDER BY created_at, site_id LIMIT $6`
+
+// ListSites returns an account's active sites, oldest first, at most Limit+1.
+func (l *Ledger) ListSites(ctx context.Context, account uuid.UUID, f SiteFilter) ([]Site, error) {
+	rows, err := l.pool.Query(ctx, listSitesSQL,
 		account, escapeLike(f.Search), f.PortfolioID, f.AfterTime, f.AfterID, f.Limit+1)
 	if err != nil {
 		return nil, translate(err)
@@ -181,6 +193,15 @@ type SiteUpdate struct {
 	PortfolioID  *uuid.UUID
 }
 
+const (
+	portfolioOwnerSQL = `SELECT account_id FROM portfolios WHERE portfolio_id = $1`
+	updateSiteSQL     = `UPDATE sites SET
+				name = CASE WHEN $3 THEN $4 ELSE name END,
+				portfolio_id = CASE WHEN $5 THEN $6 ELSE portfolio_id END
+			WHERE site_id = $1 AND account_id = $2 AND archived_at IS NULL
+			RETURNING ` + siteColumns
+)
+
 // UpdateSite renames a site or moves it between the account's portfolios.
 // Another account's portfolio is ErrNotFound. The boundary never changes.
 func (l *Ledger) UpdateSite(ctx context.Context, account, id uuid.UUID, u SiteUpdate) (Site, error) {
@@ -188,7 +209,7 @@ func (l *Ledger) UpdateSite(ctx context.Context, account, id uuid.UUID, u SiteUp
 	err := l.tx(ctx, func(tx pgx.Tx) error {
 		if u.SetPortfolio && u.PortfolioID != nil {
 			var owner uuid.UUID
-			err := tx.QueryRow(ctx, `SELECT account_id FROM portfolios WHERE portfolio_id = $1`, *u.PortfolioID).Scan(&owner)
+			err := tx.QueryRow(ctx, portfolioOwnerSQL, *u.PortfolioID).Scan(&owner)
 			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 				return err // an outage is not "no such portfolio"
 			}
@@ -197,11 +218,7 @@ func (l *Ledger) UpdateSite(ctx context.Context, account, id uuid.UUID, u SiteUp
 			}
 		}
 		var err error
-		s, err = scanSite(tx.QueryRow(ctx, `UPDATE sites SET
-				name = CASE WHEN $3 THEN $4 ELSE name END,
-				portfolio_id = CASE WHEN $5 THEN $6 ELSE portfolio_id END
-			WHERE site_id = $1 AND account_id = $2 AND archived_at IS NULL
-			RETURNING `+siteColumns, id, account, u.SetName, u.Name, u.SetPortfolio, u.PortfolioID))
+		s, err = scanSite(tx.QueryRow(ctx, updateSiteSQL, id, account, u.SetName, u.Name, u.SetPortfolio, u.PortfolioID))
 		return nameParams(err, "", "", "", "name")
 	})
 	if errors.Is(err, ErrNotFound) {
@@ -210,9 +227,11 @@ func (l *Ledger) UpdateSite(ctx context.Context, account, id uuid.UUID, u SiteUp
 	return s, translate(err)
 }
 
+const archiveSiteSQL = `UPDATE sites SET archived_at = coalesce(archived_at, $3) WHERE site_id = $1 AND account_id = $2`
+
 // ArchiveSite archives an account's site; archiving again is a no-op.
 func (l *Ledger) ArchiveSite(ctx context.Context, account, id uuid.UUID) error {
-	tag, err := l.pool.Exec(ctx, `UPDATE sites SET archived_at = coalesce(archived_at, $3) WHERE site_id = $1 AND account_id = $2`, id, account, l.now())
+	tag, err := l.pool.Exec(ctx, archiveSiteSQL, id, account, l.now())
 	if err != nil {
 		return translate(err)
 	}
@@ -230,13 +249,15 @@ type PortfolioSummary struct {
 	SiteCount int64
 }
 
-// ListPortfolios returns an account's portfolios, oldest first, at most Limit+1.
-func (l *Ledger) ListPortfolios(ctx context.Context, account uuid.UUID, afterTime *time.Time, afterID uuid.UUID, limit int) ([]PortfolioSummary, error) {
-	rows, err := l.pool.Query(ctx, `SELECT p.portfolio_id, p.name, p.created_at,
+const listPortfoliosSQL = `SELECT p.portfolio_id, p.name, p.created_at,
 			(SELECT count(*) FROM sites s WHERE s.portfolio_id = p.portfolio_id AND s.archived_at IS NULL)
 		FROM portfolios p
 		WHERE p.account_id = $1 AND ($2::timestamptz IS NULL OR (p.created_at, p.portfolio_id) > ($2, $3))
-		ORDER BY p.created_at, p.portfolio_id LIMIT $4`, account, afterTime, afterID, limit+1)
+		ORDER BY p.created_at, p.portfolio_id LIMIT $4`
+
+// ListPortfolios returns an account's portfolios, oldest first, at most Limit+1.
+func (l *Ledger) ListPortfolios(ctx context.Context, account uuid.UUID, afterTime *time.Time, afterID uuid.UUID, limit int) ([]PortfolioSummary, error) {
+	rows, err := l.pool.Query(ctx, listPortfoliosSQL, account, afterTime, afterID, limit+1)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -252,17 +273,21 @@ func (l *Ledger) ListPortfolios(ctx context.Context, account uuid.UUID, afterTim
 	return out, translate(rows.Err())
 }
 
+const portfolioNameSQL = `SELECT name FROM portfolios WHERE portfolio_id = $1 AND account_id = $2`
+
 // Portfolio reads one of an account's portfolios.
 func (l *Ledger) Portfolio(ctx context.Context, account, id uuid.UUID) (Portfolio, error) {
 	p := Portfolio{ID: id, AccountID: account}
-	err := l.pool.QueryRow(ctx, `SELECT name FROM portfolios WHERE portfolio_id = $1 AND account_id = $2`, id, account).Scan(&p.Name)
+	err := l.pool.QueryRow(ctx, portfolioNameSQL, id, account).Scan(&p.Name)
 	return p, translate(err)
 }
+
+const parcelGeometriesSQL = `SELECT cadastre_id, geometry FROM parcels WHERE jurisdiction = $1 AND cadastre_id = ANY ($2)`
 
 // ParcelGeometries reads the GeoJSON polygons of the listed parcels of a
 // jurisdiction; ids not in the gazetteer are absent from the map.
 func (l *Ledger) ParcelGeometries(ctx context.Context, jurisdiction string, ids []string) (map[string]json.RawMessage, error) {
-	rows, err := l.pool.Query(ctx, `SELECT cadastre_id, geometry FROM parcels WHERE jurisdiction = $1 AND cadastre_id = ANY ($2)`, jurisdiction, ids)
+	rows, err := l.pool.Query(ctx, parcelGeometriesSQL, jurisdiction, ids)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -300,15 +325,14 @@ func (l *Ledger) saveSitePipelined(ctx context.Context, s Site, create bool) (sa
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue("SET LOCAL synchronous_commit = off")
-	b.Queue(`SELECT account_id FROM accounts WHERE account_id = $1 FOR UPDATE`, s.AccountID)
+	b.Queue(lockAccountSQL, s.AccountID)
 	if create {
 		// Only when it may insert: the site's values are not even sent
 		// otherwise (a value PostgreSQL refuses fails only a creation).
 		b.Queue(saveSiteSQL, id, s.AccountID, s.Name, s.PortfolioID, s.Geometry, s.Fingerprint, s.AreaM2,
 			s.Bounds[0], s.Bounds[1], s.Bounds[2], s.Bounds[3], now)
 	}
-	b.Queue(`SELECT `+siteColumns+` FROM sites
-		WHERE account_id = $1 AND fingerprint = $2 AND archived_at IS NULL ORDER BY created_at LIMIT 1`, s.AccountID, s.Fingerprint)
+	b.Queue(siteByFingerprintSQL, s.AccountID, s.Fingerprint)
 	b.Queue("COMMIT")
 	br := l.pool.SendBatch(ctx, b)
 	var locked, found bool

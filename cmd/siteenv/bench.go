@@ -1,3 +1,9 @@
+//go:build !nobench
+
+// The benchmark harness's commands. A production build leaves them, and
+// package bench with its PostGIS and ogr2ogr baselines, out of the binary
+// with -tags nobench (bench_off.go); `make build` builds the full binary.
+
 package main
 
 import (

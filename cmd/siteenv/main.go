@@ -50,8 +50,8 @@ Usage:
 Every command takes --data-dir (or SITEENV_DATA_DIR) and reaches the same
 database and store as serve, whether or not a server is running.
 Environment: SITEENV_DATA_DIR, SITEENV_DATABASE_URL, SITEENV_STORE (file:///path or
-s3://bucket/prefix with SITEENV_S3_ENDPOINT, SITEENV_S3_ACCESS_KEY, SITEENV_S3_SECRET_KEY),
-SITEENV_SECRET, SITEENV_LOG_LEVEL (debug|info|warn|error), SITEENV_ENGINE_MEMORY, SITEENV_STORE_RECENT,
+s3://bucket/prefix with SITEENV_S3_ENDPOINT, SITEENV_S3_ACCESS_KEY, SITEENV_S3_SECRET_KEY, SITEENV_S3_REGION),
+SITEENV_SECRET, SITEENV_LOG_LEVEL (debug|info|warn|error), SITEENV_ENGINE_MEMORY, SITEENV_INGEST_MEMORY, SITEENV_STORE_RECENT,
 SITEENV_QUERY_ATTEMPT (default 120s), SITEENV_REPORT_ATTEMPT (default 10m), SITEENV_QUERY_SWEEP (default 30s),
 SITEENV_JOB_LEASE (default 5s: a killed replica's work is taken over within about 1.5 leases),
 SITEENV_PG_BIN (the embedded PostgreSQL's bin dir), SITEENV_METRICS_ADDR and
