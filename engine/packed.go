@@ -102,12 +102,13 @@ func (x *expander) positions(n uint32) error {
 	x.in = x.in[n*8:]
 	out := slices.Grow(x.out, int(n)*16)
 	o := out[len(out) : len(out)+int(n)*16]
-	for len(in) >= 8 && len(o) >= 16 {
-		vx := float64(int32(binary.LittleEndian.Uint32(in[:4]))) / packScale
-		vy := float64(int32(binary.LittleEndian.Uint32(in[4:8]))) / packScale
-		binary.LittleEndian.PutUint64(o[:8], math.Float64bits(vx))
-		binary.LittleEndian.PutUint64(o[8:16], math.Float64bits(vy))
-		in, o = in[8:], o[16:]
+	for j := range int(n) {
+		src := in[8*j : 8*j+8 : 8*j+8]
+		dst := o[16*j : 16*j+16 : 16*j+16]
+		vx := float64(int32(binary.LittleEndian.Uint32(src[0:4]))) / packScale
+		vy := float64(int32(binary.LittleEndian.Uint32(src[4:8]))) / packScale
+		binary.LittleEndian.PutUint64(dst[0:8], math.Float64bits(vx))
+		binary.LittleEndian.PutUint64(dst[8:16], math.Float64bits(vy))
 	}
 	x.out = out[:len(out)+int(n)*16]
 	return nil
