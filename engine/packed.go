@@ -102,12 +102,13 @@ func (x *expander) positions(n uint32) error {
 	x.in = x.in[n*8:]
 	out := slices.Grow(x.out, int(n)*16)
 	o := out[len(out) : len(out)+int(n)*16]
-	for len(in) >= 8 && len(o) >= 16 {
-		vx := float64(int32(binary.LittleEndian.Uint32(in[:4]))) / packScale
-		vy := float64(int32(binary.LittleEndian.Uint32(in[4:8]))) / packScale
-		binary.LittleEndian.PutUint64(o[:8], math.Float64bits(vx))
-		binary.LittleEndian.PutUint64(o[8:16], math.Float64bits(vy))
-		in, o = in[8:], o[16:]
+	for j := range int(n) {
+		src := in[8*j : 8*j+8 : 8*j+8]
+		dst := o[16*j : 16*j+16 : 16*j+16]
+		vx := float64(int32(binary.LittleEndian.Uint32(src[0:4]))) / packScale
+		vy := float64(int32(binary.LittleEndian.Uint32(src[4:8]))) / packScale
+		binary.LittleEndian.PutUint64(dst[0:8], math.Float64bits(vx))
+		binary.LittleEndian.PutUint64(dst[8:16], math.Float64bits(vy))
 	}
 	x.out = out[:len(out)+int(n)*16]
 	return nil
@@ -280,33 +281,39 @@ const packSplit = 4096
 
 // newGeomStore stores the geometries wkb (which it does not keep),
 // packing those that pack, on several goroutines for many rows. It
-// returns the store and the bytes of wkb it replaces.
+// returns the store and the bytes of wkb it replaces. Each part packs
+// into its own region of one buffer of the WKB's size (a packed geometry
+// is never longer than its WKB), the parts are then moved together, and
+// the buffer is copied to its length only when packing left an eighth of
+// it unused.
 func newGeomStore(wkb [][]byte) (*geomStore, int64) {
 	n := len(wkb)
 	parts := min(runtime.GOMAXPROCS(0), max(1, n/packSplit))
-	bufs := make([][]byte, parts)
-	ends := make([]uint32, n)
+	starts := make([]int, parts+1) // each part's region in buf
 	var wkbBytes int64
-	for _, w := range wkb {
-		wkbBytes += int64(len(w))
-	}
-	pack := func(p int) {
+	for p := range parts {
 		lo, hi := p*n/parts, (p+1)*n/parts
-		var size int
+		size := 0
 		for _, w := range wkb[lo:hi] {
 			size += len(w)
 		}
-		// Packed geometries are smaller than their WKB, so this is the
-		// most the part needs.
-		buf := make([]byte, 0, size+1)
+		starts[p+1] = starts[p] + size
+		wkbBytes += int64(size)
+	}
+	buf := make([]byte, starts[parts])
+	ends := make([]uint32, n)
+	lens := make([]int, parts) // bytes each part wrote
+	pack := func(p int) {
+		lo, hi := p*n/parts, (p+1)*n/parts
+		out := buf[starts[p]:starts[p]:starts[p+1]]
 		for i, w := range wkb[lo:hi] {
 			var ok bool
-			if buf, ok = packWKB(buf, w); !ok {
-				buf = append(buf, w...)
+			if out, ok = packWKB(out, w); !ok {
+				out = append(out, w...)
 			}
-			ends[lo+i] = uint32(len(buf))
+			ends[lo+i] = uint32(len(out))
 		}
-		bufs[p] = buf
+		lens[p] = len(out)
 	}
 	var wg sync.WaitGroup
 	for p := 1; p < parts; p++ {
@@ -314,22 +321,22 @@ func newGeomStore(wkb [][]byte) (*geomStore, int64) {
 	}
 	pack(0)
 	wg.Wait()
-	var total int
-	for _, b := range bufs {
-		total += len(b)
-	}
-	g := &geomStore{buf: make([]byte, 0, total), ends: ends}
-	for p, b := range bufs {
-		off := uint32(len(g.buf))
-		g.buf = append(g.buf, b...)
-		if off > 0 {
+	total := 0
+	for p := range parts {
+		if p > 0 {
+			copy(buf[total:], buf[starts[p]:starts[p]+lens[p]]) // to the left: regions are in order
 			lo, hi := p*n/parts, (p+1)*n/parts
 			for i := lo; i < hi; i++ {
-				ends[i] += off
+				ends[i] += uint32(total)
 			}
 		}
+		total += lens[p]
 	}
-	return g, wkbBytes
+	buf = buf[:total]
+	if total < cap(buf)*7/8 {
+		buf = slices.Clone(buf)
+	}
+	return &geomStore{buf: buf, ends: ends}, wkbBytes
 }
 
 // checkGeomBytes refuses a tile whose geometries a geomStore cannot
