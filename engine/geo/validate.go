@@ -50,6 +50,9 @@ func tooManyVertices(n, max int) *ValidationError {
 	return e
 }
 
+// CoordPath formats the path of a ValidationError: "coordinates[i][j]...".
+func CoordPath(idx ...int) string { return coordPath(idx...) }
+
 // coordPath formats "coordinates[i][j]...".
 func coordPath(idx ...int) string {
 	var b strings.Builder
@@ -119,13 +122,13 @@ func Validate(g orb.Geometry, maxVertices int) error {
 			}
 		}
 	case orb.LineString:
-		err = checkLine(g, nil)
+		err = CheckLine(g, nil, checkPosition)
 	case orb.MultiLineString:
 		if len(g) == 0 {
 			return invalid("coordinates", "MultiLineString needs at least 1 LineString")
 		}
 		for i, ls := range g {
-			if err = checkLine(ls, []int{i}); err != nil {
+			if err = CheckLine(ls, []int{i}, checkPosition); err != nil {
 				break
 			}
 		}
@@ -207,13 +210,21 @@ func pathAt(prefix []int, i int) func() string {
 	return func() string { return coordPath(append(append([]int(nil), prefix...), i)...) }
 }
 
-func checkLine(ls orb.LineString, prefix []int) *ValidationError {
+// PositionCheck checks one position; path builds the position's path
+// only when needed.
+type PositionCheck func(p orb.Point, path func() string) *ValidationError
+
+// CheckLine applies the LineString rule that site geometry (Validate) and
+// source rows (ingest, before reprojection) share: at least 2 positions, 2
+// of them distinct, each passing check. prefix is the LineString's index
+// within coordinates (nil for a LineString geometry).
+func CheckLine(ls orb.LineString, prefix []int, check PositionCheck) *ValidationError {
 	if len(ls) < 2 {
 		return invalid(coordPath(prefix...), "LineString has %d positions; at least 2 are required", len(ls))
 	}
 	distinct := false
 	for i, p := range ls {
-		if err := checkPosition(p, pathAt(prefix, i)); err != nil {
+		if err := check(p, pathAt(prefix, i)); err != nil {
 			return err
 		}
 		if p != ls[0] {
