@@ -176,23 +176,30 @@ func allowedList(allowed map[string]bool) string {
 	return strings.Join(out, ", ")
 }
 
-// checkFinite is the position check of source rows (a geo.PositionCheck):
-// finite, in any range (positions may be MGA metres).
 func checkFinite(pt orb.Point, path func() string) *geomError {
-	switch {
-	case math.IsNaN(pt[0]) || math.IsInf(pt[0], 0):
-		return badGeom(path(), "longitude (x) is not a finite number")
-	case math.IsNaN(pt[1]) || math.IsInf(pt[1], 0):
-		return badGeom(path(), "latitude (y) is not a finite number")
+	if reason := sourcePosition(pt); reason != "" {
+		return badGeom(path(), "%s", reason)
 	}
 	return nil
+}
+
+// sourcePosition is the position rule of source rows (a geo.PositionRule):
+// finite, in any range (positions may be MGA metres).
+func sourcePosition(pt orb.Point) string {
+	switch {
+	case math.IsNaN(pt[0]) || math.IsInf(pt[0], 0):
+		return "longitude (x) is not a finite number"
+	case math.IsNaN(pt[1]) || math.IsInf(pt[1], 0):
+		return "latitude (y) is not a finite number"
+	}
+	return ""
 }
 
 func checkLine(ls orb.LineString, prefix []int) *geomError {
 	if len(ls) == 0 {
 		return badGeom(coordPath(prefix...), "empty geometry: LineString has no positions")
 	}
-	return geo.CheckLine(ls, prefix, checkFinite)
+	return geo.CheckLine(ls, prefix, sourcePosition)
 }
 
 func checkPolygon(pg orb.Polygon, prefix []int) *geomError {
