@@ -34,17 +34,8 @@ func tooManyPositions(max int) *geomError {
 	return badGeom("coordinates", "geometry has more than %d positions (the vertex cap)", max)
 }
 
-// coordPath formats "coordinates[i][j]...".
-func coordPath(idx ...int) string {
-	var b strings.Builder
-	b.WriteString("coordinates")
-	for _, i := range idx {
-		b.WriteByte('[')
-		b.WriteString(strconv.Itoa(i))
-		b.WriteByte(']')
-	}
-	return b.String()
-}
+// coordPath formats "coordinates[i][j]...", as geo's paths are.
+func coordPath(idx ...int) string { return geo.CoordPath(idx...) }
 
 func truncate(s string, n int) string {
 	if len(s) > n {
@@ -139,13 +130,13 @@ func checkStructure(g orb.Geometry, allowed map[string]bool) *geomError {
 	}
 	switch g := g.(type) {
 	case orb.Point:
-		return checkFinite(g, "coordinates")
+		return checkFinite(g, func() string { return "coordinates" })
 	case orb.MultiPoint:
 		if len(g) == 0 {
 			return badGeom("coordinates", "empty geometry: MultiPoint has no positions")
 		}
 		for i, pt := range g {
-			if err := checkFinite(pt, coordPath(i)); err != nil {
+			if err := checkFinite(pt, func() string { return coordPath(i) }); err != nil {
 				return err
 			}
 		}
@@ -185,36 +176,30 @@ func allowedList(allowed map[string]bool) string {
 	return strings.Join(out, ", ")
 }
 
-func checkFinite(pt orb.Point, path string) *geomError {
-	switch {
-	case math.IsNaN(pt[0]) || math.IsInf(pt[0], 0):
-		return badGeom(path, "longitude (x) is not a finite number")
-	case math.IsNaN(pt[1]) || math.IsInf(pt[1], 0):
-		return badGeom(path, "latitude (y) is not a finite number")
+func checkFinite(pt orb.Point, path func() string) *geomError {
+	if reason := sourcePosition(pt); reason != "" {
+		return badGeom(path(), "%s", reason)
 	}
 	return nil
+}
+
+// sourcePosition is the position rule of source rows (a geo.PositionRule):
+// finite, in any range (positions may be MGA metres).
+func sourcePosition(pt orb.Point) string {
+	switch {
+	case math.IsNaN(pt[0]) || math.IsInf(pt[0], 0):
+		return "longitude (x) is not a finite number"
+	case math.IsNaN(pt[1]) || math.IsInf(pt[1], 0):
+		return "latitude (y) is not a finite number"
+	}
+	return ""
 }
 
 func checkLine(ls orb.LineString, prefix []int) *geomError {
 	if len(ls) == 0 {
 		return badGeom(coordPath(prefix...), "empty geometry: LineString has no positions")
 	}
-	if len(ls) < 2 {
-		return badGeom(coordPath(prefix...), "LineString has %d positions; at least 2 are required", len(ls))
-	}
-	distinct := false
-	for i, pt := range ls {
-		if err := checkFinite(pt, coordPath(append(prefix, i)...)); err != nil {
-			return err
-		}
-		if pt != ls[0] {
-			distinct = true
-		}
-	}
-	if !distinct {
-		return badGeom(coordPath(prefix...), "LineString has fewer than 2 distinct positions")
-	}
-	return nil
+	return geo.CheckLine(ls, prefix, sourcePosition)
 }
 
 func checkPolygon(pg orb.Polygon, prefix []int) *geomError {
@@ -228,7 +213,7 @@ func checkPolygon(pg orb.Polygon, prefix []int) *geomError {
 			return badGeom(path, "ring has %d positions; at least 4 are required", len(ring))
 		}
 		for i, pt := range ring {
-			if err := checkFinite(pt, coordPath(append(idx, i)...)); err != nil {
+			if err := checkFinite(pt, func() string { return coordPath(append(idx, i)...) }); err != nil {
 				return err
 			}
 		}

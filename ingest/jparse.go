@@ -33,6 +33,9 @@ func (e *jsonSyntaxError) Error() string {
 // featureError words the tokenizer's syntax errors as a feature's; other
 // errors pass unchanged.
 func featureError(err error) error {
+	if err == nil {
+		return nil // before errors.As, whose target escapes: no allocation per feature
+	}
 	var se *jsonscan.SyntaxError
 	if errors.As(err, &se) {
 		return &jsonSyntaxError{se.Offset, se.Detail()}

@@ -50,6 +50,9 @@ func tooManyVertices(n, max int) *ValidationError {
 	return e
 }
 
+// CoordPath formats the path of a ValidationError: "coordinates[i][j]...".
+func CoordPath(idx ...int) string { return coordPath(idx...) }
+
 // coordPath formats "coordinates[i][j]...".
 func coordPath(idx ...int) string {
 	var b strings.Builder
@@ -119,13 +122,13 @@ func Validate(g orb.Geometry, maxVertices int) error {
 			}
 		}
 	case orb.LineString:
-		err = checkLine(g, nil)
+		err = CheckLine(g, nil, sitePosition)
 	case orb.MultiLineString:
 		if len(g) == 0 {
 			return invalid("coordinates", "MultiLineString needs at least 1 LineString")
 		}
 		for i, ls := range g {
-			if err = checkLine(ls, []int{i}); err != nil {
+			if err = CheckLine(ls, []int{i}, sitePosition); err != nil {
 				break
 			}
 		}
@@ -189,17 +192,26 @@ func typeName(g orb.Geometry) string {
 // checkPosition returns nil or the error for position p; path builds the
 // error's path only when needed.
 func checkPosition(p orb.Point, path func() string) *ValidationError {
-	switch lon, lat := p[0], p[1]; {
-	case math.IsNaN(lon) || math.IsInf(lon, 0):
-		return invalid(path(), "longitude is not a finite number")
-	case math.IsNaN(lat) || math.IsInf(lat, 0):
-		return invalid(path(), "latitude is not a finite number")
-	case lon < -180 || lon > 180:
-		return invalid(path(), "longitude %s out of range -180..180", fmtNum(lon))
-	case lat < -90 || lat > 90:
-		return invalid(path(), "latitude %s out of range -90..90", fmtNum(lat))
+	if reason := sitePosition(p); reason != "" {
+		return &ValidationError{Path: path(), Reason: reason}
 	}
 	return nil
+}
+
+// sitePosition is the position rule of site geometry (a PositionRule):
+// finite, longitude in -180..180, latitude in -90..90.
+func sitePosition(p orb.Point) string {
+	switch lon, lat := p[0], p[1]; {
+	case math.IsNaN(lon) || math.IsInf(lon, 0):
+		return "longitude is not a finite number"
+	case math.IsNaN(lat) || math.IsInf(lat, 0):
+		return "latitude is not a finite number"
+	case lon < -180 || lon > 180:
+		return "longitude " + fmtNum(lon) + " out of range -180..180"
+	case lat < -90 || lat > 90:
+		return "latitude " + fmtNum(lat) + " out of range -90..90"
+	}
+	return ""
 }
 
 // pathAt returns a func formatting coordPath(prefix..., i).
@@ -207,14 +219,21 @@ func pathAt(prefix []int, i int) func() string {
 	return func() string { return coordPath(append(append([]int(nil), prefix...), i)...) }
 }
 
-func checkLine(ls orb.LineString, prefix []int) *ValidationError {
+// PositionRule returns why position p is refused, or "".
+type PositionRule func(p orb.Point) string
+
+// CheckLine applies the LineString rule that site geometry (Validate) and
+// source rows (ingest, before reprojection) share: at least 2 positions, 2
+// of them distinct, each passing rule. prefix is the LineString's index
+// within coordinates (nil for a LineString geometry).
+func CheckLine(ls orb.LineString, prefix []int, rule PositionRule) *ValidationError {
 	if len(ls) < 2 {
 		return invalid(coordPath(prefix...), "LineString has %d positions; at least 2 are required", len(ls))
 	}
 	distinct := false
 	for i, p := range ls {
-		if err := checkPosition(p, pathAt(prefix, i)); err != nil {
-			return err
+		if reason := rule(p); reason != "" {
+			return &ValidationError{Path: pathAt(prefix, i)(), Reason: reason}
 		}
 		if p != ls[0] {
 			distinct = true
