@@ -10,7 +10,7 @@ import (
 	"github.com/paulmach/orb/geojson"
 
 	"siteenv/engine/geo"
-	"siteenv/report/basemap"
+	"siteenv/engine/geo/austates"
 )
 
 // reportJurisdiction decides a report's jurisdiction from the site's
@@ -61,16 +61,16 @@ func reportJurisdiction(geometry json.RawMessage, given string) (string, error) 
 	return given, nil
 }
 
-// siteStates returns, sorted, the codes of the states and territories of
-// the embedded basemap that the site's centroid or vertices lie in (at most
-// two): geo.StatesOf over report/basemap's outlines.
-func siteStates(g orb.Geometry) []string { return geo.StatesOf(g, basemapOutlines{}) }
+// siteStates returns, sorted, the codes of the states and territories
+// that the site's centroid or vertices lie in (at most two): geo.StatesOf
+// over engine/geo/austates' outlines.
+func siteStates(g orb.Geometry) []string { return geo.StatesOf(g, stateOutlines{}) }
 
-// basemapOutlines adapts report/basemap to geo.RegionOutlines.
-type basemapOutlines struct{}
+// stateOutlines adapts engine/geo/austates to geo.RegionOutlines.
+type stateOutlines struct{}
 
-func (basemapOutlines) Within(b orb.Bound) []geo.Region {
-	states := basemap.Within(b)
+func (stateOutlines) Within(b orb.Bound) []geo.Region {
+	states := austates.Within(b)
 	out := make([]geo.Region, len(states))
 	for i, s := range states {
 		out[i] = geo.Region{Code: s.Code, Geometry: s.Geometry}
@@ -78,4 +78,4 @@ func (basemapOutlines) Within(b orb.Bound) []geo.Region {
 	return out
 }
 
-func (basemapOutlines) At(p orb.Point) string { return basemap.StateAt(p) }
+func (stateOutlines) At(p orb.Point) string { return austates.StateAt(p) }

@@ -19,9 +19,9 @@ import (
 	"github.com/paulmach/orb/planar"
 
 	"siteenv/api"
+	"siteenv/engine/geo/austates"
 	"siteenv/jobs"
 	"siteenv/ledger"
-	"siteenv/report/basemap"
 	"siteenv/tiles"
 )
 
@@ -376,7 +376,7 @@ func TestReportJurisdiction(t *testing.T) {
 func TestReportJurisdictionRule(t *testing.T) {
 	t.Parallel()
 	var jbt orb.Point
-	for _, s := range basemap.States() {
+	for _, s := range austates.States() {
 		if s.Code == "JBT" {
 			jbt, _ = planar.CentroidArea(s.Geometry)
 		}
@@ -401,13 +401,13 @@ func TestReportJurisdictionRule(t *testing.T) {
 			t.Errorf("%s given %q: %q %q %v, want %q %q", tc.geometry, tc.given, got, code, err, tc.want, tc.code)
 		}
 	}
-	if basemap.StateAt(jbt) != "JBT" {
-		t.Fatalf("the JBT probe %v lies in %q", jbt, basemap.StateAt(jbt))
+	if austates.StateAt(jbt) != "JBT" {
+		t.Fatalf("the JBT probe %v lies in %q", jbt, austates.StateAt(jbt))
 	}
 }
 
 // TestSiteStatesAgreesWithStateAt: the fast rule (only the state edges that
-// cross a site's bound) finds what asking basemap.StateAt of every vertex
+// cross a site's bound) finds what asking austates.StateAt of every vertex
 // and the centroid finds, for random sites across borders and coasts.
 func TestSiteStatesAgreesWithStateAt(t *testing.T) {
 	t.Parallel()
@@ -428,7 +428,7 @@ func TestSiteStatesAgreesWithStateAt(t *testing.T) {
 				var want []string
 				centroid, _ := planar.CentroidArea(mp)
 				for _, p := range append(orb.MultiPoint{centroid}, mp...) {
-					if code := basemap.StateAt(p); code != "" && !slices.Contains(want, code) {
+					if code := austates.StateAt(p); code != "" && !slices.Contains(want, code) {
 						want = append(want, code)
 					}
 				}

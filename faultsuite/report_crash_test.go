@@ -20,7 +20,10 @@ func TestKill9DuringReportBuilds(t *testing.T) {
 		price = 30
 	)
 	dsn := newDatabase(t)
-	timings := []string{"SITEENV_REPORT_ATTEMPT=2s", "SITEENV_QUERY_SWEEP=1s"}
+	// The killed build is taken over when its lease lapses (seconds), not
+	// when its attempt would end: the attempt stays long enough that a
+	// build on a loaded machine is not cut off by its own deadline.
+	timings := []string{"SITEENV_REPORT_ATTEMPT=60s", "SITEENV_QUERY_SWEEP=1s"}
 	e := env{dataDir: scratchDir(t), dsn: dsn, extra: timings}
 	l := openLedger(t, dsn)
 	loadCatalogue(t, e, l)
