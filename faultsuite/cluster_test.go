@@ -187,6 +187,11 @@ func newCluster(t *testing.T) *cluster {
 // replica starts one more `siteenv serve` on the shared database and bucket,
 // with its own scratch data dir (a replica keeps nothing there) and extra
 // settings.
+// noShard is a replica's engine budget under one shard: its warm start
+// leaves nothing resident, so each query reads its tiles from S3 (the steps
+// that hold S3 to keep a query running start their replicas with it).
+const noShard = "SITEENV_ENGINE_MEMORY=1KiB"
+
 func (c *cluster) replica(t *testing.T, extra ...string) *server {
 	t.Helper()
 	c.n++
@@ -653,10 +658,11 @@ func TestCluster(t *testing.T) {
 	b.terminate()
 
 	step("RunningAndQueuedLimits", func(t *testing.T) {
-		// Three fresh replicas (six workers, none with a shard loaded) and S3
-		// held: claimed queries block on their first tile read, so the
-		// account's running count shows what the claim enforces.
-		rs := []*server{c.replica(t), c.replica(t), c.replica(t)}
+		// Three fresh replicas (six workers, none with a shard loaded: a
+		// budget under one shard leaves their warm start nothing resident)
+		// and S3 held: claimed queries block on their first tile read, so
+		// the account's running count shows what the claim enforces.
+		rs := []*server{c.replica(t, noShard), c.replica(t, noShard), c.replica(t, noShard)}
 		var cls []*client
 		for _, s := range rs {
 			cls = append(cls, c.client(t, s))
@@ -747,7 +753,7 @@ func TestCluster(t *testing.T) {
 		// and finishes them: within 15 s of the kill, the report charged once.
 		const price = 30
 		cli(t, c.e, "admin", "config", "set", "report-price", fmt.Sprint(price))
-		a2 := c.replica(t)
+		a2 := c.replica(t, noShard) // its query waits on S3 for a tile
 		ca2 := c.client(t, a2)
 		tn := c.tenant(t, 1000)
 		site := createSite(t, ca2, tn.key, 1, nil)
@@ -830,7 +836,7 @@ func TestCluster(t *testing.T) {
 	})
 
 	step("SigtermHandsWorkBack", func(t *testing.T) {
-		a3 := c.replica(t)
+		a3 := c.replica(t, noShard) // its query waits on S3 for a tile
 		ca3 := c.client(t, a3)
 		tn := c.tenant(t, 0)
 		site := createSite(t, ca3, tn.key, 1, nil)
