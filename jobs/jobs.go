@@ -36,6 +36,11 @@ type Config struct {
 	QueueLimit time.Duration
 	// Retain keeps results after completion; default 24 h.
 	Retain time.Duration
+	// WriteBehindBytes bounds the bytes of the results answered before
+	// their files are stored (writebehind.go); default 256 MiB. When the
+	// store falls behind (slow or unreachable), a result beyond it is
+	// written before its answer, so memory holds at most this much.
+	WriteBehindBytes int64
 	// MaxAttempts before a repeatedly crashing query or report build fails
 	// (a failed report is refunded); default 3.
 	MaxAttempts int
@@ -103,6 +108,9 @@ func (c Config) WithDefaults() Config {
 	if c.Retain == 0 {
 		c.Retain = 24 * time.Hour
 	}
+	if c.WriteBehindBytes == 0 {
+		c.WriteBehindBytes = 256 << 20
+	}
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = 3
 	}
@@ -148,7 +156,7 @@ func (c Config) validate() error {
 		{"QueueLimit", c.QueueLimit < 0, c.QueueLimit}, {"Retain", c.Retain < 0, c.Retain},
 		{"Poll", c.Poll < 0, c.Poll}, {"Sweep", c.Sweep < 0, c.Sweep},
 		{"ReportWorkers", c.ReportWorkers < 0, c.ReportWorkers}, {"ReportAttempt", c.ReportAttempt < 0, c.ReportAttempt},
-		{"Lease", c.Lease < 0, c.Lease},
+		{"Lease", c.Lease < 0, c.Lease}, {"WriteBehindBytes", c.WriteBehindBytes < 0, c.WriteBehindBytes},
 	} {
 		if f.negative {
 			return fmt.Errorf("%w: %s must not be negative (0 takes the default), got %v", ErrInvalidConfig, f.name, f.value)
@@ -758,8 +766,13 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded, row
 	if err := out.Commit(); err != nil && !errors.Is(err, store.ErrExists) {
 		return r.fail(ctx, q, rec, "source_unavailable", err)
 	}
-	if mem != nil {
-		r.pending.put(key, mem.b)
+	if mem != nil && !r.pending.reserve(key, mem.b, r.cfg.WriteBehindBytes) {
+		// Too much awaits its write already (the store is slow or
+		// unreachable): this result is stored before its answer.
+		if err := r.storeResult(ctx, key, mem.b); err != nil {
+			return r.fail(ctx, q, rec, "source_unavailable", err)
+		}
+		mem = nil
 	}
 	r.cfg.Phases.Done(phase.ResultWrite, tw)
 	// Not abandoned halfway once the result is stored: a cancellation from

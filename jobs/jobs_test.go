@@ -728,7 +728,7 @@ func TestConfigValidate(t *testing.T) {
 func TestConfigWithDefaults(t *testing.T) {
 	t.Parallel()
 	d := jobs.Config{}.WithDefaults()
-	want := jobs.Config{Workers: 2, MaxRunning: 4, Attempt: 120 * time.Second, QueueLimit: 10 * time.Minute, Retain: 24 * time.Hour,
+	want := jobs.Config{Workers: 2, MaxRunning: 4, Attempt: 120 * time.Second, QueueLimit: 10 * time.Minute, Retain: 24 * time.Hour, WriteBehindBytes: 256 << 20,
 		MaxAttempts: 3, ReportWorkers: 1, ReportAttempt: 10 * time.Minute, Lease: 5 * time.Second, MaxReportBytes: jobs.MaxPDFBytes,
 		Poll: 500 * time.Millisecond, Sweep: 30 * time.Second, Logger: slog.Default()}
 	if !reflect.DeepEqual(d, want) {

@@ -41,10 +41,12 @@ func chunkFeatures(chunks []recordChunk) int {
 }
 
 // pendingResults are the results answered before their files are stored,
-// by key. Safe for concurrent use.
+// by key, and their bytes in all (bounded by Config.WriteBehindBytes).
+// Safe for concurrent use.
 type pendingResults struct {
-	mu sync.Mutex
-	m  map[string]*pendingResult
+	mu    sync.Mutex
+	m     map[string]*pendingResult
+	bytes int64
 }
 
 type pendingResult struct {
@@ -52,10 +54,29 @@ type pendingResult struct {
 	dropped bool // released (DropResult) before its write finished; under mu
 }
 
-func (p *pendingResults) put(key string, data []byte) {
+// reserve holds data as key's pending result unless the results pending
+// would then exceed limit bytes; false: not held (store it now).
+func (p *pendingResults) reserve(key string, data []byte, limit int64) bool {
 	p.mu.Lock()
-	p.m[key] = &pendingResult{data: data}
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	old := p.m[key]
+	held := p.bytes + int64(len(data))
+	if old != nil {
+		held -= int64(len(old.data))
+	}
+	if held > limit {
+		return false
+	}
+	p.m[key], p.bytes = &pendingResult{data: data}, held
+	return true
+}
+
+// deleteLocked forgets key's pending result; p.mu held.
+func (p *pendingResults) deleteLocked(key string) {
+	if e := p.m[key]; e != nil {
+		p.bytes -= int64(len(e.data))
+		delete(p.m, key)
+	}
 }
 
 func (p *pendingResults) get(key string) *pendingResult {
@@ -66,7 +87,7 @@ func (p *pendingResults) get(key string) *pendingResult {
 
 func (p *pendingResults) remove(key string) {
 	p.mu.Lock()
-	delete(p.m, key)
+	p.deleteLocked(key)
 	p.mu.Unlock()
 }
 
@@ -76,7 +97,7 @@ func (p *pendingResults) stored(key string, e *pendingResult) (dropped bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.m[key] == e {
-		delete(p.m, key)
+		p.deleteLocked(key)
 	}
 	return e.dropped
 }
@@ -88,7 +109,7 @@ func (r *Runner) DropResult(key string) {
 	r.pending.mu.Lock()
 	if e := r.pending.m[key]; e != nil {
 		e.dropped = true
-		delete(r.pending.m, key)
+		r.pending.deleteLocked(key)
 	}
 	r.pending.mu.Unlock()
 }
@@ -204,7 +225,14 @@ func (r *Runner) recompute(ctx context.Context, account, id uuid.UUID, key strin
 		return nil, fmt.Errorf("%w: query %s: %d bytes, answered %d", ErrResultDiffers, full.ID, len(mem.b), full.ResultBytes)
 	}
 	r.cfg.Logger.Info("result recomputed", "query_id", full.ID, "bytes", len(mem.b))
-	r.pending.put(key, mem.b)
+	if !r.pending.reserve(key, mem.b, r.cfg.WriteBehindBytes) {
+		// Too much awaits its write already: stored now; a failure leaves
+		// the next page to recompute it again.
+		if err := r.storeResult(ctx, key, mem.b); err != nil {
+			r.cfg.Logger.Warn("recomputed result not stored; its next page recomputes it", "key", key, "err", err)
+		}
+		return mem.b, nil
+	}
 	r.writeBehind(ctx, key)
 	return mem.b, nil
 }

@@ -108,3 +108,30 @@ func TestResultWrittenBehindIsRecomputedAfterACrash(t *testing.T) {
 		t.Fatalf("a released result was stored again: %v", err)
 	}
 }
+
+// TestWriteBehindIsBounded: a result that would take the results awaiting
+// their write past Config.WriteBehindBytes is stored before its answer (a
+// slow or unreachable store must not make memory grow with the queue).
+func TestWriteBehindIsBounded(t *testing.T) {
+	b := setup(t)
+	r := b.runner(jobs.Config{Workers: 1, WriteBehindBytes: 1}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r.Start(ctx)
+	defer r.Stop(context.Background()) //nolint:errcheck // only the file matters here
+	q := b.admit(true, time.Minute)
+	res := r.RunNow(b.ctx, q, 30*time.Second)
+	if !res.Accepted || res.Finish == nil {
+		t.Fatalf("RunNow %+v: want its finish handed over", res)
+	}
+	row := res.Finish.Row
+	if row.ResultKey == nil || row.ResultBytes <= 1 {
+		t.Fatalf("handed row: key %v, %d bytes", row.ResultKey, row.ResultBytes)
+	}
+	// Stored before the answer, as a worker's result is.
+	info, err := b.store.Stat(b.ctx, *row.ResultKey)
+	if err != nil || info.Size != row.ResultBytes {
+		t.Fatalf("result file at the answer: %+v, %v; want %d bytes stored", info, err, row.ResultBytes)
+	}
+	res.Finish.Decline()
+}
