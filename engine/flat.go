@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/paulmach/orb"
+
+	"siteenv/engine/geo"
 )
 
 // flat is a geometry held in flat, reusable buffers: its positions
@@ -151,13 +153,13 @@ func (f *flat) appendOrb(g orb.Geometry) {
 var errWKB = errors.New("engine: malformed WKB")
 
 const (
-	wkbPoint              = 1
-	wkbLineString         = 2
-	wkbPolygon            = 3
-	wkbMultiPoint         = 4
-	wkbMultiLineString    = 5
-	wkbMultiPolygon       = 6
-	wkbGeometryCollection = 7
+	wkbPoint              = geo.WKBPoint
+	wkbLineString         = geo.WKBLineString
+	wkbPolygon            = geo.WKBPolygon
+	wkbMultiPoint         = geo.WKBMultiPoint
+	wkbMultiLineString    = geo.WKBMultiLineString
+	wkbMultiPolygon       = geo.WKBMultiPolygon
+	wkbGeometryCollection = geo.WKBGeometryCollection
 
 	wkbMaxDepth = 16
 )
@@ -177,52 +179,20 @@ func (r *wkbReader) u32() (uint32, error) {
 	return v, nil
 }
 
-// header reads a geometry's byte order and type; it returns the base type
-// (1..7) and the number of ordinates per position.
+// header reads a geometry's header (geo.ReadWKBHeader, the one reading of
+// WKB type codes); it returns the base type (1..7) and the number of
+// ordinates per position.
 func (r *wkbReader) header() (typ uint32, dims int, err error) {
 	if r.off >= len(r.b) {
 		return 0, 0, errWKB
 	}
-	switch r.b[r.off] {
-	case 0:
-		r.order = binary.BigEndian
-	case 1:
-		r.order = binary.LittleEndian
-	default:
-		return 0, 0, errWKB
-	}
-	r.off++
-	raw, err := r.u32()
+	h, err := geo.ReadWKBHeader(r.b[r.off:])
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, fmt.Errorf("%w: %v", errWKB, err)
 	}
-	dims = 2
-	if raw&0x80000000 != 0 { // EWKB Z
-		dims++
-	}
-	if raw&0x40000000 != 0 { // EWKB M
-		dims++
-	}
-	if raw&0x20000000 != 0 { // EWKB SRID
-		if _, err := r.u32(); err != nil {
-			return 0, 0, err
-		}
-	}
-	raw &= 0x0fffffff
-	switch raw / 1000 {
-	case 0:
-	case 1, 2:
-		dims++
-	case 3:
-		dims += 2
-	default:
-		return 0, 0, errWKB
-	}
-	typ = raw % 1000
-	if typ < wkbPoint || typ > wkbGeometryCollection {
-		return 0, 0, fmt.Errorf("%w: geometry type %d", errWKB, raw)
-	}
-	return typ, dims, nil
+	r.order = h.Order
+	r.off += h.Len
+	return h.Type, h.Dims, nil
 }
 
 // count reads an element count that must fit in the remaining bytes, each

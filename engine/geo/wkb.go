@@ -39,6 +39,78 @@ func DecodeWKB(b []byte, maxVertices int) (orb.Geometry, error) {
 	return g, nil
 }
 
+// WKB geometry types (the base type, without Z/M/SRID flags).
+const (
+	WKBPoint              = 1
+	WKBLineString         = 2
+	WKBPolygon            = 3
+	WKBMultiPoint         = 4
+	WKBMultiLineString    = 5
+	WKBMultiPolygon       = 6
+	WKBGeometryCollection = 7
+)
+
+// WKBHeader is what a WKB geometry's header says: byte order, base type
+// and ordinates per position.
+type WKBHeader struct {
+	Order binary.ByteOrder
+	Type  uint32 // WKBPoint .. WKBGeometryCollection
+	Dims  int    // 2, 3 or 4 ordinates per position; only X and Y are read
+	Len   int    // bytes the header takes (5, or 9 with an EWKB SRID)
+}
+
+// ReadWKBHeader reads the header at the start of b. It is the one reading
+// of WKB type codes: OGC/ISO (+1000 Z, +2000 M, +3000 ZM) and EWKB flags
+// (0x80000000 Z, 0x40000000 M, 0x20000000 SRID), either byte order. Both
+// DecodeWKB (ingest's GeoPackage rows) and the engine's tile walk call it,
+// so a type code means the same on both sides. Errors are *WKBError.
+func ReadWKBHeader(b []byte) (WKBHeader, error) {
+	if len(b) < 5 {
+		return WKBHeader{}, wkbErr("truncated")
+	}
+	var h WKBHeader
+	switch b[0] {
+	case 0:
+		h.Order = binary.BigEndian
+	case 1:
+		h.Order = binary.LittleEndian
+	default:
+		return WKBHeader{}, wkbErr("bad byte order %d", b[0])
+	}
+	t := h.Order.Uint32(b[1:])
+	h.Len, h.Dims = 5, 2
+	if t&0x80000000 != 0 {
+		h.Dims++
+	}
+	if t&0x40000000 != 0 {
+		h.Dims++
+	}
+	if t&0x20000000 != 0 { // EWKB SRID
+		if len(b) < 9 {
+			return WKBHeader{}, wkbErr("truncated")
+		}
+		h.Len = 9
+	}
+	t &^= 0xE0000000
+	switch t / 1000 {
+	case 0:
+	case 1, 2:
+		h.Dims++
+	case 3:
+		h.Dims += 2
+	default:
+		return WKBHeader{}, wkbErr("unknown geometry type %d", t)
+	}
+	if h.Dims > 4 {
+		return WKBHeader{}, wkbErr("geometry type %d has too many dimensions", t)
+	}
+	if t%1000 < WKBPoint || t%1000 > WKBGeometryCollection {
+		return WKBHeader{}, wkbErr("unknown geometry type %d", t)
+	}
+	h.Type = t % 1000
+	return h, nil
+}
+
 type wkbDecoder struct {
 	b     []byte
 	i     int
@@ -59,47 +131,12 @@ func (d *wkbDecoder) geometry(depth int, want uint32) (orb.Geometry, error) {
 	if depth > 1 {
 		return nil, wkbErr("nested too deeply")
 	}
-	if err := d.need(5); err != nil {
+	h, err := ReadWKBHeader(d.b[d.i:])
+	if err != nil {
 		return nil, err
 	}
-	var bo binary.ByteOrder
-	switch d.b[d.i] {
-	case 0:
-		bo = binary.BigEndian
-	case 1:
-		bo = binary.LittleEndian
-	default:
-		return nil, wkbErr("bad byte order %d", d.b[d.i])
-	}
-	t := bo.Uint32(d.b[d.i+1:])
-	d.i += 5
-	dims := 2
-	if t&0x80000000 != 0 {
-		dims++
-	}
-	if t&0x40000000 != 0 {
-		dims++
-	}
-	if t&0x20000000 != 0 { // EWKB SRID
-		if err := d.need(4); err != nil {
-			return nil, err
-		}
-		d.i += 4
-	}
-	t &^= 0xE0000000
-	switch t / 1000 {
-	case 0:
-	case 1, 2:
-		dims++
-	case 3:
-		dims += 2
-	default:
-		return nil, wkbErr("unknown geometry type %d", t)
-	}
-	if dims > 4 {
-		return nil, wkbErr("geometry type %d has too many dimensions", t)
-	}
-	t %= 1000
+	d.i += h.Len
+	bo, dims, t := h.Order, h.Dims, h.Type
 	if want != 0 && t != want {
 		return nil, wkbErr("a multi-geometry holds a geometry of type %d", t)
 	}
