@@ -202,73 +202,18 @@ func checkLine(ls orb.LineString, prefix []int) *geomError {
 	return geo.CheckLine(ls, prefix, sourcePosition)
 }
 
+// checkPolygon applies geo.CheckRing, the ring rule site geometry shares,
+// to each ring; self-intersections are allowed in source rows.
 func checkPolygon(pg orb.Polygon, prefix []int) *geomError {
 	if len(pg) == 0 {
 		return badGeom(coordPath(prefix...), "empty geometry: Polygon has no rings")
 	}
 	for ri, ring := range pg {
-		idx := append(append([]int(nil), prefix...), ri)
-		path := coordPath(idx...)
-		if len(ring) < 4 {
-			return badGeom(path, "ring has %d positions; at least 4 are required", len(ring))
-		}
-		for i, pt := range ring {
-			if err := checkFinite(pt, func() string { return coordPath(append(idx, i)...) }); err != nil {
-				return err
-			}
-		}
-		if ring[0] != ring[len(ring)-1] {
-			return badGeom(path, "ring is not closed: its last position must repeat the first")
-		}
-		var seen [3]orb.Point
-		distinct := 0
-		for _, pt := range ring[:len(ring)-1] {
-			if distinct < 3 && !seenBefore(seen[:distinct], pt) {
-				seen[distinct] = pt
-				distinct++
-			}
-		}
-		if distinct < 3 {
-			return badGeom(path, "ring has fewer than 3 distinct positions (zero area)")
-		}
-		if collinear(ring) {
-			return badGeom(path, "ring has zero area: all its positions are on one line")
+		if _, _, err := geo.CheckRing(ring, append(append([]int(nil), prefix...), ri), sourcePosition); err != nil {
+			return err
 		}
 	}
 	return nil
-}
-
-func seenBefore(pts []orb.Point, p orb.Point) bool {
-	for _, q := range pts {
-		if q == p {
-			return true
-		}
-	}
-	return false
-}
-
-// collinear reports whether every position of r lies on the line through
-// its first two distinct positions (a self-intersecting ring whose lobes
-// cancel out has zero signed area, but is not collinear).
-func collinear(r orb.Ring) bool {
-	o := r[0]
-	var d orb.Point
-	found := false
-	for _, p := range r[1:] {
-		if p != o {
-			d, found = orb.Point{p[0] - o[0], p[1] - o[1]}, true
-			break
-		}
-	}
-	if !found {
-		return true
-	}
-	for _, p := range r[1:] {
-		if d[0]*(p[1]-o[1])-d[1]*(p[0]-o[0]) != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // checkRange checks every position of g (in CRS84) is within longitude

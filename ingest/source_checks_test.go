@@ -143,3 +143,40 @@ func FuzzSourceChecks(f *testing.F) {
 		}
 	})
 }
+
+// A source row's ring and a site's ring are refused by one rule
+// (geo.CheckRing) with the same path and words, whatever the ring's fault.
+func TestSourceAndSiteRingsShareOneRule(t *testing.T) {
+	sq := orb.Ring{{0, 0}, {1, 0}, {1, 1}, {0, 1}, {0, 0}}
+	for _, c := range []struct {
+		name string
+		pg   orb.Polygon
+	}{
+		{"three positions", orb.Polygon{{{0, 0}, {1, 0}, {0, 0}}}},
+		{"open", orb.Polygon{{{0, 0}, {1, 0}, {1, 1}, {0, 1}}}},
+		{"repeats only", orb.Polygon{{{0, 0}, {1, 0}, {1, 0}, {0, 0}}}},
+		{"two distinct positions", orb.Polygon{{{0, 0}, {1, 0}, {0, 0}, {1, 0}, {0, 0}}}},
+		{"collinear", orb.Polygon{{{0, 0}, {1, 1}, {2, 2}, {0, 0}}}},
+		{"collinear hole", orb.Polygon{sq, {{0.1, 0.1}, {0.2, 0.2}, {0.3, 0.3}, {0.1, 0.1}}}},
+		{"collinear in a multipolygon", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var g orb.Geometry = c.pg
+			if c.pg == nil {
+				g = orb.MultiPolygon{{sq}, {{{0, 0}, {1, 1}, {2, 2}, {0, 0}}}}
+			}
+			all := map[string]bool{}
+			for _, ty := range GeometryTypes {
+				all[ty] = true
+			}
+			src := checkStructure(g, all)
+			var site *geo.ValidationError
+			if !errors.As(geo.Validate(g, 1000), &site) || src == nil {
+				t.Fatalf("source %v, site %v: both must refuse", src, site)
+			}
+			if src.Path != site.Path || src.Reason != site.Reason {
+				t.Fatalf("source %q %q, site %q %q", src.Path, src.Reason, site.Path, site.Reason)
+			}
+		})
+	}
+}

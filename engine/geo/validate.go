@@ -297,35 +297,49 @@ func checkPolygons(polys []orb.Polygon, multi bool) *ValidationError {
 	return checkContainment(rings, shells)
 }
 
-func prepareRing(ring orb.Ring, idx []int) (*vring, *ValidationError) {
+// CheckRing applies the ring rule that site geometry (Validate) and source
+// rows (ingest, before reprojection) share: at least 4 positions, each
+// passing rule, closed, at least 3 distinct positions once consecutive
+// repeats are dropped, enclosing an area (not all on one line, exactly).
+// idx is the ring's index path within coordinates. It returns the ring
+// without its consecutive repeats and, for each of its positions, the
+// index in ring it came from.
+func CheckRing(ring orb.Ring, idx []int, rule PositionRule) (pts []orb.Point, orig []int, err *ValidationError) {
 	path := coordPath(idx...)
 	if len(ring) < 4 {
-		return nil, invalid(path, "ring has %d positions; at least 4 are required", len(ring))
+		return nil, nil, invalid(path, "ring has %d positions; at least 4 are required", len(ring))
 	}
 	for i, p := range ring {
-		if err := checkPosition(p, pathAt(idx, i)); err != nil {
-			return nil, err
+		if reason := rule(p); reason != "" {
+			return nil, nil, &ValidationError{Path: pathAt(idx, i)(), Reason: reason}
 		}
 	}
 	if ring[0] != ring[len(ring)-1] {
-		return nil, invalid(path, "ring is not closed: its last position must repeat the first")
+		return nil, nil, invalid(path, "ring is not closed: its last position must repeat the first")
 	}
-	vr := &vring{idx: idx, pts: make([]orb.Point, 0, len(ring)), orig: make([]int, 0, len(ring))}
+	pts, orig = make([]orb.Point, 0, len(ring)), make([]int, 0, len(ring))
 	for i, p := range ring {
 		if i > 0 && p == ring[i-1] {
 			continue
 		}
-		vr.pts = append(vr.pts, p)
-		vr.orig = append(vr.orig, i)
+		pts = append(pts, p)
+		orig = append(orig, i)
 	}
-	if len(vr.pts) < 4 {
-		return nil, invalid(path, "ring has fewer than 3 distinct positions (zero area)")
+	if len(pts) < 4 {
+		return nil, nil, invalid(path, "ring has fewer than 3 distinct positions (zero area)")
 	}
-	vr.bound = ringBounds(vr.pts)
-	if collinear(vr.pts) {
-		return nil, invalid(path, "ring has zero area")
+	if collinear(pts) {
+		return nil, nil, invalid(path, "ring has zero area: all its positions are on one line")
 	}
-	return vr, nil
+	return pts, orig, nil
+}
+
+func prepareRing(ring orb.Ring, idx []int) (*vring, *ValidationError) {
+	pts, orig, err := CheckRing(ring, idx, sitePosition)
+	if err != nil {
+		return nil, err
+	}
+	return &vring{idx: idx, pts: pts, orig: orig, bound: ringBounds(pts)}, nil
 }
 
 // checkIntersections finds every pair of segments whose boxes meet with a
