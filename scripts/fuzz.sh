@@ -55,12 +55,15 @@ build_flags() { # the go test -c flags that instrument for fuzzing; $1 the first
 		done
 		echo "$flags"
 		;;
-	*)
-		echo "FUZZ_INSTRUMENT=$FUZZ_INSTRUMENT: module or all" >&2
-		exit 2
-		;;
 	esac
 }
+case $FUZZ_INSTRUMENT in
+module | all) ;;
+*)
+	echo "FUZZ_INSTRUMENT=$FUZZ_INSTRUMENT: module or all" >&2
+	exit 2
+	;;
+esac
 
 targets_of() { # the fuzz targets of package directory $1
 	sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$1"/*_test.go
