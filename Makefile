@@ -40,7 +40,7 @@ tools: ## install what the tests need (versitygw S3 server; PostGIS and GDAL for
 # Every test runs: RACE_ONLY_PKGS under the race detector only (the same tests,
 # with the detector on; running them plain as well cost the plain run of the
 # largest packages, api and ledger, for no extra check), the rest without it,
-# and RACE_PKGS under it. scripts/test.sh runs lint, the plain tests, the race
+# RACE_PKGS under it, and the tests of PLAIN_RUN without it. scripts/test.sh runs lint, the plain tests, the race
 # tests and the fuzz targets at once, each phase's output printed when it ends.
 test: tools ## the whole suite: vet, gofmt, every test (the fault suite in faultsuite/ among them), race detector, fuzz targets
 	GO="$(GO)" MAKE="$(MAKE)" RACE_PKGS="$(RACE_PKGS)" RACE_ONLY_PKGS="$(RACE_ONLY_PKGS)" PLAIN_RUN='$(PLAIN_RUN)' \
