@@ -42,9 +42,18 @@ type sample struct {
 // testdata/samples-*.txt (-update rewrites them). With
 // SITEENV_REPORT_SAMPLES=DIR the PDFs are written there to look at
 // (pdftoppm -png -r 60 DIR/parramatta-lot.pdf DIR/p).
+//
+// It skips under the race detector, where building the demo data (synth
+// and ingest, packages make test runs without it) takes about seven times
+// as long; make test runs it without the detector (the Makefile's
+// PLAIN_RUN). The report build's concurrency is raced by the other report
+// tests (TestReportIsBuilt and the rest), over the same code paths.
 func TestReportSamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the demo data (about 40 s)")
+	}
+	if raceEnabled {
+		t.Skip("builds the demo data, about 7 x slower under -race: make test runs it without the race detector (PLAIN_RUN)")
 	}
 	d := reportBenchSetup(t)
 	ctx := context.Background()

@@ -5,7 +5,8 @@
 # the disk (on 2 cores one after the other they left the CPU idle a good part
 # of the time):
 #   lint   go vet, gofmt, the OpenAPI linters (`make lint`)
-#   plain  go test of every package not in RACE_ONLY_PKGS
+#   plain  go test of every package not in RACE_ONLY_PKGS, then the tests
+#          of PLAIN_RUN (package:regexp, `go test -run regexp package`)
 #   race   go test -race of RACE_PKGS
 #   fuzz   scripts/fuzz.sh (FUZZTIME inputs per target), at a lower CPU
 #          priority: it has no deadline and fills what the tests leave idle
@@ -13,15 +14,17 @@
 # test's usual ok/FAIL lines per package) after a line with its time and CPU. Fails if
 # any phase fails, after all have ended.
 #
-# Environment: GO, MAKE, RACE_PKGS, RACE_ONLY_PKGS, FUZZTIME (the Makefile
-# passes them); PLAIN_P (below); TEST_PHASES (default "lint plain race fuzz") runs a subset, in
+# Environment: GO, MAKE, RACE_PKGS, RACE_ONLY_PKGS, PLAIN_RUN, FUZZTIME (the
+# Makefile passes them); PLAIN_P (below); TEST_PHASES (default "lint plain race fuzz") runs a subset, in
 # that order; TEST_SEQUENTIAL=1 runs them one after another instead of at once.
 set -uo pipefail
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 MAKE=${MAKE:-make}
 RACE_PKGS=${RACE_PKGS:-./api/... ./clock/... ./ledger/... ./engine/... ./jobs/... ./store/...}
-RACE_ONLY_PKGS=${RACE_ONLY_PKGS:-./api/... ./clock/... ./ledger/... ./jobs/... ./store/...}
+RACE_ONLY_PKGS=${RACE_ONLY_PKGS:-./api/... ./clock/... ./ledger/... ./engine/... ./jobs/... ./store/...}
+PLAIN_RUN=${PLAIN_RUN-./engine:^(TestExactness|TestExactnessEdgeIndex|TestEdgeIndexMatchesPlain|TestConcurrentQueries|TestFeatureLimit)\$ ./jobs:^TestReportSamples\$}
 FUZZTIME=${FUZZTIME:-20000x}
 TEST_PHASES=${TEST_PHASES:-lint plain race fuzz}
 # At once, the plain phase runs one test binary at a time (go test -p 1):
@@ -34,6 +37,17 @@ if [ -z "${TEST_SEQUENTIAL:-}" ]; then
 	PLAIN_P=${PLAIN_P:-1}
 else
 	PLAIN_P=${PLAIN_P:-$(nproc)}
+fi
+
+if [ "${1:-}" = "--plain" ]; then
+	# The plain phase: go test of PLAIN_PKGS, then of each PLAIN_RUN entry.
+	rc=0
+	"$GO" test -p "$PLAIN_P" -count=1 -timeout 30m $PLAIN_PKGS || rc=1
+	set -f
+	for entry in $PLAIN_RUN; do
+		"$GO" test -count=1 -timeout 30m -run "${entry#*:}" "${entry%%:*}" || rc=1
+	done
+	exit $rc
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/siteenv-test-XXXXXX")
@@ -91,11 +105,11 @@ declare -A pids
 start=$(date +%s)
 mode="at once"
 [ -z "${TEST_SEQUENTIAL:-}" ] || mode="one after another"
-echo "running $mode: $TEST_PHASES (go test without -race: $(echo $rest | wc -w) packages; with -race: $RACE_PKGS)"
+echo "running $mode: $TEST_PHASES (go test without -race: $(echo $rest | wc -w) packages and $PLAIN_RUN; with -race: $RACE_PKGS)"
 for p in $TEST_PHASES; do
 	case $p in
 	lint) phase lint "$MAKE" --no-print-directory lint ;;
-	plain) phase plain "$GO" test -p "$PLAIN_P" -count=1 -timeout 30m $rest ;;
+	plain) phase plain env PLAIN_PKGS="$rest" PLAIN_P="$PLAIN_P" "$self" --plain ;;
 	race) phase race "$GO" test -count=1 -race -timeout 30m $RACE_PKGS ;;
 	fuzz) phase fuzz nice -n 10 env GO="$GO" FUZZTIME="$FUZZTIME" ./scripts/fuzz.sh ;;
 	*)
