@@ -201,8 +201,8 @@ func (s *Server) createQuery(r *request) error {
 		Geometry bool
 	}{req.Site, req.LayerIDs, *req.RadiusM, includeGeometry}
 	ask := queryAsk{layerIDs: req.LayerIDs, radiusM: *req.RadiusM, includeGeometry: includeGeometry, wait: wait, pageSize: pageSize}
-	if handled, err := s.createQueryAtOnce(r, sel, logical, ask); handled {
-		return err
+	if handled, err := s.createQueryAtOnce(r, sel, logical, ask); handled || r.provisional {
+		return err // provisional: served again, authenticated (Server.serve)
 	}
 	return s.idempotent(r, logical, func() error {
 		tl := r.phases.Start()

@@ -318,6 +318,15 @@ type request struct {
 	// pendingFinish is the finish of a query this request ran and
 	// answered, stored with its idempotent response (runFirst); nil: none.
 	pendingFinish *jobs.PendingFinish
+	// keyHash is the bearer key's hash while the key is not yet
+	// authenticated: its operation's admission authenticates it in the same
+	// round trip (admitWithKey). Until then provisional is true and
+	// principal holds only the catalogue version the handler reads at.
+	keyHash     []byte
+	provisional bool
+	// authenticated: the request is being served again after its
+	// provisional pass, with the key authenticated first.
+	authenticated bool
 }
 
 // Handle is the fasthttp handler.
@@ -370,6 +379,21 @@ func (s *Server) serve(r *request) error {
 		return newProblem(CodeNotFound, "No such path.")
 	}
 	r.op, r.params = &rt.op, params
+	err := s.serveRoute(r, rt)
+	if r.provisional {
+		// The key was not authenticated by the admission (any refusal, a
+		// check that failed, another kind of site): nothing was written,
+		// and the request is served again with the key authenticated
+		// first, as every other operation is, so that it is answered as
+		// it would have been.
+		s.resetProvisional(r)
+		err = s.serveRoute(r, rt)
+	}
+	return err
+}
+
+// serveRoute authenticates the request and runs its route's handler.
+func (s *Server) serveRoute(r *request, rt *route) error {
 	if !rt.op.Public {
 		if err := s.admit(r); err != nil {
 			return err
