@@ -326,6 +326,7 @@ func (s *Server) answerQuery(r *request, q ledger.Query, ask queryAsk) error {
 	if err := s.fillPage(r, q, &body, 0, 0, ask.pageSize, ask.includeGeometry, binding(strconv.FormatBool(ask.includeGeometry))); err != nil {
 		return err
 	}
+	r.wholeAnswer = !body.Page.HasMore
 	return r.writeQuery(200, &body)
 }
 

@@ -146,6 +146,8 @@ type Server struct {
 	ready    readiness
 	// finished caches finished queries' immutable rows (querycache.go).
 	finished finishedQueries
+	// behind are the finishes stored behind their answers (finishbehind.go).
+	behind finishesBehind
 	// catalogue caches catalogue reads of one version (cataloguecache.go).
 	catalogue catalogueCache
 	// limitsJSON is GET /context's limits, encoded (encodeLimits).
@@ -327,6 +329,9 @@ type request struct {
 	// authenticated: the request is being served again after its
 	// provisional pass, with the key authenticated first.
 	authenticated bool
+	// wholeAnswer: POST /queries answered 200 with every feature in its
+	// page; its finish is stored behind the answer (finishbehind.go).
+	wholeAnswer bool
 }
 
 // Handle is the fasthttp handler.
@@ -379,6 +384,7 @@ func (s *Server) serve(r *request) error {
 		return newProblem(CodeNotFound, "No such path.")
 	}
 	r.op, r.params = &rt.op, params
+	s.waitBehind(r)
 	err := s.serveRoute(r, rt)
 	if r.provisional {
 		// The key was not authenticated by the admission (any refusal, a
