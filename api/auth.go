@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"siteenv/internal/phase"
 	"siteenv/ledger"
 )
 
@@ -23,10 +22,7 @@ func (s *Server) admit(r *request) error {
 		if s.admitWithKey(r) {
 			return nil
 		}
-		ta := s.phases.Start()
-		err := s.authenticate(r)
-		s.phases.Done(phase.Auth, ta)
-		if err != nil {
+		if err := s.authenticate(r); err != nil {
 			return err
 		}
 		return s.authorize(r, r.op.Scopes...)
@@ -39,9 +35,7 @@ func (s *Server) admit(r *request) error {
 	if pf := s.prefetchFor(r); pf != nil {
 		pfs, r.prefetch = append(pfs, pf), pf
 	}
-	ta := s.phases.Start()
 	p, w, counted, err := s.led.AuthenticateCount(r.ctx, key, r.op.Scopes, ledger.BucketReads, time.Minute, pfs...)
-	s.phases.Done(phase.Auth, ta)
 	if err == nil || errors.Is(err, ledger.ErrKeyRevoked) {
 		r.principal = p // a revoked key's too, for the audit record of the attempt
 	}

@@ -97,7 +97,6 @@ func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask qu
 	if err != nil {
 		return false, nil
 	}
-	tl := r.phases.Start()
 	g, _, err := s.boundary(r, sel, "site")
 	if err != nil {
 		return false, nil
@@ -131,7 +130,6 @@ func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask qu
 		ar.Auth = &ledger.AdmitAuth{KeyHash: r.keyHash, Scopes: r.op.Scopes, Datasets: ask.layerIDs, Catalogue: r.principal.Catalogue}
 	}
 	res, err := s.led.AdmitQueryBatch(r.ctx, ar)
-	r.phases.Done(phase.Ledger, tl)
 	if errors.Is(err, ledger.ErrAdmissionCheck) {
 		return false, nil
 	}

@@ -338,7 +338,9 @@ type request struct {
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
 	s.metrics.inFlight.Inc()
-	c, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	// The request's phase recorder rides in its context: the ledger pool's
+	// tracer times every round trip made with it (phase.Ledger).
+	c, cancel := context.WithTimeout(phase.WithRecorder(context.Background(), s.phases), requestTimeout)
 	defer cancel()
 	t0 := s.phases.Start()
 	r := &request{http: ctx, ctx: c, id: uuid.NewString(), phases: s.phases}
@@ -401,7 +403,10 @@ func (s *Server) serve(r *request) error {
 // serveRoute authenticates the request and runs its route's handler.
 func (s *Server) serveRoute(r *request, rt *route) error {
 	if !rt.op.Public {
-		if err := s.admit(r); err != nil {
+		ta := s.phases.Start()
+		err := s.admit(r)
+		s.phases.Done(phase.Auth, ta)
+		if err != nil {
 			return err
 		}
 	}
@@ -440,6 +445,26 @@ func (r *request) writeJSON(status int, v any) error {
 	}
 	r.writeBody(status, b)
 	return nil
+}
+
+// writeEncoded writes the body encode returns, the JSON encoding a handler
+// does itself (a cached or spliced body), timed as phase.JSON.
+func (r *request) writeEncoded(status int, encode func() ([]byte, error)) error {
+	return r.encodeJSON(func() error {
+		b, err := encode()
+		if err != nil {
+			return err
+		}
+		r.writeBody(status, b)
+		return nil
+	})
+}
+
+// encodeJSON runs write, a handler's own encoding of its response into the
+// response, timed as phase.JSON.
+func (r *request) encodeJSON(write func() error) error {
+	defer r.phases.Done(phase.JSON, r.phases.Start())
+	return write()
 }
 
 // writeBody writes an encoded JSON body.
