@@ -86,3 +86,26 @@ func TestRecorder(t *testing.T) {
 		t.Errorf("%v allocations per round trip", allocs)
 	}
 }
+
+// BenchmarkRoundTripRecord is the tracer's cost per ledger round trip: off
+// (no recorder in the context of a process that records elsewhere; one
+// that never records does not look) and on (a request's recorder under two
+// context layers, as the server's request context has).
+func BenchmarkRoundTripRecord(b *testing.B) {
+	bare, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	on, cancel2 := context.WithTimeout(WithRecorder(context.Background(), &Timer{}), time.Hour)
+	defer cancel2()
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+	}{{"off", bare}, {"on", on}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				FromContext(c.ctx).RoundTripStart()
+				FromContext(c.ctx).RoundTripEnd()
+			}
+		})
+	}
+}
