@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"siteenv/internal/phase"
 	"siteenv/ledger"
 )
 
@@ -20,10 +19,10 @@ import (
 // counted.
 func (s *Server) admit(r *request) error {
 	if m := string(r.http.Method()); m != "GET" && m != "HEAD" {
-		ta := s.phases.Start()
-		err := s.authenticate(r)
-		s.phases.Done(phase.Auth, ta)
-		if err != nil {
+		if s.admitWithKey(r) {
+			return nil
+		}
+		if err := s.authenticate(r); err != nil {
 			return err
 		}
 		return s.authorize(r, r.op.Scopes...)
@@ -36,9 +35,7 @@ func (s *Server) admit(r *request) error {
 	if pf := s.prefetchFor(r); pf != nil {
 		pfs, r.prefetch = append(pfs, pf), pf
 	}
-	ta := s.phases.Start()
 	p, w, counted, err := s.led.AuthenticateCount(r.ctx, key, r.op.Scopes, ledger.BucketReads, time.Minute, pfs...)
-	s.phases.Done(phase.Auth, ta)
 	if err == nil || errors.Is(err, ledger.ErrKeyRevoked) {
 		r.principal = p // a revoked key's too, for the audit record of the attempt
 	}
@@ -53,6 +50,53 @@ func (s *Server) admit(r *request) error {
 		return s.limitReads(r)
 	}
 	return s.checkRate(r, ledger.BucketReads, readsPerMinute, w)
+}
+
+// keyAdmitted are the operations whose admission authenticates the key
+// itself, in its own round trip (ledger.AdmitRequest.Auth): POST /queries
+// with a point or geometry site (createQueryAtOnce).
+var keyAdmitted = map[string]bool{"create_query": true}
+
+// admitWithKey leaves the key's authentication to the operation's
+// admission, which authenticates it in the same round trip as it writes
+// (ledger.AdmitQueryBatch with Auth): the request is provisional, and its
+// principal holds only the catalogue version the handler reads layers at
+// (the admission checks it is still current). If the admission does not
+// authenticate the key (any refusal before it, a key unknown, revoked or
+// lacking a scope or a dataset, a check that failed), nothing was written
+// and Server.serve serves the request again with the key authenticated
+// first (resetProvisional), so every answer is the one it always was.
+func (s *Server) admitWithKey(r *request) bool {
+	if r.authenticated || !keyAdmitted[r.op.ID] {
+		return false
+	}
+	v := s.catalogue.current()
+	if v == 0 {
+		return false
+	}
+	key, err := bearer(r)
+	if err != nil {
+		return false
+	}
+	r.keyHash, r.provisional = ledger.HashKey(key), true
+	r.principal = ledger.Principal{Catalogue: v}
+	return true
+}
+
+// authenticatedBy takes the principal the admission authenticated.
+func (r *request) authenticatedBy(p ledger.Principal) {
+	r.principal, r.provisional, r.keyHash = p, false, nil
+}
+
+// resetProvisional forgets a provisional pass over the request (nothing of
+// it was written) before it is served again with its key authenticated.
+func (s *Server) resetProvisional(r *request) {
+	r.provisional, r.keyHash, r.authenticated = false, nil, true
+	r.principal = ledger.Principal{}
+	r.resourceType, r.resourceID, r.problemCode, r.etag = "", "", "", ""
+	r.paramErrs, r.paramsRead, r.rate, r.prefetch = nil, false, rateState{}, nil
+	r.http.Response.Reset()
+	r.http.Response.Header.Set("X-Request-Id", r.id)
 }
 
 // prefetchFor is the read a GET's handler will begin with, when it is

@@ -32,6 +32,13 @@ const (
 	maxCatalogueBytes   = 64 << 20
 )
 
+// current is the newest catalogue version seen (0: none yet).
+func (c *catalogueCache) current() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version
+}
+
 func (c *catalogueCache) get(version int64, key string) (any, bool) {
 	if version == 0 {
 		return nil, false

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"siteenv/engine"
-	"siteenv/internal/phase"
 	"siteenv/jobs"
 	"siteenv/ledger"
 )
@@ -136,13 +135,9 @@ func (s *Server) getContext(r *request) error {
 
 // writeContext writes GET /context's body (encodeContext).
 func (s *Server) writeContext(r *request, head contextHead, ops json.RawMessage, remaining int64, usage contextUsage, reportPrice *int64) error {
-	defer r.phases.Done(phase.JSON, r.phases.Start())
-	b, err := encodeContext(head, ops, locationInputsJSON(), remaining, usage, s.limitsJSON, reportPrice)
-	if err != nil {
-		return err
-	}
-	r.writeBody(200, b)
-	return nil
+	return r.writeEncoded(200, func() ([]byte, error) {
+		return encodeContext(head, ops, locationInputsJSON(), remaining, usage, s.limitsJSON, reportPrice)
+	})
 }
 
 // encodeContext is GET /context's body: head, then the capabilities (the

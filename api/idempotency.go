@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"siteenv/internal/phase"
 	"siteenv/ledger"
 )
 
@@ -51,9 +50,7 @@ func (s *Server) idempotent(r *request, logical any, op func() error) error {
 	integration := r.principal.IntegrationID
 	deadline := time.Now().Add(s.cfg.IdempotencyWait)
 	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 250*time.Millisecond) {
-		tc := r.phases.Start()
 		claim, err := s.led.ClaimIdempotency(r.ctx, integration, key, r.op.ID, fp)
-		r.phases.Done(phase.Idempotency, tc)
 		if err != nil {
 			return err
 		}
@@ -149,9 +146,8 @@ func (s *Server) runFirst(r *request, key string, token uuid.UUID, op func() err
 		Location:    string(r.http.Response.Header.Peek("Location")),
 		Body:        append([]byte(nil), r.http.Response.Body()...),
 	}
-	tc := r.phases.Start()
 	if a, ok := activityOf(r); ok && r.pendingFinish != nil {
-		return s.completeWithFinish(r, settle, key, token, rec, a, tc)
+		return s.completeWithFinish(r, settle, key, token, rec, a)
 	}
 	if a, ok := activityOf(r); ok {
 		// The request's audit record commits with the stored response: one
@@ -167,7 +163,6 @@ func (s *Server) runFirst(r *request, key string, token uuid.UUID, op func() err
 	} else {
 		err = s.led.CompleteIdempotency(settle, integration, key, token, rec)
 	}
-	r.phases.Done(phase.Idempotency, tc)
 	if errors.Is(err, ledger.ErrClaimLost) {
 		// This request stalled past its lease and a retry took the key over;
 		// the retry's response is the one stored. This one is already
@@ -184,11 +179,22 @@ func (s *Server) runFirst(r *request, key string, token uuid.UUID, op func() err
 // no longer running (cancelled or taken over before its finish was
 // stored) was answered as finished wrongly: the answer becomes a retryable
 // internal_error and the claim is released, so a retry runs it afresh.
-func (s *Server) completeWithFinish(r *request, settle context.Context, key string, token uuid.UUID, rec ledger.IdemResponse, a ledger.Activity, tc time.Time) error {
+func (s *Server) completeWithFinish(r *request, settle context.Context, key string, token uuid.UUID, rec ledger.IdemResponse, a ledger.Activity) error {
 	p := r.pendingFinish
 	integration := r.principal.IntegrationID
+	if r.wholeAnswer && rec.Status == 200 {
+		if bk, err := bearer(r); err == nil {
+			// Every feature is in the answer: its finish is stored
+			// behind it (finishbehind.go).
+			s.finished.put(p.Row)
+			r.audited = a.HTTPStatus
+			r.pendingFinish = nil // the finish's word is finishBehind's
+			done := s.behind.add(string(ledger.HashKey(bk)))
+			go s.finishBehind(p, integration, key, token, rec, r.principal.AccountID, a, r.id, r.op.ID, done)
+			return nil
+		}
+	}
 	kept, err := s.led.FinishQueryCompleted(settle, p.QueryFinish, integration, key, token, rec, r.principal.AccountID, a)
-	r.phases.Done(phase.Idempotency, tc)
 	switch {
 	case err != nil && !errors.Is(err, ledger.ErrClaimLost):
 		p.Decline() // the attempt stores its finish itself

@@ -10,7 +10,6 @@ import (
 	"github.com/paulmach/orb/geojson"
 
 	"siteenv/engine"
-	"siteenv/internal/phase"
 	"siteenv/ledger"
 	"siteenv/tiles"
 )
@@ -192,23 +191,24 @@ func (s *Server) listLayersWithoutSite(r *request, f ledger.LayerFilter, bind st
 		}
 		s.catalogue.put(version, key, lp, len(key)+len(lp.body))
 	}
-	defer r.phases.Done(phase.JSON, r.phases.Start())
 	if !lp.more {
 		r.etag = lp.etag
-		r.writeBody(200, lp.body)
-		return nil
 	}
-	next, err := s.cursors.encode(r.principal.AccountID, "layers", bind, lp.lastID)
-	if err != nil {
-		return err
-	}
-	pj, err := marshalNoEscape(page{HasMore: true, NextCursor: &next})
-	if err != nil {
-		return err
-	}
-	out := make([]byte, 0, len(lp.body)+len(pj)+16)
-	r.writeBody(200, append(append(append(out, lp.body...), `,"page":`...), append(pj, '}')...))
-	return nil
+	return r.writeEncoded(200, func() ([]byte, error) {
+		if !lp.more {
+			return lp.body, nil
+		}
+		next, err := s.cursors.encode(r.principal.AccountID, "layers", bind, lp.lastID)
+		if err != nil {
+			return nil, err
+		}
+		pj, err := marshalNoEscape(page{HasMore: true, NextCursor: &next})
+		if err != nil {
+			return nil, err
+		}
+		out := make([]byte, 0, len(lp.body)+len(pj)+16)
+		return append(append(append(out, lp.body...), `,"page":`...), append(pj, '}')...), nil
+	})
 }
 
 // renderLayerPage renders rows (up to limit, and one more when there is a

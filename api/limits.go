@@ -4,7 +4,6 @@ import (
 	"math"
 	"time"
 
-	"siteenv/internal/phase"
 	"siteenv/ledger"
 )
 
@@ -59,7 +58,6 @@ func (s *Server) limitReads(r *request) error {
 
 // rateLimit counts one event in the account's per-minute bucket.
 func (s *Server) rateLimit(r *request, bucket string, perMinute int) error {
-	defer r.phases.Done(phase.RateLimit, r.phases.Start())
 	w, err := s.led.Count(r.ctx, r.principal.AccountID, bucket, time.Minute)
 	if err != nil {
 		return err

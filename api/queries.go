@@ -201,11 +201,10 @@ func (s *Server) createQuery(r *request) error {
 		Geometry bool
 	}{req.Site, req.LayerIDs, *req.RadiusM, includeGeometry}
 	ask := queryAsk{layerIDs: req.LayerIDs, radiusM: *req.RadiusM, includeGeometry: includeGeometry, wait: wait, pageSize: pageSize}
-	if handled, err := s.createQueryAtOnce(r, sel, logical, ask); handled {
-		return err
+	if handled, err := s.createQueryAtOnce(r, sel, logical, ask); handled || r.provisional {
+		return err // provisional: served again, authenticated (Server.serve)
 	}
 	return s.idempotent(r, logical, func() error {
-		tl := r.phases.Start()
 		site, err := s.siteForQuery(r, sel)
 		if err != nil {
 			return err
@@ -231,7 +230,6 @@ func (s *Server) createQuery(r *request) error {
 		if err != nil {
 			return err
 		}
-		r.phases.Done(phase.Ledger, tl)
 		return s.answerQuery(r, q, ask)
 	})
 }
@@ -300,7 +298,6 @@ func (s *Server) freezeLayers(r *request, ask queryAsk, catalogue map[string]led
 func (s *Server) answerQuery(r *request, q ledger.Query, ask queryAsk) error {
 	r.resourceType, r.resourceID = "query", q.ID.String()
 	done := s.runQuery(r, q, time.Duration(ask.wait)*time.Second) // the finished row, when handed over
-	tl := r.phases.Start()
 	// The wait is honoured when this process ran it (another replica's
 	// runner cannot be waited on here), and wait=0 always is.
 	honoured := r.http.Request.Header.Peek("Prefer") != nil && (s.runner != nil || ask.wait == 0)
@@ -313,7 +310,6 @@ func (s *Server) answerQuery(r *request, q ledger.Query, ask queryAsk) error {
 	} else if q, err = s.query(r, q.ID); err != nil {
 		return err
 	}
-	r.phases.Done(phase.Ledger, tl)
 	body := queryView(q)
 	if honoured {
 		r.http.Response.Header.Set("Preference-Applied", "wait="+strconv.Itoa(ask.wait))
@@ -326,6 +322,7 @@ func (s *Server) answerQuery(r *request, q ledger.Query, ask queryAsk) error {
 	if err := s.fillPage(r, q, &body, 0, 0, ask.pageSize, ask.includeGeometry, binding(strconv.FormatBool(ask.includeGeometry))); err != nil {
 		return err
 	}
+	r.wholeAnswer = !body.Page.HasMore
 	return r.writeQuery(200, &body)
 }
 
@@ -516,31 +513,32 @@ func (r *request) writeQuery(status int, body *queryBody) error {
 	if body.records.n == 0 {
 		return r.writeJSON(status, body)
 	}
-	defer r.phases.Done(phase.JSON, r.phases.Start())
-	body.Features = []json.RawMessage{}
-	head, err := marshalNoEscape(body)
-	if err != nil {
-		return err
-	}
-	i := bytes.LastIndex(head, featuresMember)
-	if i < 0 {
-		return errors.New("api: encode response: no features member")
-	}
-	r.http.SetStatusCode(status)
-	r.http.SetContentType("application/json")
-	// Into the response's own (pooled) body buffer.
-	resp := &r.http.Response
-	resp.ResetBody()
-	resp.AppendBody(head[:i])
-	resp.AppendBodyString(`,"features":[`)
-	resp.AppendBody(body.records.joined)
-	resp.AppendBody(head[i+len(`,"features":[`):])
-	if cap(body.records.joined) <= maxPooledPage {
-		joined := body.records.joined[:0]
-		pageBufs.Put(&joined)
-	}
-	body.records = pageRecords{}
-	return nil
+	return r.encodeJSON(func() error {
+		body.Features = []json.RawMessage{}
+		head, err := marshalNoEscape(body)
+		if err != nil {
+			return err
+		}
+		i := bytes.LastIndex(head, featuresMember)
+		if i < 0 {
+			return errors.New("api: encode response: no features member")
+		}
+		r.http.SetStatusCode(status)
+		r.http.SetContentType("application/json")
+		// Into the response's own (pooled) body buffer.
+		resp := &r.http.Response
+		resp.ResetBody()
+		resp.AppendBody(head[:i])
+		resp.AppendBodyString(`,"features":[`)
+		resp.AppendBody(body.records.joined)
+		resp.AppendBody(head[i+len(`,"features":[`):])
+		if cap(body.records.joined) <= maxPooledPage {
+			joined := body.records.joined[:0]
+			pageBufs.Put(&joined)
+		}
+		body.records = pageRecords{}
+		return nil
+	})
 }
 
 // readQuery loads the path's query if this key may see it: another account's
@@ -575,12 +573,10 @@ func (s *Server) queryPage(r *request, resultsOnly bool) error {
 	if err := qp.err(); err != nil {
 		return err
 	}
-	tl := r.phases.Start()
 	q, err := s.readQuery(r)
 	if err != nil {
 		return err
 	}
-	r.phases.Done(phase.Ledger, tl)
 	body := queryView(q)
 	switch {
 	case q.ReleasedAt != nil:

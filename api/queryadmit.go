@@ -97,7 +97,6 @@ func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask qu
 	if err != nil {
 		return false, nil
 	}
-	tl := r.phases.Start()
 	g, _, err := s.boundary(r, sel, "site")
 	if err != nil {
 		return false, nil
@@ -121,18 +120,26 @@ func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask qu
 	if nr, ok := s.runner.(nowRunner); ok {
 		lim.MaxRunning, lim.Lease, lim.RunNow = nr.RunLimits()
 	}
-	res, err := s.led.AdmitQueryBatch(r.ctx, ledger.AdmitRequest{Integration: r.principal.IntegrationID, IdemKey: key, Operation: r.op.ID,
+	ar := ledger.AdmitRequest{Integration: r.principal.IntegrationID, IdemKey: key, Operation: r.op.ID,
 		Fingerprint: fp, Site: site, CreateSite: r.principal.HasScope(ledger.ScopeSitesWrite), Sections: sections,
 		Query: ledger.Query{AccountID: r.principal.AccountID, IntegrationID: r.principal.IntegrationID, RadiusM: ask.radiusM,
 			LayerIDs: ask.layerIDs, IncludeGeometry: ask.includeGeometry, Frozen: frozen},
-		Limits: lim})
-	r.phases.Done(phase.Ledger, tl)
+		Limits: lim}
+	if r.provisional {
+		// The key is authenticated by the admission (admitWithKey).
+		ar.Auth = &ledger.AdmitAuth{KeyHash: r.keyHash, Scopes: r.op.Scopes, Datasets: ask.layerIDs, Catalogue: r.principal.Catalogue}
+	}
+	res, err := s.led.AdmitQueryBatch(r.ctx, ar)
 	if errors.Is(err, ledger.ErrAdmissionCheck) {
 		return false, nil
 	}
 	if err != nil && res.Token == uuid.Nil {
-		// Nothing claimed (the ledger failed): answered as any failure.
+		// Nothing claimed (the ledger failed): answered as any failure
+		// (a provisional request is served again, authenticated first).
 		return true, err
+	}
+	if r.provisional {
+		r.authenticatedBy(res.Principal)
 	}
 	return true, s.runFirst(r, key, res.Token, func() error {
 		if err != nil {

@@ -146,6 +146,8 @@ type Server struct {
 	ready    readiness
 	// finished caches finished queries' immutable rows (querycache.go).
 	finished finishedQueries
+	// behind are the finishes stored behind their answers (finishbehind.go).
+	behind finishesBehind
 	// catalogue caches catalogue reads of one version (cataloguecache.go).
 	catalogue catalogueCache
 	// limitsJSON is GET /context's limits, encoded (encodeLimits).
@@ -318,13 +320,27 @@ type request struct {
 	// pendingFinish is the finish of a query this request ran and
 	// answered, stored with its idempotent response (runFirst); nil: none.
 	pendingFinish *jobs.PendingFinish
+	// keyHash is the bearer key's hash while the key is not yet
+	// authenticated: its operation's admission authenticates it in the same
+	// round trip (admitWithKey). Until then provisional is true and
+	// principal holds only the catalogue version the handler reads at.
+	keyHash     []byte
+	provisional bool
+	// authenticated: the request is being served again after its
+	// provisional pass, with the key authenticated first.
+	authenticated bool
+	// wholeAnswer: POST /queries answered 200 with every feature in its
+	// page; its finish is stored behind the answer (finishbehind.go).
+	wholeAnswer bool
 }
 
 // Handle is the fasthttp handler.
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
 	s.metrics.inFlight.Inc()
-	c, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	// The request's phase recorder rides in its context: the ledger pool's
+	// tracer times every round trip made with it (phase.Ledger).
+	c, cancel := context.WithTimeout(phase.WithRecorder(context.Background(), s.phases), requestTimeout)
 	defer cancel()
 	t0 := s.phases.Start()
 	r := &request{http: ctx, ctx: c, id: uuid.NewString(), phases: s.phases}
@@ -370,8 +386,27 @@ func (s *Server) serve(r *request) error {
 		return newProblem(CodeNotFound, "No such path.")
 	}
 	r.op, r.params = &rt.op, params
+	s.waitBehind(r)
+	err := s.serveRoute(r, rt)
+	if r.provisional {
+		// The key was not authenticated by the admission (any refusal, a
+		// check that failed, another kind of site): nothing was written,
+		// and the request is served again with the key authenticated
+		// first, as every other operation is, so that it is answered as
+		// it would have been.
+		s.resetProvisional(r)
+		err = s.serveRoute(r, rt)
+	}
+	return err
+}
+
+// serveRoute authenticates the request and runs its route's handler.
+func (s *Server) serveRoute(r *request, rt *route) error {
 	if !rt.op.Public {
-		if err := s.admit(r); err != nil {
+		ta := s.phases.Start()
+		err := s.admit(r)
+		s.phases.Done(phase.Auth, ta)
+		if err != nil {
 			return err
 		}
 	}
@@ -410,6 +445,26 @@ func (r *request) writeJSON(status int, v any) error {
 	}
 	r.writeBody(status, b)
 	return nil
+}
+
+// writeEncoded writes the body encode returns, the JSON encoding a handler
+// does itself (a cached or spliced body), timed as phase.JSON.
+func (r *request) writeEncoded(status int, encode func() ([]byte, error)) error {
+	return r.encodeJSON(func() error {
+		b, err := encode()
+		if err != nil {
+			return err
+		}
+		r.writeBody(status, b)
+		return nil
+	})
+}
+
+// encodeJSON runs write, a handler's own encoding of its response into the
+// response, timed as phase.JSON.
+func (r *request) encodeJSON(write func() error) error {
+	defer r.phases.Done(phase.JSON, r.phases.Start())
+	return write()
 }
 
 // writeBody writes an encoded JSON body.

@@ -247,6 +247,8 @@ func printPhases(w io.Writer, sums []phase.Sum, per int) {
 			ms(s.Total)/float64(s.Count), ms(s.Total)/float64(max(per, 1)), share)
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "  (ledger round trips: every round trip sent with a request's context, one call each, timed by the pool's tracer;"+
+		" they overlap authentication, waiting for the runner and the audit record, which include their own)")
 }
 
 // cdfSVG plots the latency CDFs of the first pass: API end to end and

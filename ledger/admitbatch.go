@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,6 +22,11 @@ var ErrAdmissionCheck = newError("ledger: admission check failed")
 // AdmitRequest is POST /queries' whole admission: its idempotency claim,
 // its site's registration, the sections the site must hold and the query.
 type AdmitRequest struct {
+	// Auth, when set, has the admission authenticate the key itself, in
+	// the same round trip (AdmitAuth): Integration, CreateSite and the
+	// query's AccountID and IntegrationID are then the key's, and the
+	// result's Principal is the key's as Authenticate reads it.
+	Auth        *AdmitAuth
 	Integration uuid.UUID
 	IdemKey     string
 	Operation   string
@@ -47,38 +53,116 @@ type AdmitBatchResult struct {
 	// Site as registered (SiteCreated: by this request).
 	Site        Site
 	SiteCreated bool
+	// Principal is the key's, when the request's Auth had it authenticated.
+	Principal Principal
 	AdmitResult
 }
 
-// admitRequireClaimSQL checks the claim just inserted is this request's.
-const admitRequireClaimSQL = `SELECT siteenv_require(EXISTS (SELECT 1 FROM idempotency
-	WHERE integration_id = $1 AND idem_key = $2 AND claim_token = $3), 'idempotency claim')`
+// The admission's statements name the account and the integration by SQL
+// expressions: parameters ($N::uuid) when the caller authenticated the key,
+// or the key's row found by its hash (keyAccountSQL, keyIntegrationSQL)
+// when the admission authenticates it itself (AdmitRequest.KeyHash). Each
+// statement is built once for either form (admitStatements).
+func keyAccountSQL(n int) string {
+	return fmt.Sprintf("(SELECT account_id FROM api_keys WHERE key_hash = $%d::bytea)", n)
+}
 
-// admitSiteSQL reads the account's active site of the fingerprint (as
-// saveSitePipelined) with its granted sections.
-const admitSiteSQL = `SELECT ` + siteColumns + `, coalesce((SELECT array_agg(g.section_key) FROM section_grants g
+func keyIntegrationSQL(n int) string {
+	return fmt.Sprintf("(SELECT integration_id FROM api_keys WHERE key_hash = $%d::bytea)", n)
+}
+
+// admitStatements are AdmitQueryBatch's statements of one form.
+type admitStatements struct {
+	// claim inserts the idempotency claim ($1: the integration).
+	claim string
+	// requireClaim checks the claim just inserted is this request's.
+	requireClaim string
+	// lock locks the account's row ($1: the account).
+	lock string
+	// site reads the account's active site of the fingerprint ($1: the
+	// account; as saveSitePipelined) with its granted sections.
+	site string
+	// requireSite checks the site exists and holds every section of $3.
+	requireSite string
+	// admit is admitQuerySQL of the site registered in the same
+	// transaction, found by its fingerprint ($4; $5 is true).
+	admit string
+}
+
+func newAdmitStatements(account func(n int) string, integration func(n int) string) admitStatements {
+	return admitStatements{
+		claim: `INSERT INTO idempotency (integration_id, idem_key, operation, fingerprint, state, created_at, updated_at, claim_token, lease_until)
+		VALUES (` + integration(1) + `, $2, $3, $4, 'running', $5, $5, $6, $7) ON CONFLICT DO NOTHING`,
+		requireClaim: `SELECT siteenv_require(EXISTS (SELECT 1 FROM idempotency
+	WHERE integration_id = ` + integration(1) + ` AND idem_key = $2 AND claim_token = $3), 'idempotency claim')`,
+		lock: `SELECT account_id FROM accounts WHERE account_id = ` + account(1) + ` FOR UPDATE`,
+		site: `SELECT ` + siteColumns + `, coalesce((SELECT array_agg(g.section_key) FROM section_grants g
 		WHERE g.site_id = s.site_id AND g.account_id = s.account_id), '{}')
-	FROM sites s WHERE account_id = $1 AND fingerprint = $2 AND archived_at IS NULL ORDER BY created_at LIMIT 1`
-
-// admitRequireSiteSQL checks the site exists and holds every section of $3.
-const admitRequireSiteSQL = `SELECT siteenv_require(coalesce((SELECT $3::text[] <@ coalesce((SELECT array_agg(g.section_key)
+	FROM sites s WHERE account_id = ` + account(1) + ` AND fingerprint = $2 AND archived_at IS NULL ORDER BY created_at LIMIT 1`,
+		requireSite: `SELECT siteenv_require(coalesce((SELECT $3::text[] <@ coalesce((SELECT array_agg(g.section_key)
 		FROM section_grants g WHERE g.site_id = s.site_id AND g.account_id = s.account_id), '{}')
-	FROM sites s WHERE account_id = $1 AND fingerprint = $2 AND archived_at IS NULL ORDER BY created_at LIMIT 1), false), 'site')`
+	FROM sites s WHERE account_id = ` + account(1) + ` AND fingerprint = $2 AND archived_at IS NULL ORDER BY created_at LIMIT 1), false), 'site')`,
+		admit: `WITH site AS (SELECT site_id, geometry FROM sites
+		WHERE account_id = ` + account(2) + ` AND fingerprint = $4::text AND archived_at IS NULL AND $5::boolean ORDER BY created_at LIMIT 1), ` +
+			admitQueryCTEs("(SELECT site_id FROM site)", "(SELECT geometry FROM site)", account(2), integration(3)),
+	}
+}
 
-// admitBatchSQL is admitQuerySQL of the site registered in the same
-// transaction, found by its fingerprint ($4; $5 is true).
-var admitBatchSQL = `WITH site AS (SELECT site_id, geometry FROM sites
-		WHERE account_id = $2::uuid AND fingerprint = $4::text AND archived_at IS NULL AND $5::boolean ORDER BY created_at LIMIT 1), ` +
-	admitQueryCTEs("(SELECT site_id FROM site)", "(SELECT geometry FROM site)")
+var (
+	// admitByID's account and integration are the caller's parameters.
+	admitByID = newAdmitStatements(func(n int) string { return fmt.Sprintf("$%d::uuid", n) },
+		func(n int) string { return fmt.Sprintf("$%d::uuid", n) })
+	// admitByKey's are the key's whose hash is the parameter.
+	admitByKey = newAdmitStatements(keyAccountSQL, keyIntegrationSQL)
+)
+
+// admitPrincipalSQL reads the principal of the key whose hash is $1, as
+// Authenticate does, with the catalogue's version.
+const admitPrincipalSQL = `SELECT k.key_id, k.account_id, k.integration_id, a.name, k.principal_kind, k.scopes, k.dataset_ids,
+		a.dataset_ids, k.revoked_at IS NOT NULL, ` + catalogueVersionSQL + `
+	FROM api_keys k JOIN accounts a USING (account_id) WHERE k.key_hash = $1::bytea`
+
+// admitRequirePrincipalSQL checks the key whose hash is $1 exists, is not
+// revoked, holds every scope of $2 and may use every dataset of $3 (the
+// key's and its account's lists, NULL: all), and that the catalogue's
+// version is $4 (the one the caller read the layers of).
+const admitRequirePrincipalSQL = `SELECT siteenv_require(coalesce((SELECT k.revoked_at IS NULL AND k.scopes @> $2::text[]
+			AND (k.dataset_ids IS NULL OR k.dataset_ids @> $3::text[]) AND (a.dataset_ids IS NULL OR a.dataset_ids @> $3::text[])
+		FROM api_keys k JOIN accounts a USING (account_id) WHERE k.key_hash = $1::bytea), false)
+	AND ` + catalogueVersionSQL + ` = $4::bigint, 'principal')`
+
+// admitSaveSiteByKeySQL is saveSiteSQL of the account of the key whose hash
+// is $2, inserted only when the key holds sites:write.
+const admitSaveSiteByKeySQL = `INSERT INTO sites (site_id, account_id, name, portfolio_id, geometry, fingerprint, area_m2,
+		min_lon, min_lat, max_lon, max_lat, created_at)
+	SELECT $1::uuid, k.account_id, $3::text, $4::uuid, $5::jsonb, $6::text, $7::double precision,
+		$8::double precision, $9::double precision, $10::double precision, $11::double precision, $12::timestamptz
+	FROM api_keys k WHERE k.key_hash = $2::bytea AND k.scopes @> ARRAY['` + ScopeSitesWrite + `']
+		AND NOT EXISTS (SELECT 1 FROM sites WHERE account_id = k.account_id AND fingerprint = $6::text AND archived_at IS NULL)
+	RETURNING site_id`
+
+// AdmitAuth is what AdmitQueryBatch checks of a key it authenticates
+// itself (AdmitRequest.KeyHash): the scopes the operation needs, the
+// datasets (layer ids) it uses and the catalogue version its layers were
+// read at. Any that fails is ErrAdmissionCheck, as an unknown or revoked
+// key is: nothing was written or counted, and the caller authenticates the
+// key on its own to answer exactly.
+type AdmitAuth struct {
+	KeyHash   []byte
+	Scopes    []string
+	Datasets  []string
+	Catalogue int64
+}
 
 // AdmitQueryBatch admits a query in one round trip: one pipelined relaxed
-// transaction claims the idempotency key, registers the site, checks its
-// sections and admits the query (AdmitQuery: the admission counted, the
-// query stored running or queued). Each check is a siteenv_require
-// statement (migration 0013), so a failed check undoes the whole
-// transaction before the admission is counted: ErrAdmissionCheck. Past the
-// checks, ErrRateLimited and ErrCapacity come with the fresh claim's Token
-// (the claim and the site stay committed, as on the step-by-step path).
+// transaction (with ar.Auth, authenticates the key first,) claims the
+// idempotency key, registers the site, checks its sections and admits the
+// query (AdmitQuery: the admission counted, the query stored running or
+// queued). Each check is a siteenv_require statement (migration 0013), so
+// a failed check undoes the whole transaction before the admission is
+// counted: ErrAdmissionCheck. Past the checks, ErrRateLimited and
+// ErrCapacity come with the fresh claim's Token (the claim and the site
+// stay committed, as on the step-by-step path).
 func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBatchResult, error) {
 	now := l.now()
 	token := uuid.New()
@@ -102,22 +186,41 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 	}
 	cur := windowIndex(now, time.Minute)
 	lim := ar.Limits
+	st := admitByID
+	var integration, account, queryIntegration any = ar.Integration, q.AccountID, q.IntegrationID
+	createSite := ar.CreateSite
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue("SET LOCAL synchronous_commit = off")
-	b.Queue(`INSERT INTO idempotency (integration_id, idem_key, operation, fingerprint, state, created_at, updated_at, claim_token, lease_until)
-		VALUES ($1, $2, $3, $4, 'running', $5, $5, $6, $7) ON CONFLICT DO NOTHING`, ar.Integration, ar.IdemKey, ar.Operation, ar.Fingerprint, now, token, now.Add(l.lease))
-	b.Queue(admitRequireClaimSQL, ar.Integration, ar.IdemKey, token)
-	b.Queue(lockAccountSQL, q.AccountID)
-	if ar.CreateSite {
-		b.Queue(saveSiteSQL, siteID, q.AccountID, s.Name, s.PortfolioID, s.Geometry, s.Fingerprint, s.AreaM2,
+	if a := ar.Auth; a != nil {
+		st, createSite = admitByKey, true
+		integration, account, queryIntegration = a.KeyHash, a.KeyHash, a.KeyHash
+		b.Queue(admitPrincipalSQL, a.KeyHash)
+		b.Queue(admitRequirePrincipalSQL, a.KeyHash, nonNil(a.Scopes), nonNil(a.Datasets), a.Catalogue)
+	}
+	b.Queue(st.claim, integration, ar.IdemKey, ar.Operation, ar.Fingerprint, now, token, now.Add(l.lease))
+	b.Queue(st.requireClaim, integration, ar.IdemKey, token)
+	b.Queue(st.lock, account)
+	if createSite {
+		siteSQL := saveSiteSQL
+		if ar.Auth != nil {
+			siteSQL = admitSaveSiteByKeySQL
+		}
+		b.Queue(siteSQL, siteID, account, s.Name, s.PortfolioID, s.Geometry, s.Fingerprint, s.AreaM2,
 			s.Bounds[0], s.Bounds[1], s.Bounds[2], s.Bounds[3], now)
 	}
-	b.Queue(admitSiteSQL, q.AccountID, s.Fingerprint)
-	b.Queue(admitRequireSiteSQL, q.AccountID, s.Fingerprint, sections)
-	b.Queue(admitBatchSQL, admitArgs(q, frozen, s.Fingerprint, true, cur, lim, now)...)
+	b.Queue(st.site, account, s.Fingerprint)
+	b.Queue(st.requireSite, account, s.Fingerprint, sections)
+	args := admitArgs(q, frozen, s.Fingerprint, true, cur, lim, now)
+	args[1], args[2] = account, queryIntegration
+	b.Queue(st.admit, args...)
 	b.Queue("COMMIT")
-	br := l.pool.SendBatch(ctx, b)
+	conn, err := l.pool.Acquire(ctx)
+	if err != nil {
+		return AdmitBatchResult{}, translate(err)
+	}
+	defer conn.Release()
+	br := conn.SendBatch(ctx, b)
 	var (
 		res     AdmitBatchResult
 		locked  bool
@@ -126,7 +229,23 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 		granted []string
 	)
 	err = func() error {
-		for range 4 { // BEGIN, SET, the claim, its check
+		for range 2 { // BEGIN, SET
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		if ar.Auth != nil {
+			p := &res.Principal
+			if err := br.QueryRow().Scan(&p.KeyID, &p.AccountID, &p.IntegrationID, &p.AccountName, &p.Kind, &p.Scopes, &p.KeyDatasets,
+				&p.AccountDatasets, &p.Revoked, &p.Catalogue); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			if _, err := br.Exec(); err != nil { // the principal's check
+				return err
+			}
+			q.AccountID, q.IntegrationID = p.AccountID, p.IntegrationID
+		}
+		for range 2 { // the claim, its check
 			if _, err := br.Exec(); err != nil {
 				return err
 			}
@@ -138,7 +257,7 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 		case !errors.Is(err, pgx.ErrNoRows):
 			return err
 		}
-		if ar.CreateSite {
+		if createSite {
 			switch err := br.QueryRow().Scan(&id); {
 			case err == nil:
 				res.SiteCreated = true
@@ -160,10 +279,19 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 		_, err := br.Exec()
 		return err
 	}()
-	// On an error (a failed check too) the transaction is left aborted and
-	// pgxpool discards the connection instead of reusing it.
 	if cerr := br.Close(); err == nil {
 		err = cerr
+	}
+	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+		// A failed check leaves the transaction aborted: rolled back here
+		// (a round trip only on that path), so that the connection goes
+		// back to the pool rather than being closed and dialled again
+		// (an unknown key's requests would otherwise each cost one).
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		if _, rerr := conn.Exec(rctx, "ROLLBACK"); rerr != nil {
+			conn.Conn().Close(rctx) //nolint:errcheck // the pool drops a closed connection
+		}
+		cancel()
 	}
 	var pe *pgconn.PgError
 	switch {

@@ -89,3 +89,96 @@ func TestAdmitQueryBatchIsAllOrNothing(t *testing.T) {
 		t.Fatalf("third admission %+v, %v; want ErrRateLimited with its claim", res3, err)
 	}
 }
+
+// With Auth, AdmitQueryBatch authenticates the key itself: the principal
+// is Authenticate's, the claim, site and query are its account's and
+// integration's. An unknown or revoked key, a missing scope or dataset, a
+// catalogue version moved since the caller read it, or a new site for a
+// key without sites:write fails the check and counts and writes nothing.
+func TestAdmitQueryBatchAuthenticates(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a, err := b.led.CreateAccount(b.ctx, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newKey := func(datasets []string, scopes ...string) ledger.NewKey {
+		k, err := b.led.CreateKey(b.ctx, ledger.KeyParams{Account: a.ID, Scopes: scopes, Datasets: datasets})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	k := newKey(nil, "queries:run", "sites:write")
+	p, err := b.led.Authenticate(b.ctx, k.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := ledger.Site{Geometry: json.RawMessage(`{"type":"Point","coordinates":[151,-33.8]}`), Fingerprint: "fp-a",
+		Bounds: [4]float64{151, -33.8, 151, -33.8}}
+	ask := func(secret, idemKey string, catalogue int64, fingerprint string, scopes ...string) ledger.AdmitRequest {
+		s := site
+		s.Fingerprint = fingerprint
+		return ledger.AdmitRequest{IdemKey: idemKey, Operation: "create_query", Fingerprint: []byte("f"), Site: s,
+			Auth:  &ledger.AdmitAuth{KeyHash: ledger.HashKey(secret), Scopes: scopes, Datasets: []string{"l"}, Catalogue: catalogue},
+			Query: ledger.Query{RadiusM: 100, LayerIDs: []string{"l"}, Frozen: []ledger.FrozenLayer{{LayerID: "l"}}},
+			Limits: ledger.AdmitLimits{QueryLimits: ledger.QueryLimits{MaxQueued: 10, MaxRetainedBytes: 1 << 30}, PerMinute: 5,
+				RunNow: true, MaxRunning: 4, Lease: time.Minute}}
+	}
+	hits := func() int {
+		w, err := b.led.Peek(b.ctx, a.ID, ledger.BucketQueryAdmissions, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w.Hits
+	}
+	revoked := newKey(nil, "queries:run", "sites:write")
+	if err := b.led.RevokeKey(b.ctx, revoked.KeyID); err != nil {
+		t.Fatal(err)
+	}
+	narrow := newKey([]string{"m"}, "queries:run", "sites:write")
+	ro := newKey(nil, "queries:run")
+	for _, c := range []struct {
+		name string
+		ar   ledger.AdmitRequest
+	}{
+		{"unknown key", ask("sek_unknown", "k1", p.Catalogue, "fp-a", "queries:run")},
+		{"revoked key", ask(revoked.Secret, "k1", p.Catalogue, "fp-a", "queries:run")},
+		{"missing scope", ask(k.Secret, "k1", p.Catalogue, "fp-a", "queries:run", "reports:create")},
+		{"dataset not permitted", ask(narrow.Secret, "k1", p.Catalogue, "fp-a", "queries:run")},
+		{"catalogue moved", ask(k.Secret, "k1", p.Catalogue-1, "fp-a", "queries:run")},
+		{"new site without sites:write", ask(ro.Secret, "k1", p.Catalogue, "fp-a", "queries:run")},
+	} {
+		if _, err := b.led.AdmitQueryBatch(b.ctx, c.ar); !errors.Is(err, ledger.ErrAdmissionCheck) {
+			t.Fatalf("%s: %v, want ErrAdmissionCheck", c.name, err)
+		}
+		if n := hits(); n != 0 {
+			t.Fatalf("%s: %d admissions counted", c.name, n)
+		}
+		if sites, err := b.led.ListSites(b.ctx, a.ID, ledger.SiteFilter{Limit: 10}); err != nil || len(sites) != 0 {
+			t.Fatalf("%s: sites left registered: %v, %v", c.name, sites, err)
+		}
+	}
+	res, err := b.led.AdmitQueryBatch(b.ctx, ask(k.Secret, "k1", p.Catalogue, "fp-a", "queries:run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Principal.KeyID != p.KeyID || res.Principal.AccountID != a.ID || res.Principal.IntegrationID != k.IntegrationID ||
+		res.Principal.Catalogue != p.Catalogue || len(res.Principal.Scopes) != 2 {
+		t.Fatalf("principal %+v, want %+v", res.Principal, p)
+	}
+	if !res.SiteCreated || res.Site.AccountID != a.ID || res.Query.AccountID != a.ID || res.Query.IntegrationID != k.IntegrationID || hits() != 1 {
+		t.Fatalf("admitted %+v, %d hits", res, hits())
+	}
+	got, err := b.led.Query(b.ctx, a.ID, res.Query.ID)
+	if err != nil || got.Status != ledger.QueryRunning || got.SiteID != res.Site.ID || got.IntegrationID != k.IntegrationID {
+		t.Fatalf("stored %+v, %v", got, err)
+	}
+	if claim, err := b.led.ClaimIdempotency(b.ctx, k.IntegrationID, "k1", "create_query", []byte("f")); err != nil || claim.State != ledger.IdemInFlight {
+		t.Fatalf("the claim under the key's integration: %+v, %v", claim, err)
+	}
+	// The read-only key queries the site that now exists.
+	if res, err := b.led.AdmitQueryBatch(b.ctx, ask(ro.Secret, "k2", p.Catalogue, "fp-a", "queries:run")); err != nil || res.SiteCreated || hits() != 2 {
+		t.Fatalf("existing site without sites:write: %+v, %v, %d hits", res, err, hits())
+	}
+}

@@ -47,23 +47,25 @@ type AdmitResult struct {
 // read twice, so PostgreSQL evaluates it once (a CTE of a volatile call).
 // The site is $4 (its id) and $5 (its geometry); AdmitQueryBatch's
 // admitBatchSQL is the same statement of the site it registered.
-var admitQuerySQL = `WITH ` + admitQueryCTEs("$4::uuid", "$5::jsonb")
+var admitQuerySQL = `WITH ` + admitQueryCTEs("$4::uuid", "$5::jsonb", "$2::uuid", "$3::uuid")
 
 // admitQueryCTEs is admitQuerySQL's CTEs with the query's site id and
-// geometry given as the SQL expressions siteID and siteGeometry: the one
-// home of the admission's statement, for AdmitQuery and AdmitQueryBatch.
-func admitQueryCTEs(siteID, siteGeometry string) string {
-	return `rc AS (SELECT rate_count($2::uuid, 'query_admissions', $13::bigint) AS v),
+// geometry, its account and its integration given as the SQL expressions
+// siteID, siteGeometry, account and integration: the one home of the
+// admission's statement, for AdmitQuery and AdmitQueryBatch (which may
+// name the account and integration by the key's hash: keyAccountSQL).
+func admitQueryCTEs(siteID, siteGeometry, account, integration string) string {
+	return `rc AS (SELECT rate_count(` + account + `, 'query_admissions', $13::bigint) AS v),
 	ins AS (
 		INSERT INTO queries (query_id, account_id, integration_id, site_id, site_geometry, radius_m, layer_ids,
 			include_geometry, frozen, status, created_at, attempts, started_at, claimed_until)
-		SELECT $1::uuid, $2::uuid, $3::uuid, ` + siteID + `, ` + siteGeometry + `, $6::double precision, $7::text[], $8::boolean, $9::jsonb,
+		SELECT $1::uuid, ` + account + `, ` + integration + `, ` + siteID + `, ` + siteGeometry + `, $6::double precision, $7::text[], $8::boolean, $9::jsonb,
 			CASE WHEN run THEN 'running' ELSE 'queued' END, $10::timestamptz,
 			CASE WHEN run THEN 1 ELSE 0 END, CASE WHEN run THEN $10::timestamptz END, CASE WHEN run THEN $16::timestamptz END
 		FROM rc, (SELECT count(*) FILTER (WHERE status = 'queued') AS queued,
 				count(*) FILTER (WHERE status = 'running') AS running,
 				coalesce(sum(result_bytes) FILTER (WHERE result_key IS NOT NULL), 0) AS retained
-			FROM queries WHERE account_id = $2::uuid) u,
+			FROM queries WHERE account_id = ` + account + `) u,
 			LATERAL (SELECT $15::boolean AND u.running < $17::bigint AS run) r
 		WHERE (rc.v & 4294967295) <= $14::bigint AND u.queued < $11 AND u.retained < $12
 		RETURNING status)

@@ -147,8 +147,7 @@ func (l *Ledger) renewLeases() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), l.lease/3)
-		_, err := l.pool.Exec(ctx, `UPDATE idempotency SET lease_until = $2 WHERE claim_token = ANY ($1) AND state = 'running'`,
-			tokens, l.now().Add(l.lease))
+		_, err := l.pool.Exec(ctx, renewIdempotencySQL, tokens, l.now().Add(l.lease))
 		cancel()
 		if err != nil {
 			l.log.Warn("idempotency lease renewal failed", "claims", len(tokens), "err", translate(err))
@@ -176,8 +175,7 @@ func (l *Ledger) ClaimIdempotency(ctx context.Context, integration uuid.UUID, ke
 	// (the stored response's, or a purchase's), and flushing that commit's
 	// WAL flushes the claim with it; a claim lost with a crash before then
 	// lost everything its request wrote too, and a retry runs it afresh.
-	tag, err := l.execRelaxed(ctx, `INSERT INTO idempotency (integration_id, idem_key, operation, fingerprint, state, created_at, updated_at, claim_token, lease_until)
-		VALUES ($1, $2, $3, $4, 'running', $5, $5, $6, $7) ON CONFLICT DO NOTHING`, integration, key, operation, fingerprint, now, token, now.Add(l.lease))
+	tag, err := l.execRelaxed(ctx, claimIdempotencySQL, integration, key, operation, fingerprint, now, token, now.Add(l.lease))
 	if err != nil {
 		return IdemClaim{}, nameParams(err, "", "Idempotency-Key")
 	}
@@ -192,8 +190,7 @@ func (l *Ledger) ClaimIdempotency(ctx context.Context, integration uuid.UUID, ke
 		ctype, loc *string
 		body       []byte
 	)
-	err = l.pool.QueryRow(ctx, `SELECT operation, fingerprint, state, status, content_type, location, body
-		FROM idempotency WHERE integration_id = $1 AND idem_key = $2`, integration, key).
+	err = l.pool.QueryRow(ctx, readIdempotencySQL, integration, key).
 		Scan(&op, &fp, &state, &status, &ctype, &loc, &body)
 	if err = translate(err); errors.Is(err, ErrNotFound) {
 		// Released between the insert and the read: the caller polls again.
@@ -217,9 +214,7 @@ func (l *Ledger) ClaimIdempotency(ctx context.Context, integration uuid.UUID, ke
 	}
 	// Take over a lapsed claim. The condition is re-checked on the locked row,
 	// so of several replicas racing for it exactly one wins.
-	tag, err = l.pool.Exec(ctx, `UPDATE idempotency SET claim_token = $3, lease_until = $4, updated_at = $5
-		WHERE integration_id = $1 AND idem_key = $2 AND state = 'running'
-		AND coalesce(lease_until, updated_at + interval '`+legacyStale+`') <= $5`, integration, key, token, now.Add(l.lease), now)
+	tag, err = l.pool.Exec(ctx, takeOverIdempotencySQL, integration, key, token, now.Add(l.lease), now)
 	if err != nil {
 		return IdemClaim{}, translate(err)
 	}
@@ -235,10 +230,7 @@ func (l *Ledger) ClaimIdempotency(ctx context.Context, integration uuid.UUID, ke
 // replay. ErrClaimLost: another request took the claim over meanwhile.
 func (l *Ledger) CompleteIdempotency(ctx context.Context, integration uuid.UUID, key string, token uuid.UUID, r IdemResponse) error {
 	l.leases.remove(token)
-	tag, err := l.pool.Exec(ctx, `UPDATE idempotency SET state = 'done', status = $4, content_type = $5, location = nullif($6, ''), body = $7, updated_at = $8,
-			claim_token = NULL, lease_until = NULL
-		WHERE integration_id = $1 AND idem_key = $2 AND claim_token = $3 AND state = 'running'`,
-		integration, key, token, r.Status, r.ContentType, r.Location, r.Body, l.now())
+	tag, err := l.pool.Exec(ctx, completeIdempotencySQL, integration, key, token, r.Status, r.ContentType, r.Location, r.Body, l.now())
 	if err != nil {
 		return translate(err)
 	}
@@ -290,7 +282,29 @@ func (l *Ledger) CompleteIdempotencyAudited(ctx context.Context, integration uui
 // A claim taken over by another request is left alone.
 func (l *Ledger) ReleaseIdempotency(ctx context.Context, integration uuid.UUID, key string, token uuid.UUID) error {
 	l.leases.remove(token)
-	_, err := l.pool.Exec(ctx, `DELETE FROM idempotency WHERE integration_id = $1 AND idem_key = $2 AND claim_token = $3 AND state = 'running'`,
-		integration, key, token)
+	_, err := l.pool.Exec(ctx, releaseIdempotencySQL, integration, key, token)
 	return translate(err)
 }
+
+// The statements of idempotency claims, by what they do.
+const (
+	// renewIdempotencySQL extends the leases of the running claims of the
+	// tokens $1 to $2.
+	renewIdempotencySQL = `UPDATE idempotency SET lease_until = $2 WHERE claim_token = ANY ($1) AND state = 'running'`
+	// claimIdempotencySQL inserts a running claim unless the key has one.
+	claimIdempotencySQL = `INSERT INTO idempotency (integration_id, idem_key, operation, fingerprint, state, created_at, updated_at, claim_token, lease_until)
+		VALUES ($1, $2, $3, $4, 'running', $5, $5, $6, $7) ON CONFLICT DO NOTHING`
+	// readIdempotencySQL reads a key's claim or stored response.
+	readIdempotencySQL = `SELECT operation, fingerprint, state, status, content_type, location, body
+		FROM idempotency WHERE integration_id = $1 AND idem_key = $2`
+	// takeOverIdempotencySQL takes a running claim whose lease lapsed by $5.
+	takeOverIdempotencySQL = `UPDATE idempotency SET claim_token = $3, lease_until = $4, updated_at = $5
+		WHERE integration_id = $1 AND idem_key = $2 AND state = 'running'
+		AND coalesce(lease_until, updated_at + interval '` + legacyStale + `') <= $5`
+	// completeIdempotencySQL stores the response of the claim of token $3.
+	completeIdempotencySQL = `UPDATE idempotency SET state = 'done', status = $4, content_type = $5, location = nullif($6, ''), body = $7, updated_at = $8,
+			claim_token = NULL, lease_until = NULL
+		WHERE integration_id = $1 AND idem_key = $2 AND claim_token = $3 AND state = 'running'`
+	// releaseIdempotencySQL forgets the running claim of token $3.
+	releaseIdempotencySQL = `DELETE FROM idempotency WHERE integration_id = $1 AND idem_key = $2 AND claim_token = $3 AND state = 'running'`
+)

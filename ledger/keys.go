@@ -117,20 +117,18 @@ func (l *Ledger) CreateKey(ctx context.Context, p KeyParams) (NewKey, error) {
 		}
 		if p.Integration != nil {
 			var owner uuid.UUID
-			err := tx.QueryRow(ctx, `SELECT account_id FROM integrations WHERE integration_id = $1`, *p.Integration).Scan(&owner)
+			err := tx.QueryRow(ctx, integrationOwnerSQL, *p.Integration).Scan(&owner)
 			if err != nil || owner != p.Account {
 				return fmt.Errorf("integration %s: %w", p.Integration, ErrNotFound)
 			}
 			nk.IntegrationID = *p.Integration
 		} else {
 			nk.IntegrationID = newID()
-			if _, err := tx.Exec(ctx, `INSERT INTO integrations (integration_id, account_id, spend_limit, created_at) VALUES ($1, $2, $3, $4)`,
-				nk.IntegrationID, p.Account, limit, now); err != nil {
+			if _, err := tx.Exec(ctx, insertIntegrationSQL, nk.IntegrationID, p.Account, limit, now); err != nil {
 				return err
 			}
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO api_keys (key_id, account_id, integration_id, prefix, key_hash, scopes, dataset_ids, principal_kind, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		_, err := tx.Exec(ctx, insertKeySQL,
 			nk.KeyID, p.Account, nk.IntegrationID, secret[:len(KeyPrefix)+6], HashKey(secret), scopes, datasets, p.Principal, now)
 		return err
 	})
@@ -145,7 +143,7 @@ func (l *Ledger) CreateKey(ctx context.Context, p KeyParams) (NewKey, error) {
 
 // RevokeKey revokes a key; it fails on the very next request. Revoking twice is a no-op.
 func (l *Ledger) RevokeKey(ctx context.Context, keyID uuid.UUID) error {
-	tag, err := l.pool.Exec(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $2) WHERE key_id = $1`, keyID, l.now())
+	tag, err := l.pool.Exec(ctx, revokeKeySQL, keyID, l.now())
 	if err != nil {
 		return translate(err)
 	}
@@ -207,9 +205,7 @@ func (p Principal) PermitsDataset(id string) bool {
 // ErrNotFound; revoked keys give the principal and ErrKeyRevoked (for the audit).
 func (l *Ledger) Authenticate(ctx context.Context, key string) (Principal, error) {
 	var p Principal
-	err := l.pool.QueryRow(ctx, `SELECT k.key_id, k.account_id, k.integration_id, a.name, k.principal_kind, k.scopes, k.dataset_ids,
-			a.dataset_ids, k.revoked_at IS NOT NULL, `+catalogueVersionSQL+`
-		FROM api_keys k JOIN accounts a USING (account_id) WHERE k.key_hash = $1`, HashKey(key)).
+	err := l.pool.QueryRow(ctx, authenticateSQL, HashKey(key)).
 		Scan(&p.KeyID, &p.AccountID, &p.IntegrationID, &p.AccountName, &p.Kind, &p.Scopes, &p.KeyDatasets, &p.AccountDatasets, &p.Revoked, &p.Catalogue)
 	if err != nil {
 		return Principal{}, translate(err)
@@ -316,3 +312,22 @@ func (l *Ledger) AuthenticateCount(ctx context.Context, key string, scopes []str
 	}
 	return p, rateWindow(*count, now, window, cur), true, nil
 }
+
+// The statements of keys and integrations, by what they do.
+const (
+	// integrationOwnerSQL reads an integration's account.
+	integrationOwnerSQL = `SELECT account_id FROM integrations WHERE integration_id = $1`
+	// insertIntegrationSQL creates an integration with its spending cap.
+	insertIntegrationSQL = `INSERT INTO integrations (integration_id, account_id, spend_limit, created_at) VALUES ($1, $2, $3, $4)`
+	// insertKeySQL creates a key (its hash, never its secret).
+	insertKeySQL = `INSERT INTO api_keys (key_id, account_id, integration_id, prefix, key_hash, scopes, dataset_ids, principal_kind, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+	// revokeKeySQL revokes a key at $2 unless it is already revoked.
+	revokeKeySQL = `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $2) WHERE key_id = $1`
+	// authenticateSQL reads the principal of the key whose hash is $1,
+	// with the catalogue's version (AdmitQueryBatch's admitPrincipalSQL is
+	// the same read).
+	authenticateSQL = `SELECT k.key_id, k.account_id, k.integration_id, a.name, k.principal_kind, k.scopes, k.dataset_ids,
+			a.dataset_ids, k.revoked_at IS NOT NULL, ` + catalogueVersionSQL + `
+		FROM api_keys k JOIN accounts a USING (account_id) WHERE k.key_hash = $1`
+)

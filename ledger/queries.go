@@ -111,7 +111,7 @@ func (l *Ledger) CreateQuery(ctx context.Context, q Query, lim QueryLimits) (Que
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue("SET LOCAL synchronous_commit = off")
-	b.Queue(`SELECT account_id FROM accounts WHERE account_id = $1 FOR UPDATE`, q.AccountID)
+	b.Queue(lockAccountSQL, q.AccountID)
 	b.Queue(createQuerySQL, q.ID, q.AccountID, q.IntegrationID, q.SiteID, q.SiteGeometry, q.RadiusM, q.LayerIDs, q.IncludeGeometry,
 		frozen, q.CreatedAt, lim.MaxQueued, lim.MaxRetainedBytes)
 	b.Queue("COMMIT")
@@ -169,7 +169,7 @@ const createQuerySQL = `INSERT INTO queries (query_id, account_id, integration_i
 
 // Query reads one of an account's queries.
 func (l *Ledger) Query(ctx context.Context, account, id uuid.UUID) (Query, error) {
-	q, err := scanQuery(l.pool.QueryRow(ctx, `SELECT `+queryColumns+` FROM queries WHERE query_id = $1 AND account_id = $2`, id, account))
+	q, err := scanQuery(l.pool.QueryRow(ctx, querySQL, id, account))
 	return q, translate(err)
 }
 
@@ -187,7 +187,7 @@ type QueryLive struct {
 // ErrNotFound, as with Query.
 func (l *Ledger) QueryLive(ctx context.Context, account, id uuid.UUID) (QueryLive, error) {
 	var v QueryLive
-	err := l.pool.QueryRow(ctx, `SELECT status, result_key, result_bytes, released_at FROM queries WHERE query_id = $1 AND account_id = $2`, id, account).
+	err := l.pool.QueryRow(ctx, queryLiveSQL, id, account).
 		Scan(&v.Status, &v.ResultKey, &v.ResultBytes, &v.ReleasedAt)
 	return v, translate(err)
 }
@@ -196,7 +196,7 @@ func (l *Ledger) QueryLive(ctx context.Context, account, id uuid.UUID) (QueryLiv
 // executing a query cancelled meanwhile.
 func (l *Ledger) QueryStatus(ctx context.Context, id uuid.UUID) (string, error) {
 	var status string
-	err := l.pool.QueryRow(ctx, `SELECT status FROM queries WHERE query_id = $1`, id).Scan(&status)
+	err := l.pool.QueryRow(ctx, queryStatusSQL, id).Scan(&status)
 	return status, translate(err)
 }
 
@@ -243,8 +243,7 @@ func (l *Ledger) claimOnce(ctx context.Context, maxRunning int, attempt time.Dur
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue("SET LOCAL synchronous_commit = off")
-	b.Queue(`SELECT query_id, account_id FROM queries WHERE status = 'queued' AND account_id <> ALL ($1)
-		ORDER BY created_at, query_id FOR UPDATE SKIP LOCKED LIMIT 1`, skip)
+	b.Queue(nextQueuedSQL, skip)
 	br := conn.SendBatch(ctx, b)
 	var id, account uuid.UUID
 	_, err = br.Exec()
@@ -271,9 +270,7 @@ func (l *Ledger) claimOnce(ctx context.Context, maxRunning int, attempt time.Dur
 	b = &pgx.Batch{}
 	// The account lock makes the running count exact across replicas.
 	b.Queue(lockAccountSQL, account)
-	b.Queue(`UPDATE queries SET status = 'running', attempts = attempts + 1, started_at = $2, claimed_until = $3
-		WHERE query_id = $1 AND (SELECT count(*) FROM queries WHERE account_id = $4 AND status = 'running') < $5
-		RETURNING `+queryColumns, id, now, now.Add(attempt), account, maxRunning)
+	b.Queue(claimQuerySQL, id, now, now.Add(attempt), account, maxRunning)
 	b.Queue("COMMIT")
 	br = conn.SendBatch(ctx, b)
 	var locked uuid.UUID
@@ -357,20 +354,20 @@ func (l *Ledger) FinishQueryRow(ctx context.Context, q Query, status string, out
 // Repeating it is safe.
 func (l *Ledger) CancelOrRelease(ctx context.Context, account, id uuid.UUID) (resultKey string, err error) {
 	err = l.tx(ctx, func(tx pgx.Tx) error {
-		q, err := scanQuery(tx.QueryRow(ctx, `SELECT `+queryColumns+` FROM queries WHERE query_id = $1 AND account_id = $2 FOR UPDATE`, id, account))
+		q, err := scanQuery(tx.QueryRow(ctx, lockQuerySQL, id, account))
 		if err != nil {
 			return err
 		}
 		now := l.now()
 		switch q.Status {
 		case QueryQueued, QueryRunning:
-			_, err = tx.Exec(ctx, `UPDATE queries SET status = 'cancelled', computed_at = $2, claimed_until = NULL WHERE query_id = $1`, id, now)
+			_, err = tx.Exec(ctx, cancelQuerySQL, id, now)
 			return err
 		}
 		if q.ResultKey != nil {
 			resultKey = *q.ResultKey
 		}
-		_, err = tx.Exec(ctx, `UPDATE queries SET released_at = coalesce(released_at, $2), result_key = NULL, result_bytes = 0 WHERE query_id = $1`, id, now)
+		_, err = tx.Exec(ctx, releaseResultSQL, id, now)
 		return err
 	})
 	return resultKey, translate(err)
@@ -379,10 +376,7 @@ func (l *Ledger) CancelOrRelease(ctx context.Context, account, id uuid.UUID) (re
 // ExpireResults drops retained results past their expiry and returns their
 // keys for deletion from the store.
 func (l *Ledger) ExpireResults(ctx context.Context) ([]string, error) {
-	rows, err := l.pool.Query(ctx, `WITH expired AS (
-			SELECT query_id, result_key FROM queries WHERE result_key IS NOT NULL AND expires_at <= $1 FOR UPDATE)
-		UPDATE queries q SET result_key = NULL, result_bytes = 0 FROM expired e
-		WHERE q.query_id = e.query_id RETURNING e.result_key`, l.now())
+	rows, err := l.pool.Query(ctx, expireResultsSQL, l.now())
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -406,17 +400,10 @@ func (l *Ledger) ExpireResults(ctx context.Context) ([]string, error) {
 func (l *Ledger) FailStaleQueries(ctx context.Context, queueLimit time.Duration, maxAttempts int) error {
 	now := l.now()
 	err := l.tx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `UPDATE queries SET status = 'failed', computed_at = $2,
-				outcome = (SELECT jsonb_agg(jsonb_build_object('layer_id', l, 'data_status', 'unavailable', 'reason', 'queue_timeout', 'coverage', 'unknown', 'count', NULL))
-				           FROM unnest(layer_ids) AS l)
-			WHERE status = 'queued' AND created_at <= $1`, now.Add(-queueLimit), now); err != nil {
+		if _, err := tx.Exec(ctx, failQueuedSQL, now.Add(-queueLimit), now); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE queries SET status = CASE WHEN attempts >= $2 THEN 'failed' ELSE 'queued' END, claimed_until = NULL,
-				outcome = CASE WHEN attempts >= $2 THEN (SELECT jsonb_agg(jsonb_build_object('layer_id', l, 'data_status', 'unavailable',
-					'reason', 'source_unavailable', 'coverage', 'unknown', 'count', NULL)) FROM unnest(layer_ids) AS l) ELSE outcome END,
-				computed_at = CASE WHEN attempts >= $2 THEN $1 ELSE computed_at END
-			WHERE status = 'running' AND claimed_until <= $1`, now, maxAttempts); err != nil {
+		if _, err := tx.Exec(ctx, requeueStaleSQL, now, maxAttempts); err != nil {
 			return err
 		}
 		return nil
@@ -505,16 +492,7 @@ type QueryFilter struct {
 
 // ListQueries returns an account's queries newest first, at most Limit+1.
 func (l *Ledger) ListQueries(ctx context.Context, account uuid.UUID, f QueryFilter) ([]Query, error) {
-	rows, err := l.pool.Query(ctx, `SELECT `+queryColumns+` FROM queries
-		WHERE account_id = $1
-		  AND ($2::uuid IS NULL OR site_id = $2)
-		  AND ($3 = '' OR status = $3)
-		  AND ($4::timestamptz IS NULL OR created_at >= $4)
-		  AND ($5::timestamptz IS NULL OR created_at < $5)
-		  AND created_at <= $6
-		  AND ($7::timestamptz IS NULL OR (created_at, query_id) < ($7, $8))
-		  AND ($9::text[] IS NULL OR layer_ids <@ $9)
-		ORDER BY created_at DESC, query_id DESC LIMIT $10`,
+	rows, err := l.pool.Query(ctx, listQueriesSQL,
 		account, f.SiteID, f.Status, f.CreatedFrom, f.CreatedBefore, f.Snapshot, f.AfterTime, f.AfterID, f.DatasetIDs, f.Limit+1)
 	if err != nil {
 		return nil, translate(err)
@@ -530,3 +508,53 @@ func (l *Ledger) ListQueries(ctx context.Context, account uuid.UUID, f QueryFilt
 	}
 	return out, translate(rows.Err())
 }
+
+// The statements of queries, by what they do.
+const (
+	// listQueriesSQL reads an account's queries newest first, filtered.
+	listQueriesSQL = `SELECT ` + queryColumns + ` FROM queries
+		WHERE account_id = $1
+		  AND ($2::uuid IS NULL OR site_id = $2)
+		  AND ($3 = '' OR status = $3)
+		  AND ($4::timestamptz IS NULL OR created_at >= $4)
+		  AND ($5::timestamptz IS NULL OR created_at < $5)
+		  AND created_at <= $6
+		  AND ($7::timestamptz IS NULL OR (created_at, query_id) < ($7, $8))
+		  AND ($9::text[] IS NULL OR layer_ids <@ $9)
+		ORDER BY created_at DESC, query_id DESC LIMIT $10`
+	// querySQL reads an account's query.
+	querySQL = `SELECT ` + queryColumns + ` FROM queries WHERE query_id = $1 AND account_id = $2`
+	// queryLiveSQL reads what of a finished query can still change.
+	queryLiveSQL = `SELECT status, result_key, result_bytes, released_at FROM queries WHERE query_id = $1 AND account_id = $2`
+	// queryStatusSQL reads a query's status.
+	queryStatusSQL = `SELECT status FROM queries WHERE query_id = $1`
+	// nextQueuedSQL locks the oldest queued query of an account not in $1.
+	nextQueuedSQL = `SELECT query_id, account_id FROM queries WHERE status = 'queued' AND account_id <> ALL ($1)
+		ORDER BY created_at, query_id FOR UPDATE SKIP LOCKED LIMIT 1`
+	// claimQuerySQL starts an attempt of query $1 until $3 when its account runs fewer than $5 queries.
+	claimQuerySQL = `UPDATE queries SET status = 'running', attempts = attempts + 1, started_at = $2, claimed_until = $3
+		WHERE query_id = $1 AND (SELECT count(*) FROM queries WHERE account_id = $4 AND status = 'running') < $5
+		RETURNING ` + queryColumns
+	// lockQuerySQL reads and locks an account's query.
+	lockQuerySQL = `SELECT ` + queryColumns + ` FROM queries WHERE query_id = $1 AND account_id = $2 FOR UPDATE`
+	// cancelQuerySQL cancels a query at $2.
+	cancelQuerySQL = `UPDATE queries SET status = 'cancelled', computed_at = $2, claimed_until = NULL WHERE query_id = $1`
+	// releaseResultSQL releases a query's result at $2.
+	releaseResultSQL = `UPDATE queries SET released_at = coalesce(released_at, $2), result_key = NULL, result_bytes = 0 WHERE query_id = $1`
+	// expireResultsSQL drops the results expired by $1 and returns their keys.
+	expireResultsSQL = `WITH expired AS (
+			SELECT query_id, result_key FROM queries WHERE result_key IS NOT NULL AND expires_at <= $1 FOR UPDATE)
+		UPDATE queries q SET result_key = NULL, result_bytes = 0 FROM expired e
+		WHERE q.query_id = e.query_id RETURNING e.result_key`
+	// failQueuedSQL fails the queries queued since $1 or earlier (queue_timeout).
+	failQueuedSQL = `UPDATE queries SET status = 'failed', computed_at = $2,
+				outcome = (SELECT jsonb_agg(jsonb_build_object('layer_id', l, 'data_status', 'unavailable', 'reason', 'queue_timeout', 'coverage', 'unknown', 'count', NULL))
+				           FROM unnest(layer_ids) AS l)
+			WHERE status = 'queued' AND created_at <= $1`
+	// requeueStaleSQL requeues (or, after $2 attempts, fails) the running queries whose attempt lapsed by $1.
+	requeueStaleSQL = `UPDATE queries SET status = CASE WHEN attempts >= $2 THEN 'failed' ELSE 'queued' END, claimed_until = NULL,
+				outcome = CASE WHEN attempts >= $2 THEN (SELECT jsonb_agg(jsonb_build_object('layer_id', l, 'data_status', 'unavailable',
+					'reason', 'source_unavailable', 'coverage', 'unknown', 'count', NULL)) FROM unnest(layer_ids) AS l) ELSE outcome END,
+				computed_at = CASE WHEN attempts >= $2 THEN $1 ELSE computed_at END
+			WHERE status = 'running' AND claimed_until <= $1`
+)

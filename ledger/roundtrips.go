@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
+
+	"siteenv/internal/phase"
 )
 
 // RoundTrips counts what the ledger sends PostgreSQL: every Exec, Query or
@@ -18,19 +20,26 @@ type RoundTrips struct {
 	Trips, Statements int64
 }
 
-// roundTrips is the pool's pgx tracer behind Ledger.RoundTrips.
+// roundTrips is the pool's pgx tracer behind Ledger.RoundTrips. It also
+// times each round trip into the phase recorder of the request whose
+// context it was sent with (phase.FromContext; none outside a timed
+// request), so the handlers time no ledger work themselves.
 type roundTrips struct{ trips, statements atomic.Int64 }
 
 func (t *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
 	t.trips.Add(1)
 	t.statements.Add(1)
+	phase.FromContext(ctx).RoundTripStart()
 	return ctx
 }
 
-func (t *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (t *roundTrips) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	phase.FromContext(ctx).RoundTripEnd()
+}
 
 func (t *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
 	t.trips.Add(1)
+	phase.FromContext(ctx).RoundTripStart()
 	return ctx
 }
 
@@ -38,7 +47,9 @@ func (t *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQ
 	t.statements.Add(1)
 }
 
-func (t *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+func (t *roundTrips) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchEndData) {
+	phase.FromContext(ctx).RoundTripEnd()
+}
 
 // RoundTrips reads the counts so far.
 func (l *Ledger) RoundTrips() RoundTrips {

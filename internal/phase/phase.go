@@ -1,10 +1,16 @@
-// Package phase times the phases of serving a request (authentication, rate
-// limiting, ledger work, engine, result I/O, JSON, audit) for the API
+// Package phase times the phases of serving a request (authentication,
+// ledger round trips, engine, result I/O, JSON, audit) for the API
 // benchmark. A nil *Timer is off: its methods do nothing and read no clock,
 // so the request path pays one nil check per phase in production.
+//
+// The ledger's round trips are timed where they are sent, not by the
+// handlers: the server puts the request's recorder in the request's context
+// (WithRecorder) and the ledger pool's pgx tracer finds it there
+// (FromContext) and records every round trip made with that context.
 package phase
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,10 +22,8 @@ type Phase int
 
 // The phases, in the order a POST /queries passes through them.
 const (
-	Auth        Phase = iota // key lookup (live, every request)
-	RateLimit                // per-account window counting in PostgreSQL
-	Idempotency              // claim and completion of the idempotency record
-	Ledger                   // the handler's other ledger reads and writes
+	Auth        Phase = iota // the server authenticating the key before the handler, its round trips included
+	Ledger                   // every ledger round trip made with the request's context (the pgx tracer), whoever sent it
 	Wait                     // POST /queries waiting for the runner (Prefer: wait)
 	Claim                    // the runner claiming a queued query
 	Engine                   // the engine answering a claimed query
@@ -32,7 +36,7 @@ const (
 	numPhases
 )
 
-var names = [...]string{"authentication", "rate limiting", "idempotency", "ledger (handler)", "waiting for the runner",
+var names = [...]string{"authentication", "ledger round trips", "waiting for the runner",
 	"runner claim", "engine", "result write", "runner finish", "page read", "JSON encoding", "audit record", "whole request"}
 
 func (p Phase) String() string { return names[p] }
@@ -131,4 +135,63 @@ func (t *Timer) Reset() {
 	t.mu.Lock()
 	t.ops = nil
 	t.mu.Unlock()
+}
+
+// Rec is one request's recorder, carried in its context: it adds the
+// request's ledger round trips to its Timer's Ledger phase, one count per
+// round trip. A nil *Rec records nothing.
+type Rec struct {
+	t     *Timer
+	start atomic.Int64 // the round trip in flight's start (since epoch); 0: none
+}
+
+type recKey struct{}
+
+// epoch is the origin of Rec's monotonic start times.
+var epoch = time.Now()
+
+// recording is set once any request records: until then FromContext does
+// not look in the context at all, so a process that never times (the
+// production server) pays one atomic load per round trip.
+var recording atomic.Bool
+
+// WithRecorder returns ctx carrying a recorder into t; ctx itself when t is
+// nil (nothing is allocated).
+func WithRecorder(ctx context.Context, t *Timer) context.Context {
+	if t == nil {
+		return ctx
+	}
+	recording.Store(true)
+	return context.WithValue(ctx, recKey{}, &Rec{t: t})
+}
+
+// FromContext returns the recorder ctx carries; nil when none.
+func FromContext(ctx context.Context) *Rec {
+	if !recording.Load() || ctx == nil {
+		return nil
+	}
+	r, _ := ctx.Value(recKey{}).(*Rec)
+	return r
+}
+
+// RoundTripStart counts a round trip of the request and notes its start.
+func (r *Rec) RoundTripStart() {
+	if r == nil {
+		return
+	}
+	r.t.n[Ledger].Add(1)
+	r.start.Store(int64(time.Since(epoch)) + 1)
+}
+
+// RoundTripEnd adds the time since the round trip's start to Ledger. A
+// request's round trips are sequential; were two to overlap, the later
+// start is the one timed and the earlier's time is not added (both are
+// counted).
+func (r *Rec) RoundTripEnd() {
+	if r == nil {
+		return
+	}
+	if s := r.start.Swap(0); s != 0 {
+		r.t.ns[Ledger].Add(int64(time.Since(epoch)) + 1 - s)
+	}
 }
