@@ -108,7 +108,7 @@ func (s *Server) WaitFinishesBehind() { s.behind.wg.Wait() }
 // until its lease lapses (any replica's janitor then requeues it and a
 // worker computes it from its frozen inputs: the same answer) and the
 // claim running until its lease lapses (a retry then runs the query
-// afresh); README, "Durability".
+// afresh); docs/operations.md, "Durability".
 func (s *Server) finishBehind(p *jobs.PendingFinish, integration uuid.UUID, key string, token uuid.UUID, rec ledger.IdemResponse,
 	account uuid.UUID, a ledger.Activity, requestID, operation string, done func()) {
 	ctx, cancel := context.WithTimeout(context.Background(), claimSettleTimeout)

@@ -83,8 +83,8 @@ func (s *Server) idempotent(r *request, logical any, op func() error) error {
 // relaxedCompletion are the operations whose stored response and audit
 // record commit relaxed (ledger.CompleteIdempotencyAuditedRelaxed): free,
 // with frozen inputs, so a crash can at worst forget a query answered in its
-// last moments (DESIGN.md, "Durability"; README, "Durability on the request
-// path"). Paid operations and POST /sites stay durable.
+// last moments (DESIGN.md, "Durability"; docs/operations.md, "Durability").
+// Paid operations and POST /sites stay durable.
 var relaxedCompletion = map[string]bool{"create_query": true}
 
 // idemFingerprint is what identifies a logical request under its key: the

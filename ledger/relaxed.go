@@ -20,7 +20,7 @@ import (
 // database stays consistent), and nothing else. WAL is flushed in order, so
 // any later durable commit makes every earlier relaxed one durable too.
 //
-// What uses it, and what a crash could lose (see README, "Durability"):
+// What uses it, and what a crash could lose (see docs/operations.md, "Durability"):
 //   - POST /queries as a whole (free, its inputs frozen): its admission
 //     (AdmitQueryBatch: claim, site, query row) and its answer
 //     (FinishQueryCompleted: finish, stored response, audit record;
