@@ -9,11 +9,8 @@ import (
 
 	"siteenv/api"
 	"siteenv/clock"
-	"siteenv/engine"
 	"siteenv/internal/phase"
-	"siteenv/jobs"
 	"siteenv/ledger/ledgertest"
-	"siteenv/store"
 )
 
 // TestRequestPhasesRecorded serves requests with the phase timer on and
@@ -33,17 +30,7 @@ func TestRequestPhasesRecorded(t *testing.T) {
 	tm := &phase.Timer{}
 	clk := clock.NewFake(time.Date(2026, 11, 22, 9, 0, 10, 0, time.UTC))
 	h := setupOn(t, clk, ledgertest.New(t, clk), func(c *api.Config) { c.Phases = tm })
-	st, err := store.NewFileStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng := newEngine(t, st, engine.Options{MemoryBudget: 64 << 20})
-	runner := newRunner(t, jobs.Config{Workers: 1, Poll: time.Hour, Sweep: time.Hour, TempDir: t.TempDir()}, h.led, eng, st)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	runner.Start(ctx)
-	api.SetQueryBackend(h.srv, st, runner)
-	qh := &queryHarness{harness: h, store: st, runner: runner}
+	qh := idleRunnerQueries(t, h)
 	qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"b10": east(10), "b50": east(50), "b900": east(900)})
 	k := qh.key(qh.account(0), nil, "queries:run", "sites:read", "sites:write", "layers:read")
 	ask := func(lon float64) response {
@@ -63,11 +50,21 @@ func TestRequestPhasesRecorded(t *testing.T) {
 	// included).
 	measure := func(serve func() response) ([]phase.Sum, int64) {
 		t.Helper()
+		// The audit records of earlier reads are written first, and this
+		// request's after it (behind its response, in the read audit's
+		// batch insert), so that the pool's count holds this request's
+		// round trips and nothing else's.
+		if err := h.led.FlushActivity(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 		before, trips := tm.Snapshot(), h.led.RoundTrips()
 		if r := serve(); r.status != 200 {
 			t.Fatalf("%d %s", r.status, r.body)
 		}
 		h.srv.WaitFinishesBehind()
+		if err := h.led.FlushActivity(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 		return phase.Since(tm.Snapshot(), before), h.led.RoundTrips().Trips - trips.Trips
 	}
 	// check proves one request's phases: counted round trips less behind
@@ -96,5 +93,7 @@ func TestRequestPhasesRecorded(t *testing.T) {
 	}
 	i := 0
 	check("POST /queries", func() response { i++; return ask(origin[0] + float64(i)*0.0001) }, 1, 2)
-	check("GET /layers", func() response { return h.do("GET", "/layers", k.Secret, nil) }, 0, 1)
+	// GET /layers: its key check, read window and page in one round trip
+	// on its time, and its audit record's insert behind the response.
+	check("GET /layers", func() response { return h.do("GET", "/layers", k.Secret, nil) }, 1, 2)
 }

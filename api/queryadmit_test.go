@@ -48,17 +48,7 @@ func TestRefusedQueriesUseNoAdmission(t *testing.T) {
 func TestSmallQueryCostsTwoRoundTrips(t *testing.T) {
 	t.Parallel()
 	h := setup(t, func(s *api.Server) {})
-	st, err := store.NewFileStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng := newEngine(t, st, engine.Options{MemoryBudget: 64 << 20})
-	runner := newRunner(t, jobs.Config{Workers: 1, Poll: time.Hour, Sweep: time.Hour, TempDir: t.TempDir()}, h.led, eng, st)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	runner.Start(ctx)
-	api.SetQueryBackend(h.srv, st, runner)
-	qh := &queryHarness{harness: h, store: st, runner: runner}
+	qh := idleRunnerQueries(t, h)
 	qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"b10": east(10), "b50": east(50), "b900": east(900)})
 	k := qh.key(qh.account(0), nil, "queries:run", "sites:read", "sites:write")
 	ask := func(lon float64) response {
@@ -148,4 +138,23 @@ func TestAdmissionAuthenticatesTheKey(t *testing.T) {
 		}
 	}
 	qh.query(k.Secret, body).problem(t, "rate_limited", 429)
+}
+
+// idleRunnerQueries gives h a query backend (file store, engine, runner)
+// whose workers and janitor stay idle (an hour's poll), so that only the
+// requests' own round trips are counted.
+func idleRunnerQueries(t *testing.T, h *harness) *queryHarness {
+	t.Helper()
+	st, err := store.NewFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := newEngine(t, st, engine.Options{MemoryBudget: 64 << 20})
+	runner := newRunner(t, jobs.Config{Workers: 1, Poll: time.Hour, Sweep: time.Hour, TempDir: t.TempDir()}, h.led, eng, st)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	runner.Start(ctx)
+	api.SetQueryBackend(h.srv, st, runner)
+	qh := &queryHarness{harness: h, store: st, runner: runner}
+	return qh
 }
