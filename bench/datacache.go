@@ -39,7 +39,9 @@ func datasetCacheDir(root string, scale synth.Scale, seed, maxPerLayer int64) st
 
 // keptDataset returns the dataset kept in dir, or builds it there with g
 // and keeps it. A directory without its list (a build that did not
-// finish) is built again from scratch.
+// finish) is built again, keeping the layers that build published (the
+// large scale's build takes long enough to be interrupted); the
+// interrupted ingests' temporary files are removed.
 func keptDataset(ctx context.Context, g *synth.Generator, dir string, maxPerLayer int64, log *slog.Logger) (*dataset, error) {
 	ds, err := readKeptDataset(ctx, dir)
 	if err == nil {
@@ -49,8 +51,14 @@ func keptDataset(ctx context.Context, g *synth.Generator, dir string, maxPerLaye
 	if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	stale, err := filepath.Glob(filepath.Join(dir, "siteenv-ingest-*"))
+	if err != nil {
 		return nil, fmt.Errorf("bench: kept dataset: %w", err)
+	}
+	for _, d := range stale {
+		if err := os.RemoveAll(d); err != nil {
+			return nil, fmt.Errorf("bench: kept dataset: %w", err)
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: kept dataset: %w", err)

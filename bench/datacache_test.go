@@ -1,14 +1,19 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"siteenv/ingest/synth"
+	"siteenv/tiles"
 )
 
 // TestKeptDataset: a dataset is built once under its key and reused after,
@@ -42,15 +47,43 @@ func TestKeptDataset(t *testing.T) {
 			t.Fatalf("layer %d: reused %s/%s, built %s/%s", i, l.id, l.release, first.layers[i].id, first.layers[i].release)
 		}
 	}
-	// Without its list the directory is an unfinished build: built anew.
+	// Without its list the directory is an unfinished build: built again,
+	// keeping the layers it published (not ingested again), ingesting
+	// the one it did not, and removing its ingests' temporary files.
 	if err := os.Remove(filepath.Join(dir, datasetListName)); err != nil {
 		t.Fatal(err)
 	}
-	rebuilt, err := keptDataset(ctx, g, dir, 50, log)
+	lost := first.layers[1]
+	if err := os.RemoveAll(filepath.Join(dir, "store", "releases", lost.id)); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(dir, "siteenv-ingest-123")
+	if err := os.MkdirAll(filepath.Join(stale, "tiles"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	rebuilt, err := keptDataset(ctx, g, dir, 50, slog.New(slog.NewTextHandler(&logged, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rebuilt.features != first.features || rebuilt.layers[0].release == first.layers[0].release && rebuilt.ingestSeconds == 0 {
-		t.Fatalf("rebuilt %d features (release %s, %.3f s)", rebuilt.features, rebuilt.layers[0].release, rebuilt.ingestSeconds)
+	if n := strings.Count(logged.String(), "bench: reusing ingested layer"); n != len(first.layers)-1 {
+		t.Fatalf("%d layers reused, want %d:\n%s", n, len(first.layers)-1, logged.String())
+	}
+	if rebuilt.features != first.features || rebuilt.tiles != first.tiles || len(rebuilt.layers) != len(first.layers) {
+		t.Fatalf("rebuilt %d features, %d tiles, %d layers", rebuilt.features, rebuilt.tiles, len(rebuilt.layers))
+	}
+	for i, l := range rebuilt.layers {
+		if l.id != first.layers[i].id || l.release != first.layers[i].release {
+			t.Fatalf("layer %d: rebuilt %s/%s, built %s/%s", i, l.id, l.release, first.layers[i].id, first.layers[i].release)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "store", filepath.FromSlash(tiles.ManifestKey(lost.id, lost.release)))); err != nil {
+		t.Fatalf("the layer missing from the store was not ingested: %v", err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the interrupted ingest's temporary files are still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, datasetListName)); err != nil {
+		t.Fatal(err)
 	}
 }
