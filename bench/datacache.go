@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/paulmach/orb"
+
 	"siteenv/ingest/synth"
 	"siteenv/store"
 	"siteenv/tiles"
@@ -111,4 +113,50 @@ func readKeptDataset(ctx context.Context, dir string) (*dataset, error) {
 		ds.tiles += len(l.manifest.Tiles)
 	}
 	return ds, nil
+}
+
+// keptAnchors is sampleAnchors for a kept dataset in dir: the anchors and
+// the layers' vertex counts are kept beside it, one file per seed and
+// count, since drawing them decodes every feature (about a minute of CPU
+// at the large scale, in every run).
+func keptAnchors(ctx context.Context, dir string, ds *dataset, total int, seed int64) ([]orb.Point, error) {
+	type kept struct {
+		Anchors  []orb.Point      `json:"anchors"`
+		Vertices map[string]int64 `json:"vertices"`
+	}
+	path := filepath.Join(dir, fmt.Sprintf("anchors-seed%d-n%d.json", seed, total))
+	if b, err := os.ReadFile(path); err == nil {
+		var k kept
+		if err := json.Unmarshal(b, &k); err == nil && len(k.Anchors) > 0 && len(k.Vertices) == len(ds.layers) {
+			ok := true
+			for _, l := range ds.layers {
+				v, found := k.Vertices[l.id]
+				ok = ok && found
+				l.vertices = v
+			}
+			if ok {
+				return k.Anchors, nil
+			}
+		}
+	}
+	anchors, err := sampleAnchors(ctx, ds, total, seed)
+	if err != nil {
+		return nil, err
+	}
+	k := kept{Anchors: anchors, Vertices: map[string]int64{}}
+	for _, l := range ds.layers {
+		k.Vertices[l.id] = l.vertices
+	}
+	b, err := json.Marshal(k)
+	if err != nil {
+		return nil, err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return nil, fmt.Errorf("bench: kept anchors: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return nil, fmt.Errorf("bench: kept anchors: %w", err)
+	}
+	return anchors, nil
 }

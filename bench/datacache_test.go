@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -84,6 +86,37 @@ func TestKeptDataset(t *testing.T) {
 		t.Fatalf("the interrupted ingest's temporary files are still there: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, datasetListName)); err != nil {
+		t.Fatal(err)
+	}
+
+	// The anchors are drawn once, then read back with the layers' vertices.
+	want, err := sampleAnchors(ctx, rebuilt, 300, DefaultSeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vertices := map[string]int64{}
+	for _, l := range rebuilt.layers {
+		vertices[l.id] = l.vertices
+	}
+	for range 2 {
+		ds, err := readKeptDataset(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := keptAnchors(ctx, dir, ds, 300, DefaultSeed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("kept anchors differ from the drawn ones (%d, %d)", len(got), len(want))
+		}
+		for _, l := range ds.layers {
+			if l.vertices != vertices[l.id] || l.vertices == 0 {
+				t.Fatalf("layer %s: %d vertices, drawn %d", l.id, l.vertices, vertices[l.id])
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("anchors-seed%d-n%d.json", DefaultSeed, 300))); err != nil {
 		t.Fatal(err)
 	}
 }
