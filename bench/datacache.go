@@ -160,3 +160,27 @@ func keptAnchors(ctx context.Context, dir string, ds *dataset, total int, seed i
 	}
 	return anchors, nil
 }
+
+// servedStore is the file store `bench api`'s server runs on: a store of
+// its own under dir (the run's work directory, removed with it) whose
+// releases are the dataset's, through a symbolic link. The results and
+// artifacts the run writes land there, not in the dataset's store, which
+// a kept dataset would otherwise gather from every run.
+func servedStore(dir string, ds *dataset) (*store.FileStore, error) {
+	fs, ok := ds.store.(*store.FileStore)
+	if !ok {
+		return nil, fmt.Errorf("bench: the dataset is not in a file store")
+	}
+	root := filepath.Join(dir, "served")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: served store: %w", err)
+	}
+	releases := filepath.Join(fs.Root(), "releases")
+	if err := os.MkdirAll(releases, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: served store: %w", err)
+	}
+	if err := os.Symlink(releases, filepath.Join(root, "releases")); err != nil {
+		return nil, fmt.Errorf("bench: served store: %w", err)
+	}
+	return store.NewFileStore(root)
+}

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"siteenv/ingest/synth"
+	"siteenv/store"
 	"siteenv/tiles"
 )
 
@@ -117,6 +118,52 @@ func TestKeptDataset(t *testing.T) {
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("anchors-seed%d-n%d.json", DefaultSeed, 300))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestServedStore: bench api's server reads the dataset's releases and
+// writes its results beside them, not into the dataset's store.
+func TestServedStore(t *testing.T) {
+	ctx := context.Background()
+	kept, err := store.NewFileStore(filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := "releases/l/r_1/tiles/000001.parquet"
+	if err := kept.Put(ctx, release, strings.NewReader("tile"), 4); err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	served, err := servedStore(work, &dataset{store: kept})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := served.Open(ctx, release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obj.Size() != 4 {
+		t.Fatalf("release object of %d bytes", obj.Size())
+	}
+	obj.Close()
+	if err := served.Put(ctx, "results/q1/part-1", strings.NewReader("result"), 6); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := served.Stat(ctx, "results/q1/part-1"); err != nil {
+		t.Fatal(err)
+	}
+	infos, err := kept.List(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 1 || infos[0].Key != release {
+		t.Fatalf("the dataset's store holds %v", infos)
+	}
+	if err := served.Delete(ctx, "results/q1/part-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kept.Stat(ctx, release); err != nil {
 		t.Fatal(err)
 	}
 }
