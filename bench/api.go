@@ -228,9 +228,10 @@ func startAPI(ctx context.Context, dir string, g *synth.Generator, ds *dataset, 
 	a.keys, a.readKeys = keys[:nQueries], keys[nQueries:]
 
 	jcfg := jobs.Config{Logger: log, TempDir: dir, Phases: a.timer}
-	// The server's own store over the same files, keeping recent objects
-	// as `siteenv serve` does (SITEENV_STORE_RECENT's default).
-	served, err := store.NewFileStore(ds.store.(*store.FileStore).Root())
+	// The server's own store over the same releases (its results stay in
+	// the run's directory), keeping recent objects as `siteenv serve` does
+	// (SITEENV_STORE_RECENT's default).
+	served, err := servedStore(dir, ds)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -42,7 +43,11 @@ func TestBudgetAnswers(t *testing.T) {
 		frac = v
 	}
 	ds := profileDataset(t, ctx, dir, scale, log)
-	anchors, err := sampleAnchors(ctx, ds, anchorCount, DefaultSeed)
+	kept := datasetCacheDir(dir, scale, DefaultSeed, 0)
+	if _, err := os.Stat(filepath.Join(dir, datasetListName)); err == nil {
+		kept = dir // kept by an earlier version of profileDataset
+	}
+	anchors, err := keptAnchors(ctx, kept, ds, anchorCount, DefaultSeed)
 	if err != nil {
 		t.Fatal(err)
 	}

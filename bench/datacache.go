@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/paulmach/orb"
+
 	"siteenv/ingest/synth"
 	"siteenv/store"
 	"siteenv/tiles"
@@ -39,7 +41,9 @@ func datasetCacheDir(root string, scale synth.Scale, seed, maxPerLayer int64) st
 
 // keptDataset returns the dataset kept in dir, or builds it there with g
 // and keeps it. A directory without its list (a build that did not
-// finish) is built again from scratch.
+// finish) is built again, keeping the layers that build published (the
+// large scale's build takes long enough to be interrupted); the
+// interrupted ingests' temporary files are removed.
 func keptDataset(ctx context.Context, g *synth.Generator, dir string, maxPerLayer int64, log *slog.Logger) (*dataset, error) {
 	ds, err := readKeptDataset(ctx, dir)
 	if err == nil {
@@ -49,8 +53,14 @@ func keptDataset(ctx context.Context, g *synth.Generator, dir string, maxPerLaye
 	if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	stale, err := filepath.Glob(filepath.Join(dir, "siteenv-ingest-*"))
+	if err != nil {
 		return nil, fmt.Errorf("bench: kept dataset: %w", err)
+	}
+	for _, d := range stale {
+		if err := os.RemoveAll(d); err != nil {
+			return nil, fmt.Errorf("bench: kept dataset: %w", err)
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: kept dataset: %w", err)
@@ -103,4 +113,74 @@ func readKeptDataset(ctx context.Context, dir string) (*dataset, error) {
 		ds.tiles += len(l.manifest.Tiles)
 	}
 	return ds, nil
+}
+
+// keptAnchors is sampleAnchors for a kept dataset in dir: the anchors and
+// the layers' vertex counts are kept beside it, one file per seed and
+// count, since drawing them decodes every feature (about a minute of CPU
+// at the large scale, in every run).
+func keptAnchors(ctx context.Context, dir string, ds *dataset, total int, seed int64) ([]orb.Point, error) {
+	type kept struct {
+		Anchors  []orb.Point      `json:"anchors"`
+		Vertices map[string]int64 `json:"vertices"`
+	}
+	path := filepath.Join(dir, fmt.Sprintf("anchors-seed%d-n%d.json", seed, total))
+	if b, err := os.ReadFile(path); err == nil {
+		var k kept
+		if err := json.Unmarshal(b, &k); err == nil && len(k.Anchors) > 0 && len(k.Vertices) == len(ds.layers) {
+			ok := true
+			for _, l := range ds.layers {
+				v, found := k.Vertices[l.id]
+				ok = ok && found
+				l.vertices = v
+			}
+			if ok {
+				return k.Anchors, nil
+			}
+		}
+	}
+	anchors, err := sampleAnchors(ctx, ds, total, seed)
+	if err != nil {
+		return nil, err
+	}
+	k := kept{Anchors: anchors, Vertices: map[string]int64{}}
+	for _, l := range ds.layers {
+		k.Vertices[l.id] = l.vertices
+	}
+	b, err := json.Marshal(k)
+	if err != nil {
+		return nil, err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return nil, fmt.Errorf("bench: kept anchors: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return nil, fmt.Errorf("bench: kept anchors: %w", err)
+	}
+	return anchors, nil
+}
+
+// servedStore is the file store `bench api`'s server runs on: a store of
+// its own under dir (the run's work directory, removed with it) whose
+// releases are the dataset's, through a symbolic link. The results and
+// artifacts the run writes land there, not in the dataset's store, which
+// a kept dataset would otherwise gather from every run.
+func servedStore(dir string, ds *dataset) (*store.FileStore, error) {
+	fs, ok := ds.store.(*store.FileStore)
+	if !ok {
+		return nil, fmt.Errorf("bench: the dataset is not in a file store")
+	}
+	root := filepath.Join(dir, "served")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: served store: %w", err)
+	}
+	releases := filepath.Join(fs.Root(), "releases")
+	if err := os.MkdirAll(releases, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: served store: %w", err)
+	}
+	if err := os.Symlink(releases, filepath.Join(root, "releases")); err != nil {
+		return nil, fmt.Errorf("bench: served store: %w", err)
+	}
+	return store.NewFileStore(root)
 }

@@ -88,7 +88,12 @@ func buildDataset(ctx context.Context, g *synth.Generator, dir string, maxPerLay
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				l, err := ingestLayer(ctx, g, st, defs[i], maxPerLayer, dir)
+				l, err := ingestedLayer(ctx, st, defs[i].LayerID)
+				if err == nil && l == nil {
+					l, err = ingestLayer(ctx, g, st, defs[i], maxPerLayer, dir)
+				} else if l != nil {
+					log.Info("bench: reusing ingested layer", "layer", l.id, "release", l.release)
+				}
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, fmt.Errorf("bench: ingest %s: %w", defs[i].LayerID, err))
@@ -116,6 +121,29 @@ func buildDataset(ctx context.Context, g *synth.Generator, dir string, maxPerLay
 	log.Info("bench: dataset ingested", "layers", len(ds.layers), "features", ds.features, "tiles", ds.tiles,
 		"seconds", round3(ds.ingestSeconds))
 	return ds, nil
+}
+
+// ingestedLayer returns the release of layerID already published in st
+// (by a build that did not finish: a release's manifest is written after
+// its tiles, and its id derives from its content, so a published release
+// is the one this build would make), or nil when there is none.
+func ingestedLayer(ctx context.Context, st store.Store, layerID string) (*layer, error) {
+	infos, err := st.List(ctx, "releases/"+layerID+"/")
+	if err != nil {
+		return nil, fmt.Errorf("bench: list %s: %w", layerID, err)
+	}
+	for _, in := range infos {
+		rest, ok := strings.CutPrefix(in.Key, "releases/"+layerID+"/")
+		if !ok {
+			continue
+		}
+		release, file, ok := strings.Cut(rest, "/")
+		if !ok || file != "manifest.json" {
+			continue
+		}
+		return readLayer(ctx, st, layerID, release)
+	}
+	return nil, nil
 }
 
 func ingestLayer(ctx context.Context, g *synth.Generator, st store.Store, def *ingest.LayerDef, maxPerLayer int64, tmp string) (*layer, error) {

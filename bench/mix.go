@@ -235,14 +235,18 @@ func prepareWorkload(ctx context.Context, name, workDir string, scale synth.Scal
 		return w, fmt.Errorf("bench: %w", err)
 	}
 	if root := os.Getenv(BenchDirEnv); root != "" {
-		w.ds, err = keptDataset(ctx, w.gen, datasetCacheDir(root, scale, seed, maxPerLayer), maxPerLayer, log)
+		kept := datasetCacheDir(root, scale, seed, maxPerLayer)
+		if w.ds, err = keptDataset(ctx, w.gen, kept, maxPerLayer, log); err != nil {
+			return w, err
+		}
+		w.anchors, err = keptAnchors(ctx, kept, w.ds, anchorCount, seed)
 	} else {
-		w.ds, err = buildDataset(ctx, w.gen, w.dir, maxPerLayer, log)
+		if w.ds, err = buildDataset(ctx, w.gen, w.dir, maxPerLayer, log); err != nil {
+			return w, err
+		}
+		w.anchors, err = sampleAnchors(ctx, w.ds, anchorCount, seed)
 	}
 	if err != nil {
-		return w, err
-	}
-	if w.anchors, err = sampleAnchors(ctx, w.ds, anchorCount, seed); err != nil {
 		return w, err
 	}
 	w.mix, err = makeMix(queries, w.anchors, len(w.ds.layers), seed)
