@@ -751,7 +751,14 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 	if err != nil {
 		return nil, err
 	}
-	small, err := makeSmallMix(opt.SmallQueries, w.anchors, len(ds.layers), opt.Seed)
+	nSmall := opt.SmallQueries
+	if len(w.anchors) == 0 && nSmall > 0 {
+		// The heavy scale's own mix is its small queries (points and
+		// lots near the heavy polygons); it samples no feature anchors.
+		log.Info("bench: no small-query mix at this scale", "scale", opt.Scale)
+		nSmall = 0
+	}
+	small, err := makeSmallMix(nSmall, w.anchors, len(ds.layers), opt.Seed)
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,9 @@ var smallLayersPerQuery = []int{1, 3, 5}
 // makeSmallMix generates n small queries over nLayers layers, reproducibly
 // from seed, around the anchors (feature positions).
 func makeSmallMix(n int, anchors []orb.Point, nLayers int, seed int64) ([]query, error) {
+	if n > 0 && len(anchors) == 0 {
+		return nil, fmt.Errorf("bench: the small-query mix needs features to place its sites near")
+	}
 	rng := rand.New(rand.NewPCG(uint64(seed), smallMixStream))
 	qs := make([]query, n)
 	for i := range qs {
