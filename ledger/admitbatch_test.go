@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"siteenv/ledger"
 )
 
@@ -36,13 +38,7 @@ func TestAdmitQueryBatchIsAllOrNothing(t *testing.T) {
 			Limits: ledger.AdmitLimits{QueryLimits: ledger.QueryLimits{MaxQueued: 10, MaxRetainedBytes: 1 << 30}, PerMinute: 2,
 				RunNow: true, MaxRunning: 4, Lease: time.Minute}}
 	}
-	hits := func() int {
-		w, err := b.led.Peek(b.ctx, a.ID, ledger.BucketQueryAdmissions, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w.Hits
-	}
+	hits := func() int { return admissionHits(t, b, a.ID) }
 	// Refused checks: nothing counted, no claim, no site.
 	for _, c := range []struct {
 		name string
@@ -125,13 +121,7 @@ func TestAdmitQueryBatchAuthenticates(t *testing.T) {
 			Limits: ledger.AdmitLimits{QueryLimits: ledger.QueryLimits{MaxQueued: 10, MaxRetainedBytes: 1 << 30}, PerMinute: 5,
 				RunNow: true, MaxRunning: 4, Lease: time.Minute}}
 	}
-	hits := func() int {
-		w, err := b.led.Peek(b.ctx, a.ID, ledger.BucketQueryAdmissions, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w.Hits
-	}
+	hits := func() int { return admissionHits(t, b, a.ID) }
 	revoked := newKey(nil, "queries:run", "sites:write")
 	if err := b.led.RevokeKey(b.ctx, revoked.KeyID); err != nil {
 		t.Fatal(err)
@@ -181,4 +171,14 @@ func TestAdmitQueryBatchAuthenticates(t *testing.T) {
 	if res, err := b.led.AdmitQueryBatch(b.ctx, ask(ro.Secret, "k2", p.Catalogue, "fp-a", "queries:run")); err != nil || res.SiteCreated || hits() != 2 {
 		t.Fatalf("existing site without sites:write: %+v, %v, %d hits", res, err, hits())
 	}
+}
+
+// admissionHits is the account's count of query admissions this minute.
+func admissionHits(t *testing.T, b bundle, account uuid.UUID) int {
+	t.Helper()
+	w, err := b.led.Peek(b.ctx, account, ledger.BucketQueryAdmissions, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w.Hits
 }
