@@ -47,15 +47,7 @@ func TestAdmitQueryBatchIsAllOrNothing(t *testing.T) {
 		{"section not granted", ask("k1", []string{"water"}, true, "fp-a")},
 		{"site the key may not create", ask("k1", nil, false, "fp-a")},
 	} {
-		if _, err := b.led.AdmitQueryBatch(b.ctx, c.ar); !errors.Is(err, ledger.ErrAdmissionCheck) {
-			t.Fatalf("%s: %v, want ErrAdmissionCheck", c.name, err)
-		}
-		if n := hits(); n != 0 {
-			t.Fatalf("%s: %d admissions counted", c.name, n)
-		}
-		if sites, err := b.led.ListSites(b.ctx, a.ID, ledger.SiteFilter{Limit: 10}); err != nil || len(sites) != 0 {
-			t.Fatalf("%s: sites left registered: %v, %v", c.name, sites, err)
-		}
+		refusedLeavesNothing(t, b, a.ID, c.name, c.ar)
 	}
 	res, err := b.led.AdmitQueryBatch(b.ctx, ask("k1", nil, true, "fp-a"))
 	if err != nil {
@@ -139,15 +131,7 @@ func TestAdmitQueryBatchAuthenticates(t *testing.T) {
 		{"catalogue moved", ask(k.Secret, "k1", p.Catalogue-1, "fp-a", "queries:run")},
 		{"new site without sites:write", ask(ro.Secret, "k1", p.Catalogue, "fp-a", "queries:run")},
 	} {
-		if _, err := b.led.AdmitQueryBatch(b.ctx, c.ar); !errors.Is(err, ledger.ErrAdmissionCheck) {
-			t.Fatalf("%s: %v, want ErrAdmissionCheck", c.name, err)
-		}
-		if n := hits(); n != 0 {
-			t.Fatalf("%s: %d admissions counted", c.name, n)
-		}
-		if sites, err := b.led.ListSites(b.ctx, a.ID, ledger.SiteFilter{Limit: 10}); err != nil || len(sites) != 0 {
-			t.Fatalf("%s: sites left registered: %v, %v", c.name, sites, err)
-		}
+		refusedLeavesNothing(t, b, a.ID, c.name, c.ar)
 	}
 	res, err := b.led.AdmitQueryBatch(b.ctx, ask(k.Secret, "k1", p.Catalogue, "fp-a", "queries:run"))
 	if err != nil {
@@ -181,4 +165,19 @@ func admissionHits(t *testing.T, b bundle, account uuid.UUID) int {
 		t.Fatal(err)
 	}
 	return w.Hits
+}
+
+// refusedLeavesNothing: the admission ar fails a check (ErrAdmissionCheck)
+// and leaves the account as it was: no admission counted, no site.
+func refusedLeavesNothing(t *testing.T, b bundle, account uuid.UUID, name string, ar ledger.AdmitRequest) {
+	t.Helper()
+	if _, err := b.led.AdmitQueryBatch(b.ctx, ar); !errors.Is(err, ledger.ErrAdmissionCheck) {
+		t.Fatalf("%s: %v, want ErrAdmissionCheck", name, err)
+	}
+	if n := admissionHits(t, b, account); n != 0 {
+		t.Fatalf("%s: %d admissions counted", name, n)
+	}
+	if sites, err := b.led.ListSites(b.ctx, account, ledger.SiteFilter{Limit: 10}); err != nil || len(sites) != 0 {
+		t.Fatalf("%s: sites left registered: %v, %v", name, sites, err)
+	}
 }
