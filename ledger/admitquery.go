@@ -62,10 +62,7 @@ func admitQueryCTEs(siteID, siteGeometry, account, integration string) string {
 		SELECT $1::uuid, ` + account + `, ` + integration + `, ` + siteID + `, ` + siteGeometry + `, $6::double precision, $7::text[], $8::boolean, $9::jsonb,
 			CASE WHEN run THEN 'running' ELSE 'queued' END, $10::timestamptz,
 			CASE WHEN run THEN 1 ELSE 0 END, CASE WHEN run THEN $10::timestamptz END, CASE WHEN run THEN $16::timestamptz END
-		FROM rc, (SELECT count(*) FILTER (WHERE status = 'queued') AS queued,
-				count(*) FILTER (WHERE status = 'running') AS running,
-				coalesce(sum(result_bytes) FILTER (WHERE result_key IS NOT NULL), 0) AS retained
-			FROM queries WHERE account_id = ` + account + `) u,
+		FROM rc, ` + queryUsageOf(account) + ` u,
 			LATERAL (SELECT $15::boolean AND u.running < $17::bigint AS run) r
 		WHERE (rc.v & 4294967295) <= $14::bigint AND u.queued < $11 AND u.retained < $12
 		RETURNING status)

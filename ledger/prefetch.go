@@ -30,16 +30,13 @@ type ContextPrefetch struct {
 // integration of the key whose hash is $1; $2 is the report-price setting's
 // name. TestAuthenticateCountPrefetch holds its answer equal to
 // ContextReads'.
-const contextByKeySQL = `SELECT a.account_id, a.name, a.credit_balance, a.dataset_ids,
+var contextByKeySQL = `SELECT a.account_id, a.name, a.credit_balance, a.dataset_ids,
 		i.integration_id, i.spend_limit, i.credits_used,
 		u.retained, u.queued, u.running, u.next_expiry,
 		(SELECT value FROM settings WHERE name = $2)
 	FROM accounts a
 	JOIN integrations i ON i.integration_id = (SELECT integration_id FROM api_keys WHERE key_hash = $1)
-	CROSS JOIN LATERAL (SELECT coalesce(sum(result_bytes) FILTER (WHERE result_key IS NOT NULL), 0) AS retained,
-			count(*) FILTER (WHERE status = 'queued') AS queued, count(*) FILTER (WHERE status = 'running') AS running,
-			min(expires_at) FILTER (WHERE result_key IS NOT NULL) AS next_expiry
-		FROM queries WHERE account_id = a.account_id) u
+	CROSS JOIN LATERAL ` + queryUsageOf("a.account_id") + ` u
 	WHERE a.account_id = (SELECT account_id FROM api_keys WHERE key_hash = $1)`
 
 // queryLiveByKeySQL reads QueryLive of query $2 in the account of the key

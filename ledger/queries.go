@@ -158,12 +158,10 @@ func (l *Ledger) CreateQuery(ctx context.Context, q Query, lim QueryLimits) (Que
 // createQuerySQL inserts a queued query when the account (locked by the
 // statement before it) has fewer than $11 queued and under $12 bytes of
 // retained results; no row otherwise.
-const createQuerySQL = `INSERT INTO queries (query_id, account_id, integration_id, site_id, site_geometry, radius_m, layer_ids,
+var createQuerySQL = `INSERT INTO queries (query_id, account_id, integration_id, site_id, site_geometry, radius_m, layer_ids,
 		include_geometry, frozen, status, created_at)
 	SELECT $1::uuid, $2::uuid, $3::uuid, $4::uuid, $5::jsonb, $6::double precision, $7::text[], $8::boolean, $9::jsonb, 'queued', $10::timestamptz
-	FROM (SELECT count(*) FILTER (WHERE status = 'queued') AS queued,
-			coalesce(sum(result_bytes) FILTER (WHERE result_key IS NOT NULL), 0) AS retained
-		FROM queries WHERE account_id = $2::uuid) u
+	FROM ` + queryUsageOf("$2::uuid") + ` u
 	WHERE u.queued < $11 AND u.retained < $12 AND EXISTS (SELECT 1 FROM accounts WHERE account_id = $2::uuid)
 	RETURNING query_id`
 
@@ -425,10 +423,18 @@ func (l *Ledger) QueryUsage(ctx context.Context, account uuid.UUID) (QueryUsage,
 	return u, translate(err)
 }
 
-const queryUsageSQL = `SELECT coalesce(sum(result_bytes) FILTER (WHERE result_key IS NOT NULL), 0),
-		count(*) FILTER (WHERE status = 'queued'), count(*) FILTER (WHERE status = 'running'),
-		min(expires_at) FILTER (WHERE result_key IS NOT NULL)
-	FROM queries WHERE account_id = $1`
+var queryUsageSQL = `SELECT u.retained, u.queued, u.running, u.next_expiry FROM ` + queryUsageOf("$1::uuid") + ` u`
+
+// queryUsageOf is the usage of the account given as the SQL expression
+// account, as one row (zeros for an account without queries): retained,
+// queued, running (query_usage, kept by triggers: migration 0017) and
+// next_expiry, the earliest retained result's expiry.
+func queryUsageOf(account string) string {
+	return `(SELECT coalesce(max(retained_bytes), 0) AS retained, coalesce(max(queued), 0) AS queued,
+			coalesce(max(running), 0) AS running,
+			(SELECT min(expires_at) FROM queries WHERE account_id = ` + account + ` AND result_key IS NOT NULL) AS next_expiry
+		FROM query_usage WHERE account_id = ` + account + `)`
+}
 
 // ContextView is what GET /context reports from the ledger.
 type ContextView struct {
@@ -442,16 +448,13 @@ type ContextView struct {
 // contextSQL reads the account, the integration, the account's query usage
 // (queryUsageSQL) and the report price in one statement; no row when the
 // account or the integration is missing.
-const contextSQL = `SELECT a.account_id, a.name, a.credit_balance, a.dataset_ids,
+var contextSQL = `SELECT a.account_id, a.name, a.credit_balance, a.dataset_ids,
 		i.integration_id, i.spend_limit, i.credits_used,
 		u.retained, u.queued, u.running, u.next_expiry,
 		(SELECT value FROM settings WHERE name = $3)
 	FROM accounts a
 	JOIN integrations i ON i.integration_id = $2
-	CROSS JOIN LATERAL (SELECT coalesce(sum(result_bytes) FILTER (WHERE result_key IS NOT NULL), 0) AS retained,
-			count(*) FILTER (WHERE status = 'queued') AS queued, count(*) FILTER (WHERE status = 'running') AS running,
-			min(expires_at) FILTER (WHERE result_key IS NOT NULL) AS next_expiry
-		FROM queries WHERE account_id = a.account_id) u
+	CROSS JOIN LATERAL ` + queryUsageOf("a.account_id") + ` u
 	WHERE a.account_id = $1`
 
 // ContextReads reads what GET /context reports (Account, Integration,
