@@ -94,7 +94,7 @@ func (s *Server) resetProvisional(r *request) {
 	r.provisional, r.keyHash, r.authenticated = false, nil, true
 	r.principal = ledger.Principal{}
 	r.resourceType, r.resourceID, r.problemCode, r.etag = "", "", "", ""
-	r.paramErrs, r.paramsRead, r.rate, r.prefetch = nil, false, rateState{}, nil
+	r.paramErrs, r.paramsRead, r.rate, r.prefetch, r.precomputed = nil, false, rateState{}, nil, nil
 	r.http.Response.Reset()
 	r.http.Response.Header.Set("X-Request-Id", r.id)
 }

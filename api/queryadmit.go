@@ -53,7 +53,12 @@ func (s *Server) runQuery(r *request, q ledger.Query, d time.Duration) ledger.Qu
 	}
 	defer r.phases.Done(phase.Wait, r.phases.Start())
 	if nr, ok := s.runner.(nowRunner); ok && q.Status == ledger.QueryRunning {
-		res := nr.RunNow(r.ctx, q, d)
+		var res jobs.NowResult
+		if pc, ok := s.runner.(precomputer); ok && r.precomputed != nil {
+			res = pc.RunNowFrom(r.ctx, q, d, r.precomputed)
+		} else {
+			res = nr.RunNow(r.ctx, q, d)
+		}
 		if res.Accepted {
 			if res.Finish != nil {
 				r.pendingFinish = res.Finish
@@ -129,8 +134,12 @@ func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask qu
 		// The key is authenticated by the admission (admitWithKey).
 		ar.Auth = &ledger.AdmitAuth{KeyHash: r.keyHash, Scopes: r.op.Scopes, Datasets: ask.layerIDs, Catalogue: r.principal.Catalogue}
 	}
+	hash := r.keyHash
+	pre := s.precompute(r, ar, site, hash)
+	defer pre.Discard() // unless the attempt took it
 	res, err := s.led.AdmitQueryBatch(r.ctx, ar)
 	if errors.Is(err, ledger.ErrAdmissionCheck) {
+		s.recent.forget(hash)
 		return false, nil
 	}
 	if err != nil && res.Token == uuid.Nil {
@@ -140,6 +149,14 @@ func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask qu
 	}
 	if r.provisional {
 		r.authenticatedBy(res.Principal)
+		if err == nil && res.Window.Hits < queryAdmissionsPerMinute {
+			s.recent.vouch(hash, s.clock.Now())
+		} else {
+			s.recent.forget(hash)
+		}
+	}
+	if err == nil && res.Query.Status == ledger.QueryRunning && res.Site.Fingerprint == site.Fingerprint {
+		r.precomputed = pre
 	}
 	return true, s.runFirst(r, key, res.Token, func() error {
 		if err != nil {
@@ -153,4 +170,17 @@ func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask qu
 		_ = s.checkRate(r, ledger.BucketQueryAdmissions, queryAdmissionsPerMinute, res.Window)
 		return s.answerQuery(r, res.Query, ask)
 	})
+}
+
+// precompute begins ar's query's answer before its admission
+// (jobs.Runner.Precompute) when the request's key admitted a query with
+// room in its rate moments ago on this replica (recentKeys); nil otherwise.
+func (s *Server) precompute(r *request, ar ledger.AdmitRequest, site ledger.Site, hash []byte) *jobs.Precomputed {
+	pc, ok := s.runner.(precomputer)
+	if !ok || !ar.Limits.RunNow || !r.provisional || !s.recent.vouched(hash, s.clock.Now()) {
+		return nil
+	}
+	q := ar.Query
+	q.SiteGeometry = site.Geometry
+	return pc.Precompute(q)
 }

@@ -146,6 +146,8 @@ type Server struct {
 	ready    readiness
 	// finished caches finished queries' immutable rows (querycache.go).
 	finished finishedQueries
+	// recent are the keys that admitted a query moments ago (precompute.go).
+	recent recentKeys
 	// behind are the finishes stored behind their answers (finishbehind.go).
 	behind finishesBehind
 	// catalogue caches catalogue reads of one version (cataloguecache.go).
@@ -320,6 +322,9 @@ type request struct {
 	// pendingFinish is the finish of a query this request ran and
 	// answered, stored with its idempotent response (runFirst); nil: none.
 	pendingFinish *jobs.PendingFinish
+	// precomputed is the query's answer begun while its admission was in
+	// the ledger (precompute.go), for the attempt that runs it.
+	precomputed *jobs.Precomputed
 	// keyHash is the bearer key's hash while the key is not yet
 	// authenticated: its operation's admission authenticates it in the same
 	// round trip (admitWithKey). Until then provisional is true and

@@ -74,6 +74,12 @@ type handoffKey struct{}
 // attempt finishes within d its finish is handed over (NowResult.Finish);
 // after d the attempt goes on and stores it itself, as a worker's would.
 func (r *Runner) RunNow(ctx context.Context, q ledger.Query, d time.Duration) NowResult {
+	return r.RunNowFrom(ctx, q, d, nil)
+}
+
+// RunNowFrom is RunNow with q's answer precomputed (Precompute), when pre
+// was begun for q's inputs; nil or another query's: computed as RunNow does.
+func (r *Runner) RunNowFrom(ctx context.Context, q ledger.Query, d time.Duration, pre *Precomputed) NowResult {
 	r.mu.Lock()
 	if !r.mu.started || r.mu.claimCtx.Err() != nil {
 		r.mu.Unlock()
@@ -83,6 +89,7 @@ func (r *Runner) RunNow(ctx context.Context, q ledger.Query, d time.Duration) No
 	r.running.Add(1)
 	r.inRequest.Add(1)
 	r.mu.Unlock()
+	pre = pre.take(q) // before this returns: the caller discards what was not taken
 	out := make(chan ledger.Query, 1)
 	handoff := make(chan *PendingFinish) // unbuffered: taken only while RunNow waits
 	go func() {
@@ -90,7 +97,11 @@ func (r *Runner) RunNow(ctx context.Context, q ledger.Query, d time.Duration) No
 		defer r.inRequest.Add(-1)
 		var row ledger.Query
 		defer func() { out <- row }() // buffered: never blocks
-		if err := r.attemptNow(context.WithValue(execCtx, handoffKey{}, handoff), q, &row); err != nil {
+		actx := context.WithValue(execCtx, handoffKey{}, handoff)
+		if pre != nil {
+			actx = context.WithValue(actx, precomputedKey{}, pre)
+		}
+		if err := r.attemptNow(actx, q, &row); err != nil {
 			r.cfg.Logger.Error("query attempt", "query_id", q.ID, "err", err)
 		}
 	}()

@@ -211,6 +211,8 @@ type Runner struct {
 	running sync.WaitGroup
 	// claims are the claims this process's attempts hold and renew.
 	claims heldClaims
+	// pre counts the precomputed answers (precompute.go).
+	pre precomputes
 	// inRequest counts the attempts running in requests (inrequest.go).
 	inRequest atomic.Int64
 	// pending are results answered before their file is stored, and behind
@@ -717,7 +719,22 @@ func (e *engineError) Error() string { return e.err.Error() }
 func (e *engineError) Unwrap() error { return e.err }
 
 func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded, row *ledger.Query) error {
-	c, err := r.compute(ctx, q)
+	pre, _ := ctx.Value(precomputedKey{}).(*Precomputed)
+	var (
+		c   computed
+		err error
+	)
+	if pre != nil {
+		c, err = pre.wait(ctx)
+		if errors.Is(err, errRecompute) {
+			pre = nil
+		} else {
+			r.pre.used.Add(1)
+		}
+	}
+	if pre == nil {
+		c, err = r.compute(ctx, q)
+	}
 	var ee *engineError
 	if errors.As(err, &ee) {
 		return r.fail(ctx, q, rec, "source_unavailable", ee.err)
@@ -739,7 +756,11 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded, row
 	// creation and two fsyncs.
 	var out store.Writer = discardWriter{}
 	var mem *memWriter
+	encoded := behind && pre != nil && pre.mem != nil
 	switch {
+	case encoded:
+		// Encoded while the admission was in the ledger.
+		mem = &memWriter{b: pre.mem}
 	case behind:
 		mem = &memWriter{}
 		out = mem
@@ -755,7 +776,12 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded, row
 		}
 	}
 	defer out.Abort()
-	size, err := writeRecords(out, c.chunks, q.IncludeGeometry, runtime.GOMAXPROCS(0))
+	var size int64
+	if encoded {
+		size = pre.size
+	} else {
+		size, err = writeRecords(out, c.chunks, q.IncludeGeometry, runtime.GOMAXPROCS(0))
+	}
 	var we *writeError
 	if errors.As(err, &we) {
 		return r.fail(ctx, q, rec, "source_unavailable", we.err)

@@ -16,15 +16,19 @@ import (
 
 // TestRelaxedQueryAnswerAfterCrash: POST /queries commits its admission
 // (claim, site, query) and its answer (finish, stored response, audit
-// record) relaxed. A PostgreSQL crash then loses both or neither: a retry
-// with the same Idempotency-Key either replays the answer, whose query is
-// stored finished, or runs afresh, the query unknown. A durable commit
-// made after them (anything paid) flushes them: they survive.
+// record) relaxed, in two commits. A PostgreSQL crash then keeps both,
+// neither, or the admission alone (the WAL writer flushed between them): a
+// retry with the same Idempotency-Key replays the answer, whose query is
+// stored finished; or runs afresh, the query unknown; or finds the claim in
+// flight until its lease lapses, then runs afresh, the query left running
+// for the janitor to requeue (docs/operations.md, "Durability"). A durable
+// commit made after them (anything paid) flushes them: they survive.
 func TestRelaxedQueryAnswerAfterCrash(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cl := newCrashable(t, ctx, "relaxed-crash-", clock.NewFake(time.Date(2026, 11, 22, 10, 0, 30, 0, time.UTC)))
+	clk := clock.NewFake(time.Date(2026, 11, 22, 10, 0, 30, 0, time.UTC))
+	cl := newCrashable(t, ctx, "relaxed-crash-", clk)
 	l := cl.open()
 	acct, err := l.CreateAccount(ctx, "crash", 0)
 	if err != nil {
@@ -78,6 +82,17 @@ func TestRelaxedQueryAnswerAfterCrash(t *testing.T) {
 		case ledger.IdemFresh:
 			if !errors.Is(qerr, ledger.ErrNotFound) {
 				t.Fatalf("%s: the answer was lost but its query is %+v, %v", idemKey, q, qerr)
+			}
+			return false
+		case ledger.IdemInFlight:
+			// The admission alone survived: its claim's lease lapses, then
+			// the retry runs afresh.
+			if qerr != nil || q.Status != ledger.QueryRunning {
+				t.Fatalf("%s: the admission survived without its answer but its query is %+v, %v", idemKey, q, qerr)
+			}
+			clk.Advance(time.Minute)
+			if again, err := l.ClaimIdempotency(ctx, k.IntegrationID, idemKey, "create_query", []byte("f")); err != nil || again.State != ledger.IdemFresh {
+				t.Fatalf("%s: after the claim's lease: %+v, %v", idemKey, again, err)
 			}
 			return false
 		}

@@ -1,0 +1,65 @@
+package api
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"siteenv/jobs"
+	"siteenv/ledger"
+)
+
+// precomputer is the part of the job runner that begins a query's engine
+// answer before its admission (jobs.Runner.Precompute) and hands it to the
+// attempt (RunNowFrom).
+type precomputer interface {
+	Precompute(q ledger.Query) *jobs.Precomputed
+	RunNowFrom(ctx context.Context, q ledger.Query, d time.Duration, pre *jobs.Precomputed) jobs.NowResult
+}
+
+// recentKeys are the keys this replica saw admit a query moments ago,
+// with the end of the rate window they had room in. Only their requests
+// run the engine while their admission is in the ledger (Server.precompute):
+// engine work for a key not yet checked is free work for anyone holding a
+// bad key, so it is begun only for a key that was good within
+// recentKeyTTL and not over its rate. The admission still decides: a key
+// revoked meanwhile is refused and its precomputed answer discarded.
+type recentKeys struct {
+	mu sync.Mutex
+	m  map[string]time.Time // key hash -> until when a precompute may begin
+}
+
+// recentKeyTTL bounds how long a key's last admission vouches for it;
+// maxRecentKeys bounds the memory (the map is emptied when full).
+const (
+	recentKeyTTL  = time.Minute
+	maxRecentKeys = 100_000
+)
+
+// vouch records that hash admitted a query at now with room left in its
+// rate window: a precompute may begin for recentKeyTTL.
+func (k *recentKeys) vouch(hash []byte, now time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil || len(k.m) >= maxRecentKeys {
+		k.m = make(map[string]time.Time)
+	}
+	k.m[string(hash)] = now.Add(recentKeyTTL)
+}
+
+// vouched reports whether hash admitted a query recently with room left.
+func (k *recentKeys) vouched(hash []byte, now time.Time) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	until, ok := k.m[string(hash)]
+	return ok && now.Before(until)
+}
+
+// forget drops hash (its admission was refused, or its rate window is
+// full): its requests compute after their admission until it admits a
+// query with room again.
+func (k *recentKeys) forget(hash []byte) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.m, string(hash))
+}

@@ -1,0 +1,74 @@
+package api_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/paulmach/orb"
+
+	"siteenv/api"
+)
+
+// A key that admitted a query moments ago has its next queries' answers
+// computed while their admission is in the ledger (precompute.go), with
+// the same answer; a key not seen admitted does not (engine work for a
+// key not yet checked would be free for a bad key), and a key revoked
+// meanwhile is refused as before, its precomputed answer discarded and
+// the key forgotten.
+func TestAdmissionOverlapsTheEngine(t *testing.T) {
+	t.Parallel()
+	h := setup(t, func(s *api.Server) {})
+	qh := idleRunnerQueries(t, h)
+	qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"b10": east(10), "b50": east(50), "b900": east(900)})
+	acct := qh.account(0)
+	k := qh.key(acct, nil, "queries:run", "sites:read", "sites:write")
+	ask := func(secret string, i int) response {
+		return qh.query(secret, map[string]any{"site": map[string]any{"kind": "point", "longitude": origin[0] + float64(i)*0.00001, "latitude": origin[1]},
+			"layer_ids": []string{"nsw.bores"}, "radius_m": 100}, "Prefer", "wait=3")
+	}
+	counts := func() (int64, int64) {
+		h.srv.WaitFinishesBehind()
+		return qh.runner.PrecomputeCounts()
+	}
+	// The first warms the catalogue cache (its key is looked up first); the
+	// second's admission authenticates the key and vouches for it.
+	for i := range 2 {
+		if r := ask(k.Secret, i); r.status != 200 {
+			t.Fatalf("warm-up %d: %d %s", i, r.status, r.body)
+		}
+	}
+	if begun, used := counts(); begun != 0 || used != 0 {
+		t.Fatalf("before the key was vouched for: %d precomputes begun, %d used", begun, used)
+	}
+	for i := 2; i < 5; i++ {
+		r := ask(k.Secret, i)
+		if r.status != 200 {
+			t.Fatalf("query %d: %d %s", i, r.status, r.body)
+		}
+		if ids := featureIDs(r.json(t)); !slices.Equal(ids, []string{"b10", "b50"}) {
+			t.Fatalf("query %d: features %v", i, ids)
+		}
+	}
+	if begun, used := counts(); begun != 3 || used != 3 {
+		t.Fatalf("3 queries of a vouched key: %d precomputes begun, %d used", begun, used)
+	}
+	// Another key of the account is not vouched for by k's admissions.
+	other := qh.key(acct, nil, "queries:run", "sites:read", "sites:write")
+	if r := ask(other.Secret, 9); r.status != 200 {
+		t.Fatalf("other key: %d %s", r.status, r.body)
+	}
+	if begun, _ := counts(); begun != 3 {
+		t.Fatalf("a key not seen admitted began a precompute (%d begun)", begun)
+	}
+	// Revoked: refused as ever; one precompute begun and discarded, then
+	// the key is forgotten.
+	if err := qh.led.RevokeKey(qh.ctx, k.KeyID); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		ask(k.Secret, 20+i).problem(t, "credential_revoked", 401)
+	}
+	if begun, used := counts(); begun != 4 || used != 3 {
+		t.Fatalf("after revocation: %d precomputes begun, %d used; want 4, 3", begun, used)
+	}
+}

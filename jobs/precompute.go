@@ -1,0 +1,125 @@
+package jobs
+
+import (
+	"context"
+	"bytes"
+	"errors"
+	"runtime"
+	"slices"
+	"sync/atomic"
+
+	"siteenv/internal/phase"
+	"siteenv/ledger"
+)
+
+// Precomputed is a query's engine answer begun before the query is
+// admitted: a request whose key this replica saw admitted moments ago
+// (api) runs the engine and encodes the records while the admission is in
+// the ledger, so that the answer waits for the longer of the two instead
+// of their sum. The answer depends only on the query's frozen inputs (site,
+// radius, layers, releases, include_geometry), which the request holds
+// before the admission stores them. The caller either hands it to the
+// attempt (RunNowFrom) or discards it; Discard after a hand-over is a no-op,
+// so callers defer it.
+type Precomputed struct {
+	q      ledger.Query
+	done   chan struct{}
+	cancel context.CancelFunc
+	taken  atomic.Bool
+	// Set before done is closed.
+	c    computed
+	err  error
+	mem  []byte // the encoded records, when few enough to answer from memory
+	size int64
+}
+
+// precomputes counts the precomputations begun and those an attempt used,
+// for tests and the bench (PrecomputeCounts).
+type precomputes struct{ begun, used atomic.Int64 }
+
+// Precompute begins q's engine answer (q as it will be admitted, but for
+// its ID and status). Nil when the runner would not run q in the request
+// now (RunLimits' ok is false): the attempt then computes as usual.
+func (r *Runner) Precompute(q ledger.Query) *Precomputed {
+	r.mu.Lock()
+	if !r.mu.started || r.mu.claimCtx.Err() != nil || r.inRequest.Load() >= maxInRequest() {
+		r.mu.Unlock()
+		return nil
+	}
+	ctx, cancel := context.WithTimeoutCause(r.mu.execCtx, r.cfg.Attempt, errAttemptTimeout)
+	r.running.Add(1)
+	r.inRequest.Add(1)
+	r.mu.Unlock()
+	r.pre.begun.Add(1)
+	p := &Precomputed{q: q, done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer r.running.Done()
+		defer r.inRequest.Add(-1)
+		defer close(p.done)
+		p.c, p.err = r.compute(ctx, q)
+		if p.err != nil || len(p.c.chunks) == 0 || chunkFeatures(p.c.chunks) > writeBehindMaxFeatures {
+			return
+		}
+		tw := r.cfg.Phases.Start()
+		m := &memWriter{}
+		if size, err := writeRecords(m, p.c.chunks, q.IncludeGeometry, runtime.GOMAXPROCS(0)); err == nil {
+			p.mem, p.size = m.b, size
+		}
+		r.cfg.Phases.Done(phase.ResultWrite, tw)
+	}()
+	return p
+}
+
+// Discard stops a precomputation no attempt took (the admission refused
+// the query, queued it, or failed). Safe on nil.
+func (p *Precomputed) Discard() {
+	if p != nil && !p.taken.Load() {
+		p.cancel()
+	}
+}
+
+// PrecomputeCounts are the precomputations begun and used so far.
+func (r *Runner) PrecomputeCounts() (begun, used int64) {
+	return r.pre.begun.Load(), r.pre.used.Load()
+}
+
+// precomputedKey carries an attempt's Precomputed in its context.
+type precomputedKey struct{}
+
+// take hands p to the attempt of q: nil unless p was begun for q's inputs
+// (the site is the caller's to vouch for: the admission registers the site
+// of the request's fingerprint, whose stored GeoJSON may be spelt
+// differently).
+func (p *Precomputed) take(q ledger.Query) *Precomputed {
+	if p == nil || !sameInputs(p.q, q) || !p.taken.CompareAndSwap(false, true) {
+		return nil
+	}
+	return p
+}
+
+func sameInputs(a, b ledger.Query) bool {
+	return a.RadiusM == b.RadiusM && a.IncludeGeometry == b.IncludeGeometry && slices.Equal(a.LayerIDs, b.LayerIDs) &&
+		slices.EqualFunc(a.Frozen, b.Frozen, func(x, y ledger.FrozenLayer) bool {
+			return x.LayerID == y.LayerID && (x.ReleaseID == nil) == (y.ReleaseID == nil) &&
+				(x.ReleaseID == nil || *x.ReleaseID == *y.ReleaseID) && bytes.Equal(x.Coverage, y.Coverage)
+		})
+}
+
+// errRecompute: the precomputation failed; the attempt computes afresh,
+// so that its outcome (an engine failure, its own interruption) is the one
+// a computing attempt has.
+var errRecompute = errors.New("jobs: recompute")
+
+// wait is the precomputed answer, once ready (ctx: the attempt's).
+func (p *Precomputed) wait(ctx context.Context) (computed, error) {
+	defer p.cancel()
+	select {
+	case <-p.done:
+		if p.err != nil {
+			return computed{}, errRecompute
+		}
+		return p.c, nil
+	case <-ctx.Done():
+		return computed{}, ctx.Err()
+	}
+}

@@ -1,0 +1,74 @@
+package jobs_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"siteenv/jobs"
+	"siteenv/ledger"
+)
+
+// TestPrecomputedAnswerIsTheComputedOne: an answer begun before its
+// query's admission (Precompute) is the one the attempt would compute,
+// byte for byte, and the attempt uses it instead of computing; one begun
+// for other inputs (another radius) is not used, and one discarded ends
+// with the runner.
+func TestPrecomputedAnswerIsTheComputedOne(t *testing.T) {
+	b := setup(t)
+	r := b.runner(jobs.Config{Workers: 1}, nil)
+	if p := r.Precompute(ledger.Query{}); p != nil {
+		t.Fatal("Precompute began before Start")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r.Start(ctx)
+	defer r.Stop(context.Background()) //nolint:errcheck // asserted below
+	answer := func(q ledger.Query, pre *jobs.Precomputed) (ledger.Query, []byte) {
+		t.Helper()
+		defer pre.Discard()
+		res := r.RunNowFrom(b.ctx, q, 30*time.Second, pre)
+		if !res.Accepted || res.Finish == nil {
+			t.Fatalf("RunNowFrom %+v: want its finish handed over", res)
+		}
+		row := res.Finish.Row
+		obj, err := r.OpenResult(b.ctx, row)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Finish.Decline()
+		return row, readAll(t, obj)
+	}
+	computed, want := answer(b.admit(true, time.Minute), nil)
+	if featureCount(t, computed) != 2 {
+		t.Fatalf("computed %d features", featureCount(t, computed))
+	}
+	inputs := func(radius float64) ledger.Query {
+		return ledger.Query{SiteGeometry: b.siteGeometry(), RadiusM: radius, LayerIDs: []string{layerID}, Frozen: b.frozen}
+	}
+	pre := r.Precompute(inputs(100))
+	if pre == nil {
+		t.Fatal("Precompute refused on a started runner")
+	}
+	row, got := answer(b.admit(true, time.Minute), pre)
+	if string(got) != string(want) || row.ResultBytes != computed.ResultBytes || featureCount(t, row) != 2 || row.Status != computed.Status {
+		t.Fatalf("precomputed answer %s (%d bytes, %s)\nwant %s (%d bytes, %s)", got, row.ResultBytes, row.Status, want, computed.ResultBytes, computed.Status)
+	}
+	if begun, used := r.PrecomputeCounts(); begun != 1 || used != 1 {
+		t.Fatalf("precomputes begun %d, used %d; want 1, 1", begun, used)
+	}
+	// Another radius's answer is not this query's: computed afresh.
+	if _, got := answer(b.admit(true, time.Minute), r.Precompute(inputs(1))); string(got) != string(want) {
+		t.Fatalf("answer with another query's precompute %s, want %s", got, want)
+	}
+	if begun, used := r.PrecomputeCounts(); begun != 2 || used != 1 {
+		t.Fatalf("precomputes begun %d, used %d; want 2, 1", begun, used)
+	}
+	r.Precompute(inputs(100)).Discard()
+	if err := r.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if p := r.Precompute(inputs(100)); p != nil {
+		t.Fatal("Precompute began after Stop")
+	}
+}
