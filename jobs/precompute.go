@@ -1,8 +1,8 @@
 package jobs
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"errors"
 	"runtime"
 	"slices"
