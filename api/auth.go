@@ -49,7 +49,11 @@ func (s *Server) admit(r *request) error {
 		// Not reached: the statement counts exactly when authorize passes.
 		return s.limitReads(r)
 	}
-	return s.checkRate(r, ledger.BucketReads, readsPerMinute, w)
+	if err := s.checkRate(r, ledger.BucketReads, readsPerMinute, w); err != nil {
+		return err
+	}
+	s.recent.vouch(ledger.HashKey(key), s.clock.Now())
+	return nil
 }
 
 // keyAdmitted are the operations whose admission authenticates the key

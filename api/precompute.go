@@ -17,13 +17,14 @@ type precomputer interface {
 	RunNowFrom(ctx context.Context, q ledger.Query, d time.Duration, pre *jobs.Precomputed) jobs.NowResult
 }
 
-// recentKeys are the keys this replica saw admit a query moments ago,
-// with the end of the rate window they had room in. Only their requests
-// run the engine while their admission is in the ledger (Server.precompute):
-// engine work for a key not yet checked is free work for anyone holding a
-// bad key, so it is begun only for a key that was good within
-// recentKeyTTL and not over its rate. The admission still decides: a key
-// revoked meanwhile is refused and its precomputed answer discarded.
+// recentKeys are the keys this replica saw authenticated moments ago: by
+// a read, or by a query's admission with room left in the account's rate.
+// Only their requests run the engine while their admission is in the
+// ledger (Server.precompute): engine work for a key not yet checked is free
+// work for anyone holding a bad key, so it is begun only for a key that
+// was good within recentKeyTTL. The admission still decides: a key revoked
+// meanwhile, or over its rate, is refused, its precomputed answer
+// discarded and the key forgotten.
 type recentKeys struct {
 	mu sync.Mutex
 	m  map[string]time.Time // key hash -> until when a precompute may begin
@@ -36,8 +37,8 @@ const (
 	maxRecentKeys = 100_000
 )
 
-// vouch records that hash admitted a query at now with room left in its
-// rate window: a precompute may begin for recentKeyTTL.
+// vouch records that hash was authenticated at now: a precompute may
+// begin for recentKeyTTL.
 func (k *recentKeys) vouch(hash []byte, now time.Time) {
 	k.mu.Lock()
 	defer k.mu.Unlock()

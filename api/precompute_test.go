@@ -9,9 +9,9 @@ import (
 	"siteenv/api"
 )
 
-// A key that admitted a query moments ago has its next queries' answers
-// computed while their admission is in the ledger (precompute.go), with
-// the same answer; a key not seen admitted does not (engine work for a
+// A key that admitted a query or read moments ago has its next queries'
+// answers computed while their admission is in the ledger (precompute.go),
+// with the same answer; a key not seen authenticated does not (engine work for a
 // key not yet checked would be free for a bad key), and a key revoked
 // meanwhile is refused as before, its precomputed answer discarded and
 // the key forgotten.
@@ -60,6 +60,17 @@ func TestAdmissionOverlapsTheEngine(t *testing.T) {
 	if begun, _ := counts(); begun != 3 {
 		t.Fatalf("a key not seen admitted began a precompute (%d begun)", begun)
 	}
+	// A read authenticates a key too: its next query is precomputed.
+	reader := qh.key(acct, nil, "queries:run", "sites:read", "sites:write")
+	if r := qh.do("GET", "/context", reader.Secret, nil); r.status != 200 {
+		t.Fatalf("GET /context: %d %s", r.status, r.body)
+	}
+	if r := ask(reader.Secret, 10); r.status != 200 {
+		t.Fatalf("reader's query: %d %s", r.status, r.body)
+	}
+	if begun, used := counts(); begun != 4 || used != 4 {
+		t.Fatalf("after a read: %d precomputes begun, %d used; want 4, 4", begun, used)
+	}
 	// Revoked: refused as ever; one precompute begun and discarded, then
 	// the key is forgotten.
 	if err := qh.led.RevokeKey(qh.ctx, k.KeyID); err != nil {
@@ -68,7 +79,7 @@ func TestAdmissionOverlapsTheEngine(t *testing.T) {
 	for i := range 3 {
 		ask(k.Secret, 20+i).problem(t, "credential_revoked", 401)
 	}
-	if begun, used := counts(); begun != 4 || used != 3 {
-		t.Fatalf("after revocation: %d precomputes begun, %d used; want 4, 3", begun, used)
+	if begun, used := counts(); begun != 5 || used != 4 {
+		t.Fatalf("after revocation: %d precomputes begun, %d used; want 5, 4", begun, used)
 	}
 }

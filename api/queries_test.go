@@ -58,6 +58,10 @@ func setupQueriesWith(t testing.TB, run bool, engineStore func(store.Store) stor
 	}
 	api.SetQueryBackend(h.srv, st, qh.runner)
 	qh.harness, qh.store = h, st
+	// Before the runner stops and the store's directory goes (cleanups run
+	// last first): the finishes stored behind answers, whose attempts then
+	// write their results behind them.
+	t.Cleanup(h.srv.WaitFinishesBehind)
 	return qh
 }
 

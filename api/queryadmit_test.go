@@ -156,5 +156,6 @@ func idleRunnerQueries(t *testing.T, h *harness) *queryHarness {
 	runner.Start(ctx)
 	api.SetQueryBackend(h.srv, st, runner)
 	qh := &queryHarness{harness: h, store: st, runner: runner}
+	t.Cleanup(h.srv.WaitFinishesBehind) // as setupQueriesWith
 	return qh
 }

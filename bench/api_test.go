@@ -75,6 +75,11 @@ func TestAPIAgreesWithPostGIS(t *testing.T) {
 		if i >= len(r.Passes) {
 			n = int64(r.SmallQueries)
 		}
+		// Every key made a read before its pass: its answers are begun
+		// during their admission.
+		if p.Precomputed == 0 {
+			t.Errorf("the pass with %d clients: no answer computed during its admission", p.Clients)
+		}
 		// At least the key lookup, the admission and the answer per query.
 		if p.Ledger.Trips < 3*n || p.Ledger.Statements < p.Ledger.Trips || p.CreateServer.P50 <= 0 {
 			t.Errorf("the pass with %d clients: ledger %+v, POST in the server %+v", p.Clients, p.Ledger, p.CreateServer)

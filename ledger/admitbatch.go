@@ -71,19 +71,19 @@ func keyIntegrationSQL(n int) string {
 	return fmt.Sprintf("(SELECT integration_id FROM api_keys WHERE key_hash = $%d::bytea)", n)
 }
 
-// admitStatements are AdmitQueryBatch's statements of one form.
+// admitStatements are AdmitQueryBatch's statements of one form. A check
+// is a siteenv_check column (migration 0018) of the statement that reads
+// what it checks.
 type admitStatements struct {
-	// claim inserts the idempotency claim ($1: the integration).
+	// claim inserts the idempotency claim ($1: the integration) and checks
+	// it is this request's (not another's of the same key).
 	claim string
-	// requireClaim checks the claim just inserted is this request's.
-	requireClaim string
 	// lock locks the account's row ($1: the account).
 	lock string
 	// site reads the account's active site of the fingerprint ($1: the
-	// account; as saveSitePipelined) with its granted sections.
+	// account; as saveSitePipelined) with its granted sections, and checks
+	// it exists and holds every section of $3.
 	site string
-	// requireSite checks the site exists and holds every section of $3.
-	requireSite string
 	// admit is admitQuerySQL of the site registered in the same
 	// transaction, found by its fingerprint ($4; $5 is true).
 	admit string
@@ -91,17 +91,14 @@ type admitStatements struct {
 
 func newAdmitStatements(account func(n int) string, integration func(n int) string) admitStatements {
 	return admitStatements{
-		claim: `INSERT INTO idempotency (integration_id, idem_key, operation, fingerprint, state, created_at, updated_at, claim_token, lease_until)
-		VALUES (` + integration(1) + `, $2, $3, $4, 'running', $5, $5, $6, $7) ON CONFLICT DO NOTHING`,
-		requireClaim: `SELECT siteenv_require(EXISTS (SELECT 1 FROM idempotency
-	WHERE integration_id = ` + integration(1) + ` AND idem_key = $2 AND claim_token = $3), 'idempotency claim')`,
+		claim: `WITH claim AS (INSERT INTO idempotency (integration_id, idem_key, operation, fingerprint, state, created_at, updated_at, claim_token, lease_until)
+		VALUES (` + integration(1) + `, $2, $3, $4, 'running', $5, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING 1)
+	SELECT siteenv_check(EXISTS (SELECT 1 FROM claim), 'idempotency claim')`,
 		lock: `SELECT account_id FROM accounts WHERE account_id = ` + account(1) + ` FOR UPDATE`,
-		site: `SELECT ` + siteColumns + `, coalesce((SELECT array_agg(g.section_key) FROM section_grants g
-		WHERE g.site_id = s.site_id AND g.account_id = s.account_id), '{}')
-	FROM sites s WHERE account_id = ` + account(1) + ` AND fingerprint = $2 AND archived_at IS NULL ORDER BY created_at LIMIT 1`,
-		requireSite: `SELECT siteenv_require(coalesce((SELECT $3::text[] <@ coalesce((SELECT array_agg(g.section_key)
-		FROM section_grants g WHERE g.site_id = s.site_id AND g.account_id = s.account_id), '{}')
-	FROM sites s WHERE account_id = ` + account(1) + ` AND fingerprint = $2 AND archived_at IS NULL ORDER BY created_at LIMIT 1), false), 'site')`,
+		site: `SELECT siteenv_check(coalesce($3::text[] <@ granted, false), 'site'), ` + siteColumns + `, granted
+	FROM (SELECT 1) one LEFT JOIN (SELECT ` + siteColumns + `, coalesce((SELECT array_agg(g.section_key) FROM section_grants g
+			WHERE g.site_id = s.site_id AND g.account_id = s.account_id), '{}') AS granted
+		FROM sites s WHERE account_id = ` + account(1) + ` AND fingerprint = $2 AND archived_at IS NULL ORDER BY created_at LIMIT 1) s ON true`,
 		admit: `WITH site AS (SELECT site_id, geometry FROM sites
 		WHERE account_id = ` + account(2) + ` AND fingerprint = $4::text AND archived_at IS NULL AND $5::boolean ORDER BY created_at LIMIT 1), ` +
 			admitQueryCTEs("(SELECT site_id FROM site)", "(SELECT geometry FROM site)", account(2), integration(3)),
@@ -117,19 +114,16 @@ var (
 )
 
 // admitPrincipalSQL reads the principal of the key whose hash is $1, as
-// Authenticate does, with the catalogue's version.
-const admitPrincipalSQL = `SELECT k.key_id, k.account_id, k.integration_id, a.name, k.principal_kind, k.scopes, k.dataset_ids,
+// Authenticate does, with the catalogue's version, and checks the key
+// exists, is not revoked, holds every scope of $2 and may use every dataset
+// of $3 (the key's and its account's lists, NULL: all), and that the
+// catalogue's version is $4 (the one the caller read the layers at).
+const admitPrincipalSQL = `SELECT siteenv_check(coalesce(k.revoked_at IS NULL AND k.scopes @> $2::text[]
+			AND (k.dataset_ids IS NULL OR k.dataset_ids @> $3::text[]) AND (a.dataset_ids IS NULL OR a.dataset_ids @> $3::text[]), false)
+		AND ` + catalogueVersionSQL + ` = $4::bigint, 'principal'),
+		k.key_id, k.account_id, k.integration_id, a.name, k.principal_kind, k.scopes, k.dataset_ids,
 		a.dataset_ids, k.revoked_at IS NOT NULL, ` + catalogueVersionSQL + `
-	FROM api_keys k JOIN accounts a USING (account_id) WHERE k.key_hash = $1::bytea`
-
-// admitRequirePrincipalSQL checks the key whose hash is $1 exists, is not
-// revoked, holds every scope of $2 and may use every dataset of $3 (the
-// key's and its account's lists, NULL: all), and that the catalogue's
-// version is $4 (the one the caller read the layers of).
-const admitRequirePrincipalSQL = `SELECT siteenv_require(coalesce((SELECT k.revoked_at IS NULL AND k.scopes @> $2::text[]
-			AND (k.dataset_ids IS NULL OR k.dataset_ids @> $3::text[]) AND (a.dataset_ids IS NULL OR a.dataset_ids @> $3::text[])
-		FROM api_keys k JOIN accounts a USING (account_id) WHERE k.key_hash = $1::bytea), false)
-	AND ` + catalogueVersionSQL + ` = $4::bigint, 'principal')`
+	FROM (SELECT 1) one LEFT JOIN (api_keys k JOIN accounts a USING (account_id)) ON k.key_hash = $1::bytea`
 
 // admitSaveSiteByKeySQL is saveSiteSQL of the account of the key whose hash
 // is $2, inserted only when the key holds sites:write.
@@ -158,7 +152,7 @@ type AdmitAuth struct {
 // transaction (with ar.Auth, authenticates the key first,) claims the
 // idempotency key, registers the site, checks its sections and admits the
 // query (AdmitQuery: the admission counted, the query stored running or
-// queued). Each check is a siteenv_require statement (migration 0013), so
+// queued). Each check is a siteenv_check column (migration 0018), so
 // a failed check undoes the whole transaction before the admission is
 // counted: ErrAdmissionCheck. Past the checks, ErrRateLimited and
 // ErrCapacity come with the fresh claim's Token (the claim and the site
@@ -195,11 +189,9 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 	if a := ar.Auth; a != nil {
 		st, createSite = admitByKey, true
 		integration, account, queryIntegration = a.KeyHash, a.KeyHash, a.KeyHash
-		b.Queue(admitPrincipalSQL, a.KeyHash)
-		b.Queue(admitRequirePrincipalSQL, a.KeyHash, nonNil(a.Scopes), nonNil(a.Datasets), a.Catalogue)
+		b.Queue(admitPrincipalSQL, a.KeyHash, nonNil(a.Scopes), nonNil(a.Datasets), a.Catalogue)
 	}
 	b.Queue(st.claim, integration, ar.IdemKey, ar.Operation, ar.Fingerprint, now, token, now.Add(l.lease))
-	b.Queue(st.requireClaim, integration, ar.IdemKey, token)
 	b.Queue(st.lock, account)
 	if createSite {
 		siteSQL := saveSiteSQL
@@ -209,8 +201,7 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 		b.Queue(siteSQL, siteID, account, s.Name, s.PortfolioID, s.Geometry, s.Fingerprint, s.AreaM2,
 			s.Bounds[0], s.Bounds[1], s.Bounds[2], s.Bounds[3], now)
 	}
-	b.Queue(st.site, account, s.Fingerprint)
-	b.Queue(st.requireSite, account, s.Fingerprint, sections)
+	b.Queue(st.site, account, s.Fingerprint, sections)
 	args := admitArgs(q, frozen, s.Fingerprint, true, cur, lim, now)
 	args[1], args[2] = account, queryIntegration
 	b.Queue(st.admit, args...)
@@ -234,21 +225,17 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 				return err
 			}
 		}
+		var checked bool
 		if ar.Auth != nil {
 			p := &res.Principal
-			if err := br.QueryRow().Scan(&p.KeyID, &p.AccountID, &p.IntegrationID, &p.AccountName, &p.Kind, &p.Scopes, &p.KeyDatasets,
-				&p.AccountDatasets, &p.Revoked, &p.Catalogue); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
-			if _, err := br.Exec(); err != nil { // the principal's check
+			if err := br.QueryRow().Scan(&checked, &p.KeyID, &p.AccountID, &p.IntegrationID, &p.AccountName, &p.Kind, &p.Scopes, &p.KeyDatasets,
+				&p.AccountDatasets, &p.Revoked, &p.Catalogue); err != nil {
 				return err
 			}
 			q.AccountID, q.IntegrationID = p.AccountID, p.IntegrationID
 		}
-		for range 2 { // the claim, its check
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
+		if err := br.QueryRow().Scan(&checked); err != nil { // the claim
+			return err
 		}
 		var id uuid.UUID
 		switch err := br.QueryRow().Scan(&id); {
@@ -266,11 +253,8 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 			}
 		}
 		st := &res.Site
-		if err := br.QueryRow().Scan(&st.ID, &st.AccountID, &st.Name, &st.PortfolioID, &st.Geometry, &st.Fingerprint, &st.AreaM2,
-			&st.Bounds[0], &st.Bounds[1], &st.Bounds[2], &st.Bounds[3], &st.CreatedAt, &st.ArchivedAt, &granted); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		if _, err := br.Exec(); err != nil { // the site's check
+		if err := br.QueryRow().Scan(&checked, &st.ID, &st.AccountID, &st.Name, &st.PortfolioID, &st.Geometry, &st.Fingerprint, &st.AreaM2,
+			&st.Bounds[0], &st.Bounds[1], &st.Bounds[2], &st.Bounds[3], &st.CreatedAt, &st.ArchivedAt, &granted); err != nil {
 			return err
 		}
 		if err := br.QueryRow().Scan(&v, &status); err != nil {
