@@ -159,3 +159,30 @@ func idleRunnerQueries(t *testing.T, h *harness) *queryHarness {
 	t.Cleanup(h.srv.WaitFinishesBehind) // as setupQueriesWith
 	return qh
 }
+
+// A POST /queries with an unknown key costs two round trips before its
+// 401: the admission that authenticates it (refused, its implicit
+// transaction rolled back with it, no ROLLBACK of its own) and the key's
+// lookup that answers exactly.
+func TestUnknownKeyCostsTwoRoundTrips(t *testing.T) {
+	t.Parallel()
+	h := setup(t, func(s *api.Server) {})
+	qh := idleRunnerQueries(t, h)
+	qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"b10": east(10)})
+	k := qh.key(qh.account(0), nil, "queries:run", "sites:read", "sites:write")
+	body := map[string]any{"site": map[string]any{"kind": "point", "longitude": origin[0], "latitude": origin[1]},
+		"layer_ids": []string{"nsw.bores"}, "radius_m": 100}
+	if r := qh.query(k.Secret, body); r.status != 200 && r.status != 202 {
+		t.Fatalf("warm-up: %d %s", r.status, r.body)
+	}
+	h.srv.WaitFinishesBehind()
+	least := int64(1 << 62)
+	for range 3 {
+		before := h.led.RoundTrips()
+		qh.query("sek_unknown", body).problem(t, "unauthenticated", 401)
+		least = min(least, h.led.RoundTrips().Trips-before.Trips)
+	}
+	if least != 2 {
+		t.Fatalf("an unknown key's POST took at least %d round trips, want 2", least)
+	}
+}

@@ -183,9 +183,12 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 	st := admitByID
 	var integration, account, queryIntegration any = ar.Integration, q.AccountID, q.IntegrationID
 	createSite := ar.CreateSite
+	// No BEGIN and COMMIT: a batch is one implicit transaction, committed
+	// at its end, or rolled back whole when a statement fails (a failed
+	// check then costs no ROLLBACK round trip). set_config's is_local is
+	// that transaction's, as SET LOCAL is an explicit one's.
 	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue("SET LOCAL synchronous_commit = off")
+	b.Queue(relaxCommitSQL)
 	if a := ar.Auth; a != nil {
 		st, createSite = admitByKey, true
 		integration, account, queryIntegration = a.KeyHash, a.KeyHash, a.KeyHash
@@ -205,13 +208,7 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 	args := admitArgs(q, frozen, s.Fingerprint, true, cur, lim, now)
 	args[1], args[2] = account, queryIntegration
 	b.Queue(st.admit, args...)
-	b.Queue("COMMIT")
-	conn, err := l.pool.Acquire(ctx)
-	if err != nil {
-		return AdmitBatchResult{}, translate(err)
-	}
-	defer conn.Release()
-	br := conn.SendBatch(ctx, b)
+	br := l.pool.SendBatch(ctx, b)
 	var (
 		res     AdmitBatchResult
 		locked  bool
@@ -220,10 +217,8 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 		granted []string
 	)
 	err = func() error {
-		for range 2 { // BEGIN, SET
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
+		if _, err := br.Exec(); err != nil { // relaxCommitSQL
+			return err
 		}
 		var checked bool
 		if ar.Auth != nil {
@@ -257,25 +252,10 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 			&st.Bounds[0], &st.Bounds[1], &st.Bounds[2], &st.Bounds[3], &st.CreatedAt, &st.ArchivedAt, &granted); err != nil {
 			return err
 		}
-		if err := br.QueryRow().Scan(&v, &status); err != nil {
-			return err
-		}
-		_, err := br.Exec()
-		return err
+		return br.QueryRow().Scan(&v, &status)
 	}()
 	if cerr := br.Close(); err == nil {
 		err = cerr
-	}
-	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
-		// A failed check leaves the transaction aborted: rolled back here
-		// (a round trip only on that path), so that the connection goes
-		// back to the pool rather than being closed and dialled again
-		// (an unknown key's requests would otherwise each cost one).
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		if _, rerr := conn.Exec(rctx, "ROLLBACK"); rerr != nil {
-			conn.Conn().Close(rctx) //nolint:errcheck // the pool drops a closed connection
-		}
-		cancel()
 	}
 	var pe *pgconn.PgError
 	switch {

@@ -60,6 +60,10 @@ import (
 //     activity. Records of writes stay durable; an idempotent write's record
 //     commits with its stored response (CompleteIdempotencyAudited).
 
+// relaxCommitSQL relaxes the commit of the implicit transaction a batch
+// without BEGIN runs in (AdmitQueryBatch).
+const relaxCommitSQL = `SELECT set_config('synchronous_commit', 'off', true)`
+
 // relaxedBegin opens a transaction and relaxes its commit in one round trip
 // (pgx sends an argument-less statement as a simple query, which may hold
 // several statements).

@@ -27,6 +27,29 @@ func RelaxedSettingForTest(ctx context.Context, l *Ledger) (inside, after string
 	return inside, after, err
 }
 
+// RelaxedBatchSettingForTest is RelaxedSettingForTest of a batch without
+// BEGIN that begins with relaxCommitSQL (AdmitQueryBatch's form).
+func RelaxedBatchSettingForTest(ctx context.Context, l *Ledger) (inside, after string, err error) {
+	if _, err := l.pool.Exec(ctx, `SET synchronous_commit = on`); err != nil {
+		return "", "", err
+	}
+	b := &pgx.Batch{}
+	b.Queue(relaxCommitSQL)
+	b.Queue(`SELECT current_setting('synchronous_commit')`)
+	br := l.pool.SendBatch(ctx, b)
+	if _, err = br.Exec(); err == nil {
+		err = br.QueryRow().Scan(&inside)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", "", err
+	}
+	err = l.pool.QueryRow(ctx, `SELECT current_setting('synchronous_commit')`).Scan(&after)
+	return inside, after, err
+}
+
 // ExecRelaxedForTest runs execRelaxed.
 func ExecRelaxedForTest(ctx context.Context, l *Ledger, sql string, args ...any) (int64, error) {
 	tag, err := l.execRelaxed(ctx, sql, args...)

@@ -27,6 +27,11 @@ func TestRelaxedCommits(t *testing.T) {
 	if err != nil || inside != "off" || after != "on" {
 		t.Fatalf("synchronous_commit inside %q, after %q, err %v", inside, after, err)
 	}
+	// A batch's implicit transaction (AdmitQueryBatch) is relaxed alone too.
+	inside, after, err = ledger.RelaxedBatchSettingForTest(b.ctx, one)
+	if err != nil || inside != "off" || after != "on" {
+		t.Fatalf("batch: synchronous_commit inside %q, after %q, err %v", inside, after, err)
+	}
 	// More failures than the pool has connections: an aborted transaction
 	// handed back to the pool would fail a later statement.
 	for i := range 25 {
