@@ -61,7 +61,7 @@ import (
 //     commits with its stored response (CompleteIdempotencyAudited).
 
 // relaxCommitSQL relaxes the commit of the implicit transaction a batch
-// without BEGIN runs in (AdmitQueryBatch).
+// without BEGIN runs in (AdmitQueryBatch, relaxedBatch).
 const relaxCommitSQL = `SELECT set_config('synchronous_commit', 'off', true)`
 
 // relaxedBegin opens a transaction and relaxes its commit in one round trip
@@ -75,9 +75,7 @@ func (l *Ledger) relaxedTx(ctx context.Context, fn func(pgx.Tx) error) error {
 }
 
 // execRelaxed runs one statement in its own transaction with
-// synchronous_commit off, in a single round trip (a pipelined batch). On an
-// error the transaction is left aborted and pgxpool discards the connection
-// instead of reusing it.
+// synchronous_commit off, in a single round trip (a pipelined batch).
 func (l *Ledger) execRelaxed(ctx context.Context, sql string, args ...any) (tag pgconn.CommandTag, err error) {
 	err = l.relaxedBatch(ctx, func(br pgx.BatchResults) (err error) {
 		tag, err = br.Exec()
@@ -103,24 +101,17 @@ func (l *Ledger) queryRowRelaxed(ctx context.Context, scan func(pgx.Row) error, 
 	return scanErr
 }
 
-// relaxedBatch sends BEGIN, SET LOCAL synchronous_commit = off, the
-// statement and COMMIT as one batch; read takes the statement's result.
+// relaxedBatch sends relaxCommitSQL and the statement as one batch, one
+// implicit transaction (committed at the batch's end, rolled back whole on
+// an error); read takes the statement's result.
 func (l *Ledger) relaxedBatch(ctx context.Context, read func(pgx.BatchResults) error, sql string, args ...any) error {
 	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue("SET LOCAL synchronous_commit = off")
+	b.Queue(relaxCommitSQL)
 	b.Queue(sql, args...)
-	b.Queue("COMMIT")
 	br := l.pool.SendBatch(ctx, b)
 	_, err := br.Exec()
 	if err == nil {
-		_, err = br.Exec()
-	}
-	if err == nil {
 		err = read(br)
-	}
-	if err == nil {
-		_, err = br.Exec()
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
