@@ -185,10 +185,10 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 	createSite := ar.CreateSite
 	// No BEGIN and COMMIT: a batch is one implicit transaction, committed
 	// at its end, or rolled back whole when a statement fails (a failed
-	// check then costs no ROLLBACK round trip). set_config's is_local is
-	// that transaction's, as SET LOCAL is an explicit one's.
+	// check then costs no ROLLBACK round trip); relaxedTxSQL's settings are
+	// that transaction's.
 	b := &pgx.Batch{}
-	b.Queue(relaxCommitSQL)
+	b.Queue(relaxedTxSQL)
 	if a := ar.Auth; a != nil {
 		st, createSite = admitByKey, true
 		integration, account, queryIntegration = a.KeyHash, a.KeyHash, a.KeyHash
@@ -217,7 +217,7 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 		granted []string
 	)
 	err = func() error {
-		if _, err := br.Exec(); err != nil { // relaxCommitSQL
+		if _, err := br.Exec(); err != nil { // relaxedTxSQL
 			return err
 		}
 		var checked bool

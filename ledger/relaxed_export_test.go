@@ -28,14 +28,15 @@ func RelaxedSettingForTest(ctx context.Context, l *Ledger) (inside, after string
 }
 
 // RelaxedBatchSettingForTest is RelaxedSettingForTest of a batch without
-// BEGIN that begins with relaxCommitSQL (AdmitQueryBatch's form).
+// BEGIN that begins with relaxedTxSQL (AdmitQueryBatch's form), reading
+// synchronous_commit and plan_cache_mode.
 func RelaxedBatchSettingForTest(ctx context.Context, l *Ledger) (inside, after string, err error) {
 	if _, err := l.pool.Exec(ctx, `SET synchronous_commit = on`); err != nil {
 		return "", "", err
 	}
 	b := &pgx.Batch{}
-	b.Queue(relaxCommitSQL)
-	b.Queue(`SELECT current_setting('synchronous_commit')`)
+	b.Queue(relaxedTxSQL)
+	b.Queue(`SELECT current_setting('synchronous_commit') || ' ' || current_setting('plan_cache_mode')`)
 	br := l.pool.SendBatch(ctx, b)
 	if _, err = br.Exec(); err == nil {
 		err = br.QueryRow().Scan(&inside)
@@ -46,7 +47,7 @@ func RelaxedBatchSettingForTest(ctx context.Context, l *Ledger) (inside, after s
 	if err != nil {
 		return "", "", err
 	}
-	err = l.pool.QueryRow(ctx, `SELECT current_setting('synchronous_commit')`).Scan(&after)
+	err = l.pool.QueryRow(ctx, `SELECT current_setting('synchronous_commit') || ' ' || current_setting('plan_cache_mode')`).Scan(&after)
 	return inside, after, err
 }
 
