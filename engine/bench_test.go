@@ -44,24 +44,29 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if bench.dir != "" {
-		os.RemoveAll(bench.dir)
+	for _, dir := range []string{bench.dir, heavy.dir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 	os.Exit(code)
+}
+
+// tempFileStore is a FileStore in a new temporary directory (dir is set
+// whenever it was made, for TestMain to remove).
+func tempFileStore(prefix string) (dir string, st *store.FileStore, err error) {
+	if dir, err = os.MkdirTemp("", prefix); err != nil {
+		return "", nil, err
+	}
+	st, err = store.NewFileStore(dir)
+	return dir, st, err
 }
 
 func benchSetup(b *testing.B) *benchData {
 	b.Helper()
 	benchOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "siteenv-engine-bench-")
-		if err != nil {
-			bench.err = err
-			return
-		}
-		bench.dir = dir
-		st, err := store.NewFileStore(dir)
-		if err != nil {
-			bench.err = err
+		var st *store.FileStore
+		if bench.dir, st, bench.err = tempFileStore("siteenv-engine-bench-"); bench.err != nil {
 			return
 		}
 		bench.store = st
