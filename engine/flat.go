@@ -168,7 +168,7 @@ const (
 // elements) and passes them. It is the innermost loop of every query (each
 // candidate is decoded), hence the direct byte order and the bitwise
 // finiteness test.
-func wkbPositions(w *wkbWalk, f *flat, n int) error {
+func wkbPositions(w *geo.WKBWalker, f *flat, n int) error {
 	step := 8 * w.Dims
 	if n*step > len(w.B)-w.Off {
 		return errWKB
@@ -221,9 +221,9 @@ func (f *flat) decodeWKB(b []byte) error {
 	f.reset()
 	w := newWKBWalk(b)
 	for {
-		part, n, p, err := w.next()
+		part, n, p, err := w.Next()
 		if err != nil {
-			return err
+			return wkbWalkErr(err)
 		}
 		start := int32(len(f.pts))
 		switch part {
@@ -233,6 +233,9 @@ func (f *flat) decodeWKB(b []byte) error {
 			}
 			return nil
 		case geo.WKBAtPoint:
+			if !finite(p[0]) || !finite(p[1]) {
+				return errNonFinite
+			}
 			f.comps = append(f.comps, start)
 			f.add(p)
 			// Merge consecutive isolated points into one element.
@@ -258,7 +261,7 @@ func (f *flat) decodeWKB(b []byte) error {
 			if err := wkbPositions(&w, f, n); err != nil {
 				return err
 			}
-			if w.ring == 1 {
+			if w.Ring == 1 {
 				f.comps = append(f.comps, start)
 			}
 			if f.pts[start] != f.pts[len(f.pts)-1] {

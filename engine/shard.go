@@ -269,10 +269,10 @@ func wkbIndexBox(w []byte) (box32, error) {
 	return box32{down(s.minX - m), down(s.minY - m), up(s.maxX + m), up(s.maxY + m)}, nil
 }
 
-// boxScan walks WKB with wkbWalk, as flat.decodeWKB does, keeping only the
+// boxScan walks WKB with newWKBWalk, as flat.decodeWKB does, keeping only the
 // box and the largest edge bulge factor.
 type boxScan struct {
-	w                      wkbWalk
+	w                      geo.WKBWalker
 	minX, minY, maxX, maxY float64
 	bulge                  float64 // largest edgeQ of a line or ring edge; -1: no edges
 }
@@ -288,13 +288,16 @@ func edgeQ(ax, ay, bx, by float64) float64 {
 
 func (s *boxScan) geometry() error {
 	for {
-		part, n, p, err := s.w.next()
+		part, n, p, err := s.w.Next()
 		switch {
 		case err != nil:
-			return err
+			return wkbWalkErr(err)
 		case part == geo.WKBDone:
 			return nil
 		case part == geo.WKBAtPoint:
+			if !finite(p[0]) || !finite(p[1]) {
+				return errNonFinite
+			}
 			s.add(p[0], p[1])
 		case part == geo.WKBAtLine || part == geo.WKBAtRing:
 			if err := s.positions(n, s.w.Dims, part == geo.WKBAtRing); err != nil {

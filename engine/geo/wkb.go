@@ -28,7 +28,7 @@ func wkbErr(format string, args ...any) error { return &WKBError{Reason: fmt.Spr
 // Never panics; every error is a *WKBError (ErrInvalidGeometry). Safe for
 // concurrent use. It is the strict caller of WKBWalker.
 func DecodeWKB(b []byte, maxVertices int) (orb.Geometry, error) {
-	d := &wkbDecoder{w: NewWKBWalker(b), max: maxVertices}
+	d := &wkbDecoder{w: NewWKBWalker(b, WKBWalkOptions{Containers: true}), max: maxVertices}
 	g, err := d.geometry(0)
 	if err != nil {
 		return nil, err

@@ -13,19 +13,24 @@ const WKBMaxDepth = 16
 
 // WKBWalker is the one walk over a WKB body, in place: it reads the headers
 // (ReadWKBHeader), element counts (each checked against the bytes left, so
-// a hostile count neither allocates nor reads out of bounds) and nesting,
-// and stops at each part. It reads a Point's position itself; the
-// positions of a LineString or ring are left for the caller to read at Off
-// (8*Dims bytes each, in Order), in its own loop, before calling Next
-// again. It has no policy: empty points (NaN, NaN), non-finite ordinates,
-// empty rings and polygons, collections and mixed multi-geometries all
-// pass; its two callers decide. DecodeWKB (ingest's GeoPackage rows, to
-// orb) is strict: it refuses empty points and collections and checks that
-// a multi-geometry's members are of its type. The engine's tile reader
-// (engine/wkbwalk.go) is lenient: it skips empty points, rings and
-// polygons, reads collections and nested multi-geometries, and refuses
-// non-finite ordinates. A WKBWalker holds no pointers of its own but B and
-// allocates nothing; errors are *WKBError.
+// a hostile count neither allocates nor reads out of bounds) and nesting
+// (collections and multi-geometries, up to WKBMaxDepth), and stops at each
+// part. It reads a Point's position itself; the positions of a LineString
+// or ring are left for the caller to read at Off (8*Dims bytes each, in
+// Order), in its own loop, before calling Next again. It judges no
+// values: non-finite ordinates pass, as do mixed multi-geometries and
+// collections. Its two callers differ, by WKBWalkOptions and by what they
+// check themselves:
+//   - DecodeWKB (ingest's GeoPackage rows, to orb) is strict: with
+//     Containers it sees each polygon and multi-geometry, refuses
+//     collections, nesting, members of another type and empty points,
+//     and keeps empty rings.
+//   - The engine's tile reads (flat.decodeWKB, wkbIndexBox) are lenient:
+//     with SkipEmpty empty points, rings and polygons pass unseen,
+//     collections and nested multi-geometries are read, and the engine
+//     refuses non-finite ordinates itself.
+//
+// A WKBWalker allocates nothing; errors are *WKBError.
 type WKBWalker struct {
 	B     []byte           // the WKB
 	Off   int              // the next byte to read
@@ -33,7 +38,11 @@ type WKBWalker struct {
 	Dims  int              // ordinates per position of that geometry (2..4)
 	Type  uint32           // its base type (WKBPoint .. WKBGeometryCollection)
 	Depth int              // open multi-geometries and collections
+	// Ring numbers the rings of the current polygon from 1 (with
+	// SkipEmpty, its non-empty rings); 0 before the first.
+	Ring int
 
+	opts WKBWalkOptions
 	// left is the number of geometries still to read at each depth.
 	left [WKBMaxDepth + 2]int
 	// rings is how many rings of the current polygon are still to read.
@@ -46,17 +55,29 @@ type WKBPart uint8
 
 const (
 	WKBDone         WKBPart = iota // the geometry is read (Off is where it ends)
-	WKBAtPoint                     // a Point: Next's p, as written (NaN, NaN for POINT EMPTY)
+	WKBAtPoint                     // a Point: Next's p, as written (NaN, NaN for POINT EMPTY unless SkipEmpty)
 	WKBAtLine                      // a LineString of Next's n positions at Off
-	WKBAtPolygon                   // a Polygon of Next's n rings (WKBAtRing n times, then WKBAtPolygonEnd)
-	WKBAtRing                      // a ring of the current polygon: Next's n positions at Off (n may be 0)
+	WKBAtPolygon                   // with Containers: a Polygon of Next's n rings (then its rings and WKBAtPolygonEnd)
+	WKBAtRing                      // ring number Ring of the current polygon: Next's n positions at Off (n > 0 with SkipEmpty)
 	WKBAtPolygonEnd                // the end of the current polygon
-	WKBAtMulti                     // a multi-geometry or collection (Type) of Next's n members
+	WKBAtMulti                     // with Containers: a multi-geometry or collection (Type) of Next's n members
 )
 
+// WKBWalkOptions say where WKBWalker.Next stops.
+type WKBWalkOptions struct {
+	// Containers: stop at each polygon (WKBAtPolygon) and multi-geometry
+	// or collection (WKBAtMulti) too, for a caller that builds them.
+	// Without, their headers are read and checked without stopping.
+	Containers bool
+	// SkipEmpty: pass over empty points (NaN, NaN: POINT EMPTY as WKB
+	// writes it), empty rings, and the end of a polygon without a
+	// non-empty ring.
+	SkipEmpty bool
+}
+
 // NewWKBWalker returns a walker at the start of the one geometry in b.
-func NewWKBWalker(b []byte) WKBWalker {
-	w := WKBWalker{B: b}
+func NewWKBWalker(b []byte, opts WKBWalkOptions) WKBWalker {
+	w := WKBWalker{B: b, opts: opts}
 	w.left[0] = 1
 	return w
 }
@@ -72,9 +93,16 @@ func (w *WKBWalker) Next() (part WKBPart, n int, p orb.Point, err error) {
 				if n, err = w.count(8 * w.Dims); err != nil {
 					return 0, 0, p, err
 				}
+				if n == 0 && w.opts.SkipEmpty {
+					continue
+				}
+				w.Ring++
 				return WKBAtRing, n, p, nil
 			}
 			w.inPolygon = false
+			if w.Ring == 0 && w.opts.SkipEmpty {
+				continue
+			}
 			return WKBAtPolygonEnd, 0, p, nil
 		}
 		if w.left[w.Depth] == 0 {
@@ -101,6 +129,9 @@ func (w *WKBWalker) Next() (part WKBPart, n int, p orb.Point, err error) {
 			}
 			p = orb.Point{math.Float64frombits(w.Order.Uint64(w.B[w.Off:])), math.Float64frombits(w.Order.Uint64(w.B[w.Off+8:]))}
 			w.Off += 8 * w.Dims
+			if w.opts.SkipEmpty && math.IsNaN(p[0]) && math.IsNaN(p[1]) {
+				continue
+			}
 			return WKBAtPoint, 0, p, nil
 		case WKBLineString:
 			if n, err = w.count(8 * w.Dims); err != nil {
@@ -111,15 +142,19 @@ func (w *WKBWalker) Next() (part WKBPart, n int, p orb.Point, err error) {
 			if w.rings, err = w.count(4); err != nil {
 				return 0, 0, p, err
 			}
-			w.inPolygon = true
-			return WKBAtPolygon, w.rings, p, nil
+			w.inPolygon, w.Ring = true, 0
+			if w.opts.Containers {
+				return WKBAtPolygon, w.rings, p, nil
+			}
 		default: // multi-geometries and collections: nested geometries
 			if n, err = w.count(5); err != nil {
 				return 0, 0, p, err
 			}
 			w.Depth++
 			w.left[w.Depth] = n
-			return WKBAtMulti, n, p, nil
+			if w.opts.Containers {
+				return WKBAtMulti, n, p, nil
+			}
 		}
 	}
 }
