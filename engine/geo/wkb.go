@@ -61,10 +61,10 @@ type WKBHeader struct {
 
 // ReadWKBHeader reads the header at the start of b. It is the one reading
 // of WKB type codes: OGC/ISO (+1000 Z, +2000 M, +3000 ZM) and EWKB flags
-// (0x80000000 Z, 0x40000000 M, 0x20000000 SRID), either byte order. Both
-// WKBWalker (so DecodeWKB, ingest's GeoPackage rows, and the engine's
-// tile walk) calls it,
-// so a type code means the same on both sides. Errors are *WKBError.
+// (0x80000000 Z, 0x40000000 M, 0x20000000 SRID), either byte order.
+// WKBWalker calls it, so a type code means the same to both of its callers
+// (DecodeWKB, ingest's GeoPackage rows, and the engine's tile walk).
+// Errors are *WKBError.
 func ReadWKBHeader(b []byte) (WKBHeader, error) {
 	if len(b) < 5 {
 		return WKBHeader{}, wkbErr("truncated")
