@@ -44,24 +44,29 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if bench.dir != "" {
-		os.RemoveAll(bench.dir)
+	for _, dir := range []string{bench.dir, heavy.dir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 	os.Exit(code)
+}
+
+// tempFileStore is a FileStore in a new temporary directory (dir is set
+// whenever it was made, for TestMain to remove).
+func tempFileStore(prefix string) (dir string, st *store.FileStore, err error) {
+	if dir, err = os.MkdirTemp("", prefix); err != nil {
+		return "", nil, err
+	}
+	st, err = store.NewFileStore(dir)
+	return dir, st, err
 }
 
 func benchSetup(b *testing.B) *benchData {
 	b.Helper()
 	benchOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "siteenv-engine-bench-")
-		if err != nil {
-			bench.err = err
-			return
-		}
-		bench.dir = dir
-		st, err := store.NewFileStore(dir)
-		if err != nil {
-			bench.err = err
+		var st *store.FileStore
+		if bench.dir, st, bench.err = tempFileStore("siteenv-engine-bench-"); bench.err != nil {
 			return
 		}
 		bench.store = st
@@ -272,15 +277,23 @@ func BenchmarkShardBuild(b *testing.B) {
 }
 
 func benchShardBuild(b *testing.B, st store.Store, te tiles.TileEntry) {
-	s, err := loadShard(context.Background(), st, te)
+	ctx := context.Background()
+	obj, err := st.Open(ctx, te.Key)
 	if err != nil {
 		b.Fatal(err)
 	}
-	t := s.tile
+	defer obj.Close()
+	// A decoded tile that still holds its WKB: a loaded shard's tile does
+	// not (newShard moves the geometries into its store).
+	t, err := tiles.ReadTileWith(ctx, obj, obj.Size(), tiles.ReadTileOptions{SkipBounds: true, SkipProperties: true})
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := buildShard(t, te.Key); err != nil {
+		tc := *t // buildShard clears the tile's WKB and Bounds
+		if _, err := buildShard(&tc, te.Key); err != nil {
 			b.Fatal(err)
 		}
 	}

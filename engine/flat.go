@@ -161,76 +161,26 @@ const (
 	wkbMultiPolygon       = geo.WKBMultiPolygon
 	wkbGeometryCollection = geo.WKBGeometryCollection
 
-	wkbMaxDepth = 16
+	wkbMaxDepth = geo.WKBMaxDepth
 )
 
-type wkbReader struct {
-	b     []byte
-	off   int
-	order binary.ByteOrder
-}
-
-func (r *wkbReader) u32() (uint32, error) {
-	if r.off+4 > len(r.b) {
-		return 0, errWKB
-	}
-	v := r.order.Uint32(r.b[r.off:])
-	r.off += 4
-	return v, nil
-}
-
-// header reads a geometry's header (geo.ReadWKBHeader, the one reading of
-// WKB type codes); it returns the base type (1..7) and the number of
-// ordinates per position.
-func (r *wkbReader) header() (typ uint32, dims int, err error) {
-	if r.off >= len(r.b) {
-		return 0, 0, errWKB
-	}
-	h, err := geo.ReadWKBHeader(r.b[r.off:])
-	if err != nil {
-		return 0, 0, fmt.Errorf("%w: %v", errWKB, err)
-	}
-	r.order = h.Order
-	r.off += h.Len
-	return h.Type, h.Dims, nil
-}
-
-// count reads an element count that must fit in the remaining bytes, each
-// element taking at least minBytes.
-func (r *wkbReader) count(minBytes int) (int, error) {
-	n, err := r.u32()
-	if err != nil {
-		return 0, err
-	}
-	if int64(n)*int64(minBytes) > int64(len(r.b)-r.off) {
-		return 0, errWKB
-	}
-	return int(n), nil
-}
-
-func (r *wkbReader) point(dims int) orb.Point {
-	x := math.Float64frombits(r.order.Uint64(r.b[r.off:]))
-	y := math.Float64frombits(r.order.Uint64(r.b[r.off+8:]))
-	r.off += 8 * dims
-	return orb.Point{x, y}
-}
-
-// positions appends n positions to f.pts (without elements). It is the
-// innermost loop of every query (each candidate is decoded), hence the
-// direct byte order and the bitwise finiteness test.
-func (r *wkbReader) positions(f *flat, n, dims int) error {
-	step := 8 * dims
-	if n*step > len(r.b)-r.off {
+// wkbPositions appends the n positions at w.Off to f.pts (without
+// elements) and passes them. It is the innermost loop of every query (each
+// candidate is decoded), hence the direct byte order and the bitwise
+// finiteness test.
+func wkbPositions(w *geo.WKBWalker, f *flat, n int) error {
+	step := 8 * w.Dims
+	if n*step > len(w.B)-w.Off {
 		return errWKB
 	}
 	start := len(f.pts)
 	f.pts = slices.Grow(f.pts, n)[:start+n]
 	pts := f.pts[start:]
-	b := r.b[r.off : r.off+n*step]
+	b := w.B[w.Off : w.Off+n*step]
 	// bad becomes 1 when an ordinate's exponent is all ones (infinite or
 	// NaN): exponent+1 reaches bit 11 only then.
 	var bad uint64
-	if r.order == binary.ByteOrder(binary.LittleEndian) {
+	if w.Order == binary.ByteOrder(binary.LittleEndian) {
 		for i := range pts {
 			ux, uy := binary.LittleEndian.Uint64(b[i*step:]), binary.LittleEndian.Uint64(b[i*step+8:])
 			bad |= (ux>>52&0x7ff+1)>>11 | (uy>>52&0x7ff+1)>>11
@@ -243,7 +193,7 @@ func (r *wkbReader) positions(f *flat, n, dims int) error {
 			pts[i] = orb.Point{math.Float64frombits(ux), math.Float64frombits(uy)}
 		}
 	}
-	r.off += n * step
+	w.Off += n * step
 	if bad != 0 {
 		return fmt.Errorf("%w: non-finite coordinate", errWKB)
 	}
@@ -269,21 +219,23 @@ func (r *wkbReader) positions(f *flat, n, dims int) error {
 // coordinates, as WKB writes them) are skipped.
 func (f *flat) decodeWKB(b []byte) error {
 	f.reset()
-	r := wkbReader{b: b}
-	w := newWKBWalk(&r)
+	w := newWKBWalk(b)
 	for {
-		part, n, p, err := w.next()
+		part, n, p, err := w.Next()
 		if err != nil {
-			return err
+			return wkbWalkErr(err)
 		}
 		start := int32(len(f.pts))
 		switch part {
-		case wkbDone:
-			if r.off != len(b) {
-				return fmt.Errorf("%w: %d trailing bytes", errWKB, len(b)-r.off)
+		case geo.WKBDone:
+			if w.Off != len(b) {
+				return fmt.Errorf("%w: %d trailing bytes", errWKB, len(b)-w.Off)
 			}
 			return nil
-		case wkbAtPoint:
+		case geo.WKBAtPoint:
+			if !finite(p[0]) || !finite(p[1]) {
+				return errNonFinite
+			}
 			f.comps = append(f.comps, start)
 			f.add(p)
 			// Merge consecutive isolated points into one element.
@@ -292,8 +244,8 @@ func (f *flat) decodeWKB(b []byte) error {
 			} else {
 				f.elems = append(f.elems, elem{kind: elemPoint, start: start, end: start + 1, poly: -1})
 			}
-		case wkbAtLine:
-			if err := r.positions(f, n, w.dims); err != nil {
+		case geo.WKBAtLine:
+			if err := wkbPositions(&w, f, n); err != nil {
 				return err
 			}
 			switch n {
@@ -305,18 +257,18 @@ func (f *flat) decodeWKB(b []byte) error {
 				f.comps = append(f.comps, start)
 				f.elems = append(f.elems, elem{kind: elemLine, start: start, end: int32(len(f.pts)), poly: -1})
 			}
-		case wkbAtRing:
-			if err := r.positions(f, n, w.dims); err != nil {
+		case geo.WKBAtRing:
+			if err := wkbPositions(&w, f, n); err != nil {
 				return err
 			}
-			if w.ring == 1 {
+			if w.Ring == 1 {
 				f.comps = append(f.comps, start)
 			}
 			if f.pts[start] != f.pts[len(f.pts)-1] {
 				f.add(f.pts[start])
 			}
 			f.elems = append(f.elems, elem{kind: elemRing, start: start, end: int32(len(f.pts)), poly: f.polys})
-		case wkbAtPolygonEnd:
+		case geo.WKBAtPolygonEnd:
 			f.polys++
 		}
 	}

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"math"
-	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -45,15 +44,8 @@ var (
 func heavySetup(tb testing.TB) *heavyData {
 	tb.Helper()
 	heavyOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "siteenv-engine-heavy-")
-		if err != nil {
-			heavy.err = err
-			return
-		}
-		heavy.dir = dir
-		st, err := store.NewFileStore(dir)
-		if err != nil {
-			heavy.err = err
+		var st *store.FileStore
+		if heavy.dir, st, heavy.err = tempFileStore("siteenv-engine-heavy-"); heavy.err != nil {
 			return
 		}
 		heavy.store = st

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"siteenv/engine/geo"
 	"siteenv/store"
 	"siteenv/tiles"
 )
@@ -244,15 +245,15 @@ func wkbIndexBox(w []byte) (box32, error) {
 		return box32{down(p[0]), down(p[1]), up(p[0]), up(p[1])}, nil
 	}
 	s := boxScan{
-		r:    wkbReader{b: w},
+		w:    newWKBWalk(w),
 		minX: math.Inf(1), minY: math.Inf(1), maxX: math.Inf(-1), maxY: math.Inf(-1),
 		bulge: -1,
 	}
 	if err := s.geometry(); err != nil {
 		return box32{}, err
 	}
-	if s.r.off != len(w) {
-		return box32{}, fmt.Errorf("%w: %d trailing bytes", errWKB, len(w)-s.r.off)
+	if s.w.Off != len(w) {
+		return box32{}, fmt.Errorf("%w: %d trailing bytes", errWKB, len(w)-s.w.Off)
 	}
 	if s.minX > s.maxX {
 		inf := float32(math.Inf(1))
@@ -268,10 +269,10 @@ func wkbIndexBox(w []byte) (box32, error) {
 	return box32{down(s.minX - m), down(s.minY - m), up(s.maxX + m), up(s.maxY + m)}, nil
 }
 
-// boxScan walks WKB with wkbWalk, as flat.decodeWKB does, keeping only the
+// boxScan walks WKB with newWKBWalk, as flat.decodeWKB does, keeping only the
 // box and the largest edge bulge factor.
 type boxScan struct {
-	r                      wkbReader
+	w                      geo.WKBWalker
 	minX, minY, maxX, maxY float64
 	bulge                  float64 // largest edgeQ of a line or ring edge; -1: no edges
 }
@@ -286,18 +287,20 @@ func edgeQ(ax, ay, bx, by float64) float64 {
 }
 
 func (s *boxScan) geometry() error {
-	w := newWKBWalk(&s.r)
 	for {
-		part, n, p, err := w.next()
+		part, n, p, err := s.w.Next()
 		switch {
 		case err != nil:
-			return err
-		case part == wkbDone:
+			return wkbWalkErr(err)
+		case part == geo.WKBDone:
 			return nil
-		case part == wkbAtPoint:
+		case part == geo.WKBAtPoint:
+			if !finite(p[0]) || !finite(p[1]) {
+				return errNonFinite
+			}
 			s.add(p[0], p[1])
-		case part == wkbAtLine || part == wkbAtRing:
-			if err := s.positions(n, w.dims, part == wkbAtRing); err != nil {
+		case part == geo.WKBAtLine || part == geo.WKBAtRing:
+			if err := s.positions(n, s.w.Dims, part == geo.WKBAtRing); err != nil {
 				return err
 			}
 		}
@@ -323,17 +326,17 @@ func (s *boxScan) add(x, y float64) {
 // whose edges include the closing one when the ring is not closed. It is
 // the hot loop of a load.
 func (s *boxScan) positions(n, dims int, ring bool) error {
-	r := &s.r
+	w := &s.w
 	size := 8 * dims
-	if n*size > len(r.b)-r.off {
+	if n*size > len(w.B)-w.Off {
 		return errWKB
 	}
-	b := r.b[r.off : r.off+n*size]
-	r.off += n * size
+	b := w.B[w.Off : w.Off+n*size]
+	w.Off += n * size
 	if n == 0 {
 		return nil
 	}
-	little := r.order == binary.ByteOrder(binary.LittleEndian)
+	little := w.Order == binary.ByteOrder(binary.LittleEndian)
 	xy := func(b []byte) (float64, float64) {
 		if little {
 			return math.Float64frombits(binary.LittleEndian.Uint64(b[:8])), math.Float64frombits(binary.LittleEndian.Uint64(b[8:16]))

@@ -24,7 +24,7 @@ import (
 // page that finds neither (the process died before the write, the write
 // failed, another replica asks first) recomputes the result from the row
 // (OpenResult): the same bytes, so its cursors' offsets hold. What a crash
-// can lose is the file, never the answer: README, Durability.
+// can lose is the file, never the answer: docs/operations.md, Durability.
 
 // writeBehindMaxFeatures bounds the results written behind (about 0.5 KiB
 // a record without geometry): a larger one is written before the answer,

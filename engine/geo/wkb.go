@@ -26,15 +26,15 @@ func wkbErr(format string, args ...any) error { return &WKBError{Reason: fmt.Spr
 // dropped. Geometry collections, curves and empty points are refused, as is
 // input with more than maxVertices positions or bytes after the geometry.
 // Never panics; every error is a *WKBError (ErrInvalidGeometry). Safe for
-// concurrent use.
+// concurrent use. It is the strict caller of WKBWalker.
 func DecodeWKB(b []byte, maxVertices int) (orb.Geometry, error) {
-	d := &wkbDecoder{b: b, max: maxVertices}
-	g, err := d.geometry(0, 0)
+	d := &wkbDecoder{w: NewWKBWalker(b, WKBWalkOptions{Containers: true}), max: maxVertices}
+	g, err := d.geometry(0)
 	if err != nil {
 		return nil, err
 	}
-	if d.i != len(d.b) {
-		return nil, wkbErr("%d bytes after the geometry", len(d.b)-d.i)
+	if d.w.Off != len(b) {
+		return nil, wkbErr("%d bytes after the geometry", len(b)-d.w.Off)
 	}
 	return g, nil
 }
@@ -61,9 +61,10 @@ type WKBHeader struct {
 
 // ReadWKBHeader reads the header at the start of b. It is the one reading
 // of WKB type codes: OGC/ISO (+1000 Z, +2000 M, +3000 ZM) and EWKB flags
-// (0x80000000 Z, 0x40000000 M, 0x20000000 SRID), either byte order. Both
-// DecodeWKB (ingest's GeoPackage rows) and the engine's tile walk call it,
-// so a type code means the same on both sides. Errors are *WKBError.
+// (0x80000000 Z, 0x40000000 M, 0x20000000 SRID), either byte order.
+// WKBWalker calls it, so a type code means the same to both of its callers
+// (DecodeWKB, ingest's GeoPackage rows, and the engine's tile walk).
+// Errors are *WKBError.
 func ReadWKBHeader(b []byte) (WKBHeader, error) {
 	if len(b) < 5 {
 		return WKBHeader{}, wkbErr("truncated")
@@ -111,91 +112,28 @@ func ReadWKBHeader(b []byte) (WKBHeader, error) {
 	return h, nil
 }
 
+// wkbDecoder is DecodeWKB's caller of WKBWalker: it builds orb values and
+// applies the strict reading (see WKBWalker for what the engine's lenient
+// caller does instead).
 type wkbDecoder struct {
-	b     []byte
-	i     int
+	w     WKBWalker
 	max   int
 	count int
 }
 
-func (d *wkbDecoder) need(n int) error {
-	if n < 0 || len(d.b)-d.i < n {
-		return wkbErr("truncated")
-	}
-	return nil
-}
-
-// geometry reads a geometry; want, when not 0, is the base type a
+// geometry reads the next geometry; want, when not 0, is the base type a
 // multi-geometry's member must have.
-func (d *wkbDecoder) geometry(depth int, want uint32) (orb.Geometry, error) {
-	if depth > 1 {
-		return nil, wkbErr("nested too deeply")
-	}
-	h, err := ReadWKBHeader(d.b[d.i:])
+func (d *wkbDecoder) geometry(want uint32) (orb.Geometry, error) {
+	part, n, p, err := d.w.Next()
 	if err != nil {
 		return nil, err
 	}
-	d.i += h.Len
-	bo, dims, t := h.Order, h.Dims, h.Type
+	t := d.w.Type
 	if want != 0 && t != want {
 		return nil, wkbErr("a multi-geometry holds a geometry of type %d", t)
 	}
-	pt := func() (orb.Point, error) {
-		if err := d.need(8 * dims); err != nil {
-			return orb.Point{}, err
-		}
-		p := orb.Point{math.Float64frombits(bo.Uint64(d.b[d.i:])), math.Float64frombits(bo.Uint64(d.b[d.i+8:]))}
-		d.i += 8 * dims
-		return p, nil
-	}
-	count := func(per int) (int, error) {
-		if err := d.need(4); err != nil {
-			return 0, err
-		}
-		n := int(bo.Uint32(d.b[d.i:]))
-		d.i += 4
-		if n < 0 || n > (len(d.b)-d.i)/per {
-			return 0, wkbErr("count %d is larger than the input", n)
-		}
-		return n, nil
-	}
-	points := func() ([]orb.Point, error) {
-		n, err := count(8 * dims)
-		if err != nil {
-			return nil, err
-		}
-		if d.count += n; d.count > d.max {
-			return nil, wkbErr("more than %d positions", d.max)
-		}
-		ps := make([]orb.Point, n)
-		for k := range ps {
-			if ps[k], err = pt(); err != nil {
-				return nil, err
-			}
-		}
-		return ps, nil
-	}
-	polygon := func() (orb.Polygon, error) {
-		n, err := count(4)
-		if err != nil {
-			return nil, err
-		}
-		pg := make(orb.Polygon, n)
-		for k := range pg {
-			r, err := points()
-			if err != nil {
-				return nil, err
-			}
-			pg[k] = r
-		}
-		return pg, nil
-	}
-	switch t {
-	case 1:
-		p, err := pt()
-		if err != nil {
-			return nil, err
-		}
+	switch part {
+	case WKBAtPoint:
 		if math.IsNaN(p[0]) && math.IsNaN(p[1]) {
 			return nil, wkbErr("empty point")
 		}
@@ -203,21 +141,36 @@ func (d *wkbDecoder) geometry(depth int, want uint32) (orb.Geometry, error) {
 			return nil, wkbErr("more than %d positions", d.max)
 		}
 		return p, nil
-	case 2:
-		ps, err := points()
+	case WKBAtLine:
+		ps, err := d.points(n)
 		return orb.LineString(ps), err
-	case 3:
-		return polygon()
-	case 4, 5, 6:
-		n, err := count(5)
-		if err != nil {
+	case WKBAtPolygon:
+		pg := make(orb.Polygon, n)
+		for k := range pg {
+			part, m, _, err := d.w.Next()
+			if err != nil {
+				return nil, err
+			}
+			if part != WKBAtRing { // cannot happen: the walker gives n rings
+				return nil, wkbErr("polygon ring expected")
+			}
+			if pg[k], err = d.points(m); err != nil {
+				return nil, err
+			}
+		}
+		if _, _, _, err := d.w.Next(); err != nil { // WKBAtPolygonEnd
 			return nil, err
+		}
+		return pg, nil
+	case WKBAtMulti:
+		if t == WKBGeometryCollection {
+			break
 		}
 		var mp orb.MultiPoint
 		var ml orb.MultiLineString
 		var mg orb.MultiPolygon
 		for k := 0; k < n; k++ {
-			g, err := d.geometry(depth+1, t-3)
+			g, err := d.geometry(t - 3)
 			if err != nil {
 				return nil, err
 			}
@@ -231,12 +184,12 @@ func (d *wkbDecoder) geometry(depth int, want uint32) (orb.Geometry, error) {
 			}
 		}
 		switch t {
-		case 4:
+		case WKBMultiPoint:
 			if mp == nil {
 				mp = orb.MultiPoint{}
 			}
 			return mp, nil
-		case 5:
+		case WKBMultiLineString:
 			if ml == nil {
 				ml = orb.MultiLineString{}
 			}
@@ -248,4 +201,13 @@ func (d *wkbDecoder) geometry(depth int, want uint32) (orb.Geometry, error) {
 		return mg, nil
 	}
 	return nil, wkbErr("geometry type %d is not one of Point, LineString, Polygon and their Multi types", t)
+}
+
+// points reads the n positions of a LineString or ring.
+func (d *wkbDecoder) points(n int) ([]orb.Point, error) {
+	if d.count += n; d.count > d.max {
+		return nil, wkbErr("more than %d positions", d.max)
+	}
+	ps := make([]orb.Point, n)
+	return ps, d.w.ReadPositions(ps)
 }
