@@ -64,9 +64,19 @@ func (p *PendingFinish) Decline() {
 	p.once.Do(func() { p.reply <- finishReply{declined: true} })
 }
 
-// handoffKey carries an in-request attempt's hand-off channel in its
-// context (finishQuery).
+// handoffKey carries an in-request attempt's handoff in its context
+// (finishQuery).
 type handoffKey struct{}
+
+// handoff is how an in-request attempt hands its finish to the request:
+// ch is taken while the request waits, and gone is closed once it stops
+// waiting. The attempt's send waits for one or the other, so a finish
+// ready before the request begins to wait (a precomputed answer) is still
+// handed over rather than stored by the attempt.
+type handoff struct {
+	ch   chan *PendingFinish
+	gone chan struct{}
+}
 
 // RunNow executes q, which the caller admitted running for this process
 // (ledger.AdmitQuery or AdmitQueryBatch with AdmitLimits.RunNow and this
@@ -91,13 +101,14 @@ func (r *Runner) RunNowFrom(ctx context.Context, q ledger.Query, d time.Duration
 	r.mu.Unlock()
 	pre = pre.take(q) // before this returns: the caller discards what was not taken
 	out := make(chan ledger.Query, 1)
-	handoff := make(chan *PendingFinish) // unbuffered: taken only while RunNow waits
+	h := handoff{ch: make(chan *PendingFinish), gone: make(chan struct{})}
+	defer close(h.gone)
 	go func() {
 		defer r.running.Done()
 		defer r.inRequest.Add(-1)
 		var row ledger.Query
 		defer func() { out <- row }() // buffered: never blocks
-		actx := context.WithValue(execCtx, handoffKey{}, handoff)
+		actx := context.WithValue(execCtx, handoffKey{}, h)
 		if pre != nil {
 			actx = context.WithValue(actx, precomputedKey{}, pre)
 		}
@@ -111,7 +122,7 @@ func (r *Runner) RunNowFrom(ctx context.Context, q ledger.Query, d time.Duration
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case p := <-handoff:
+	case p := <-h.ch:
 		return NowResult{Accepted: true, Finish: p}
 	case row := <-out:
 		if row.ID == q.ID {
@@ -128,18 +139,18 @@ func (r *Runner) RunNowFrom(ctx context.Context, q ledger.Query, d time.Duration
 // waiting, hands it to the request and takes the request's word on it (the
 // request times its store as its own).
 func (r *Runner) finishQuery(ctx context.Context, q ledger.Query, status string, outcome []ledger.LayerOutcome, key string, size int64, count *int64) (ledger.Query, bool, error) {
-	if h, ok := ctx.Value(handoffKey{}).(chan *PendingFinish); ok {
+	if h, ok := ctx.Value(handoffKey{}).(handoff); ok {
 		f, err := r.led.PrepareFinish(q, status, outcome, key, size, count, r.cfg.Retain)
 		if err != nil {
 			return ledger.Query{}, false, err
 		}
 		p := &PendingFinish{QueryFinish: f, reply: make(chan finishReply, 1)}
 		select {
-		case h <- p:
+		case h.ch <- p:
 			if rep := <-p.reply; !rep.declined {
 				return rep.row, rep.kept, rep.err
 			}
-		default: // the request stopped waiting
+		case <-h.gone: // the request stopped waiting
 		}
 	}
 	defer r.cfg.Phases.Done(phase.Finish, r.cfg.Phases.Start())

@@ -748,7 +748,7 @@ func (r *Runner) execute(ctx context.Context, q ledger.Query, rec *recorded, row
 	// features is answered from memory and its file written behind the
 	// answer (writebehind.go): the request does not wait for the write and
 	// its fsyncs.
-	_, inRequest := ctx.Value(handoffKey{}).(chan *PendingFinish)
+	_, inRequest := ctx.Value(handoffKey{}).(handoff)
 	behind := inRequest && len(c.chunks) > 0 && chunkFeatures(c.chunks) <= writeBehindMaxFeatures
 	// A result without records stores nothing: its key is still recorded
 	// (the result is retained, of 0 bytes) and its pages are read as empty

@@ -57,6 +57,27 @@ func checkChargeableSite(ctx context.Context, tx pgx.Tx, account, site uuid.UUID
 	return nil
 }
 
+// replayOrCheckSite begins a charge made under an idempotency key (Acquire,
+// OrderReport): the purchase of an earlier charge with the key, found by
+// earlier (pgx.ErrNoRows: none), read with the integration's credits
+// remaining now (replayed); or, for a new charge, the check that the site
+// may be charged (checkChargeableSite).
+func replayOrCheckSite(ctx context.Context, tx pgx.Tx, pay payer, site uuid.UUID, maxAreaM2 float64, idemKey string,
+	earlier func() (uuid.UUID, error)) (pur Purchase, replayed bool, err error) {
+	if idemKey != "" {
+		id, err := earlier()
+		if err == nil {
+			pur, err = readPurchase(ctx, tx, pay.account, id)
+			pur.IntegrationCreditsRemaining = pay.remaining()
+			return pur, true, err
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return Purchase{}, false, err
+		}
+	}
+	return Purchase{}, false, checkChargeableSite(ctx, tx, pay.account, site, maxAreaM2)
+}
+
 // debit is one charge's purchase.
 type debit struct {
 	kind string // site_access or report

@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -106,20 +105,12 @@ func (l *Ledger) Acquire(ctx context.Context, p AcquireParams) (Purchase, error)
 		if err := l.fault(ctx, "acquire:locked"); err != nil {
 			return err
 		}
-		if p.IdemKey != "" {
-			var id uuid.UUID
-			err := tx.QueryRow(ctx, purchaseByIdemKeySQL, p.Integration, p.IdemKey).Scan(&id)
-			if err == nil {
-				var rerr error
-				out, rerr = readPurchase(ctx, tx, p.Account, id)
-				out.IntegrationCreditsRemaining = pay.remaining()
-				return rerr
-			}
-			if !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
-		}
-		if err := checkChargeableSite(ctx, tx, p.Account, p.SiteID, p.MaxSiteAreaM2); err != nil {
+		var replayed bool
+		out, replayed, err = replayOrCheckSite(ctx, tx, pay, p.SiteID, p.MaxSiteAreaM2, p.IdemKey, func() (id uuid.UUID, err error) {
+			err = tx.QueryRow(ctx, purchaseByIdemKeySQL, p.Integration, p.IdemKey).Scan(&id)
+			return id, err
+		})
+		if err != nil || replayed {
 			return err
 		}
 		type section struct {

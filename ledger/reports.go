@@ -132,20 +132,16 @@ func (l *Ledger) OrderReport(ctx context.Context, p OrderReportParams) (Report, 
 		if err != nil {
 			return err
 		}
-		if p.IdemKey != "" {
-			r, err := scanReport(tx.QueryRow(ctx, reportByIdemKeySQL,
-				p.Integration, p.IdemKey))
-			if err == nil {
-				rep = r
-				pur, err = readPurchase(ctx, tx, p.Account, *r.PurchaseID)
-				pur.IntegrationCreditsRemaining = pay.remaining()
-				return err
+		var replayed bool
+		pur, replayed, err = replayOrCheckSite(ctx, tx, pay, p.SiteID, p.MaxSiteAreaM2, p.IdemKey, func() (uuid.UUID, error) {
+			r, err := scanReport(tx.QueryRow(ctx, reportByIdemKeySQL, p.Integration, p.IdemKey))
+			if err != nil {
+				return uuid.Nil, err
 			}
-			if !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
-		}
-		if err := checkChargeableSite(ctx, tx, p.Account, p.SiteID, p.MaxSiteAreaM2); err != nil {
+			rep = r
+			return *r.PurchaseID, nil
+		})
+		if err != nil || replayed {
 			return err
 		}
 		id := newID()
