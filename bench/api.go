@@ -855,7 +855,11 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 	before := e.Stats()
 	for k, c := range opt.Clients {
 		log.Info("bench: API pass", "queries", len(qs), "clients", c)
-		a.timer.Reset()
+		keys := a.keys[nw+k*len(qs) : nw+(k+1)*len(qs)]
+		if err := a.introduce(keys); err != nil {
+			return nil, err
+		}
+		a.timer.Reset() // after the keys' introductions: the phases are the pass's
 		var ao, po [][]outcome
 		var rs []queryRun
 		if k == 0 {
@@ -865,10 +869,6 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 					return nil, fmt.Errorf("bench: cpu profile: %w", err)
 				}
 			}
-		}
-		keys := a.keys[nw+k*len(qs) : nw+(k+1)*len(qs)]
-		if err := a.introduce(keys); err != nil {
-			return nil, err
 		}
 		before, err := a.ledgerCost(ctx)
 		if err != nil {
@@ -920,14 +920,14 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 		base := nw + len(opt.Clients)*len(qs)
 		for k, c := range opt.Clients {
 			log.Info("bench: API pass, small-query mix", "queries", len(small), "clients", c)
+			keys := a.keys[base+k*len(small) : base+(k+1)*len(small)]
+			if err := a.introduce(keys); err != nil {
+				return nil, err
+			}
 			a.timer.Reset()
 			var ao, po [][]outcome
 			if k == 0 {
 				ao, po = smallAPI, smallPG
-			}
-			keys := a.keys[base+k*len(small) : base+(k+1)*len(small)]
-			if err := a.introduce(keys); err != nil {
-				return nil, err
 			}
 			before, err := a.ledgerCost(ctx)
 			if err != nil {
