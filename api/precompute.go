@@ -1,21 +1,9 @@
 package api
 
 import (
-	"context"
 	"sync"
 	"time"
-
-	"siteenv/jobs"
-	"siteenv/ledger"
 )
-
-// precomputer is the part of the job runner that begins a query's engine
-// answer before its admission (jobs.Runner.Precompute) and hands it to the
-// attempt (RunNowFrom).
-type precomputer interface {
-	Precompute(q ledger.Query) *jobs.Precomputed
-	RunNowFrom(ctx context.Context, q ledger.Query, d time.Duration, pre *jobs.Precomputed) jobs.NowResult
-}
 
 // recentKeys are the keys this replica saw authenticated moments ago: by
 // a read, or by a query's admission with room left in the account's rate.
@@ -30,7 +18,7 @@ type recentKeys struct {
 	m  map[string]time.Time // key hash -> until when a precompute may begin
 }
 
-// recentKeyTTL bounds how long a key's last admission vouches for it;
+// recentKeyTTL bounds how long a key's last authentication vouches for it;
 // maxRecentKeys bounds the memory (the map is emptied when full).
 const (
 	recentKeyTTL  = time.Minute
@@ -48,7 +36,8 @@ func (k *recentKeys) vouch(hash []byte, now time.Time) {
 	k.m[string(hash)] = now.Add(recentKeyTTL)
 }
 
-// vouched reports whether hash admitted a query recently with room left.
+// vouched reports whether hash was authenticated within recentKeyTTL and
+// not forgotten since.
 func (k *recentKeys) vouched(hash []byte, now time.Time) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()

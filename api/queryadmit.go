@@ -12,12 +12,14 @@ import (
 	"siteenv/ledger"
 )
 
-// nowRunner is the in-request part of the job runner (jobs.Runner.RunNow):
+// nowRunner is the in-request part of the job runner (jobs.Runner.RunNowFrom):
 // a query admitted running in this process executes at once, beside the
-// workers, without a claim and a hand-over.
+// workers, without a claim and a hand-over, from its answer begun during
+// its admission when there is one (Precompute, precompute.go).
 type nowRunner interface {
-	RunNow(ctx context.Context, q ledger.Query, d time.Duration) jobs.NowResult
+	RunNowFrom(ctx context.Context, q ledger.Query, d time.Duration, pre *jobs.Precomputed) jobs.NowResult
 	RunLimits() (maxRunning int, lease time.Duration, ok bool)
+	Precompute(q ledger.Query) *jobs.Precomputed
 }
 
 // admitQuery counts the query against the account's admissions and stores
@@ -53,12 +55,7 @@ func (s *Server) runQuery(r *request, q ledger.Query, d time.Duration) ledger.Qu
 	}
 	defer r.phases.Done(phase.Wait, r.phases.Start())
 	if nr, ok := s.runner.(nowRunner); ok && q.Status == ledger.QueryRunning {
-		var res jobs.NowResult
-		if pc, ok := s.runner.(precomputer); ok && r.precomputed != nil {
-			res = pc.RunNowFrom(r.ctx, q, d, r.precomputed)
-		} else {
-			res = nr.RunNow(r.ctx, q, d)
-		}
+		res := nr.RunNowFrom(r.ctx, q, d, r.precomputed)
 		if res.Accepted {
 			if res.Finish != nil {
 				r.pendingFinish = res.Finish
@@ -173,14 +170,14 @@ func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask qu
 }
 
 // precompute begins ar's query's answer before its admission
-// (jobs.Runner.Precompute) when the request's key admitted a query with
-// room in its rate moments ago on this replica (recentKeys); nil otherwise.
+// (jobs.Runner.Precompute) when the request's key was seen authenticated
+// moments ago on this replica (recentKeys); nil otherwise.
 func (s *Server) precompute(r *request, ar ledger.AdmitRequest, site ledger.Site, hash []byte) *jobs.Precomputed {
-	pc, ok := s.runner.(precomputer)
+	nr, ok := s.runner.(nowRunner)
 	if !ok || !ar.Limits.RunNow || !r.provisional || !s.recent.vouched(hash, s.clock.Now()) {
 		return nil
 	}
 	q := ar.Query
 	q.SiteGeometry = site.Geometry
-	return pc.Precompute(q)
+	return nr.Precompute(q)
 }
