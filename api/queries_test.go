@@ -58,11 +58,21 @@ func setupQueriesWith(t testing.TB, run bool, engineStore func(store.Store) stor
 	}
 	api.SetQueryBackend(h.srv, st, qh.runner)
 	qh.harness, qh.store = h, st
-	// Before the runner stops and the store's directory goes (cleanups run
-	// last first): the finishes stored behind answers, whose attempts then
-	// write their results behind them.
-	t.Cleanup(h.srv.WaitFinishesBehind)
+	stopBehind(t, h, qh.runner)
 	return qh
+}
+
+// stopBehind registers, to run before the store's directory goes
+// (cleanups run last first): the finishes stored behind answers, then the
+// runner's stop, which waits for the results their attempts write behind
+// them.
+func stopBehind(t testing.TB, h *harness, r *jobs.Runner) {
+	t.Cleanup(func() {
+		h.srv.WaitFinishesBehind()
+		if err := r.Stop(context.Background()); err != nil {
+			t.Errorf("runner stop: %v", err)
+		}
+	})
 }
 
 // points publishes a point layer: one feature per (id, lon, lat).

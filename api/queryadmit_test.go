@@ -156,7 +156,7 @@ func idleRunnerQueries(t *testing.T, h *harness) *queryHarness {
 	runner.Start(ctx)
 	api.SetQueryBackend(h.srv, st, runner)
 	qh := &queryHarness{harness: h, store: st, runner: runner}
-	t.Cleanup(h.srv.WaitFinishesBehind) // as setupQueriesWith
+	stopBehind(t, h, runner)
 	return qh
 }
 
