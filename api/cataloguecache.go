@@ -129,26 +129,52 @@ func (s *Server) listLayersCached(r *request, f ledger.LayerFilter) ([]ledger.La
 	return rows, nil
 }
 
-// layersForQuery is ledger.LayersForQuery through the cache.
+// layersForQuery is ledger.LayersForQuery through the cache, a layer at a
+// time: the queries of a mix name many combinations of a few layers, and
+// a combination's first query reads only the layers not yet kept. A
+// layer missing from the catalogue is kept as missing (noLayer) too: its
+// creation moves the version.
 func (s *Server) layersForQuery(r *request, ids []string) (map[string]ledger.LayerRelease, error) {
-	v, key := r.principal.Catalogue, "query\x00"+strings.Join(ids, "\x00")
-	if m, ok := s.catalogue.get(v, key); ok {
-		return m.(map[string]ledger.LayerRelease), nil
+	v := r.principal.Catalogue
+	m := make(map[string]ledger.LayerRelease, len(ids))
+	var read []string
+	for _, id := range ids {
+		e, ok := s.catalogue.get(v, queryLayerKey(id))
+		if !ok {
+			read = append(read, id)
+		} else if lr, found := e.(ledger.LayerRelease); found {
+			m[id] = lr
+		}
 	}
-	m, err := s.led.LayersForQuery(r.ctx, ids)
+	if len(read) == 0 {
+		return m, nil
+	}
+	got, err := s.led.LayersForQuery(r.ctx, read)
 	if err != nil {
 		return nil, err
 	}
-	size := len(key)
-	for _, lr := range m {
-		size += layerBytes(lr.Layer)
+	for _, id := range read {
+		key := queryLayerKey(id)
+		lr, ok := got[id]
+		if !ok {
+			s.catalogue.put(v, key, noLayer{}, len(key))
+			continue
+		}
+		m[id] = lr
+		size := len(key) + layerBytes(lr.Layer)
 		if rel := lr.Release; rel != nil {
 			size += jsonBytes(rel.FieldSchema, rel.Units, rel.Sources, rel.Coverage)
 		}
+		s.catalogue.put(v, key, lr, size)
 	}
-	s.catalogue.put(v, key, m, size)
 	return m, nil
 }
+
+// noLayer is a layer id the catalogue does not hold, as kept by
+// layersForQuery.
+type noLayer struct{}
+
+func queryLayerKey(id string) string { return "query-layer\x00" + id }
 
 // reportLayersCached is ledger.ReportLayers through the cache.
 func (s *Server) reportLayersCached(r *request) ([]string, error) {

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"sync"
@@ -101,6 +102,10 @@ type APIOptions struct {
 	// first API pass: client and server, which share this process.
 	// ReadCPUProfile likewise of the read pass.
 	CPUProfile, ReadCPUProfile io.Writer
+	// Trace, when set, receives an execution trace (runtime/trace) of the
+	// first API pass: where each goroutine of a request waited (network,
+	// scheduler, channels), which a CPU profile cannot show.
+	Trace io.Writer
 	// Logger receives progress. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -869,6 +874,11 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 					return nil, fmt.Errorf("bench: cpu profile: %w", err)
 				}
 			}
+			if opt.Trace != nil {
+				if err := trace.Start(opt.Trace); err != nil {
+					return nil, fmt.Errorf("bench: trace: %w", err)
+				}
+			}
 		}
 		before, err := a.ledgerCost(ctx)
 		if err != nil {
@@ -878,6 +888,9 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 		ap, err := a.apiPass(ctx, reqs, keys, c, run+"-"+strconv.Itoa(k), st, ao, rs)
 		if k == 0 && opt.CPUProfile != nil {
 			pprof.StopCPUProfile()
+		}
+		if k == 0 && opt.Trace != nil {
+			trace.Stop()
 		}
 		if err != nil {
 			return nil, fmt.Errorf("bench: API: %w", err)

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -169,7 +168,7 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 	}()
 	q, s := ar.Query, ar.Site
 	q.ID, q.Status, q.CreatedAt = newID(), QueryQueued, now
-	frozen, err := json.Marshal(q.Frozen)
+	frozen, err := l.frozenRefs(ctx, q.Frozen)
 	if err != nil {
 		return AdmitBatchResult{}, err
 	}

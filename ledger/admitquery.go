@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -58,8 +57,8 @@ func admitQueryCTEs(siteID, siteGeometry, account, integration string) string {
 	return `rc AS (SELECT rate_count(` + account + `, 'query_admissions', $13::bigint) AS v),
 	ins AS (
 		INSERT INTO queries (query_id, account_id, integration_id, site_id, site_geometry, radius_m, layer_ids,
-			include_geometry, frozen, status, created_at, attempts, started_at, claimed_until)
-		SELECT $1::uuid, ` + account + `, ` + integration + `, ` + siteID + `, ` + siteGeometry + `, $6::double precision, $7::text[], $8::boolean, $9::jsonb,
+			include_geometry, frozen_refs, status, created_at, attempts, started_at, claimed_until)
+		SELECT $1::uuid, ` + account + `, ` + integration + `, ` + siteID + `, ` + siteGeometry + `, $6::double precision, $7::text[], $8::boolean, $9::bytea[],
 			CASE WHEN run THEN 'running' ELSE 'queued' END, $10::timestamptz,
 			CASE WHEN run THEN 1 ELSE 0 END, CASE WHEN run THEN $10::timestamptz END, CASE WHEN run THEN $16::timestamptz END
 		FROM rc, ` + queryUsageOf(account) + ` u,
@@ -71,7 +70,7 @@ func admitQueryCTEs(siteID, siteGeometry, account, integration string) string {
 
 // admitArgs are admitQuerySQL's arguments but the site's ($4, $5: site4
 // and site5).
-func admitArgs(q Query, frozen []byte, site4, site5 any, cur int64, lim AdmitLimits, now time.Time) []any {
+func admitArgs(q Query, frozen [][]byte, site4, site5 any, cur int64, lim AdmitLimits, now time.Time) []any {
 	return []any{q.ID, q.AccountID, q.IntegrationID, site4, site5, q.RadiusM, q.LayerIDs, q.IncludeGeometry,
 		frozen, q.CreatedAt, lim.MaxQueued, lim.MaxRetainedBytes, cur, lim.PerMinute, lim.RunNow, now.Add(lim.Lease), lim.MaxRunning}
 }
@@ -107,7 +106,7 @@ func admitted(q Query, v int64, status *string, lim AdmitLimits, now time.Time, 
 func (l *Ledger) AdmitQuery(ctx context.Context, q Query, lim AdmitLimits) (AdmitResult, error) {
 	now := l.now()
 	q.ID, q.Status, q.CreatedAt = newID(), QueryQueued, now
-	frozen, err := json.Marshal(q.Frozen)
+	frozen, err := l.frozenRefs(ctx, q.Frozen)
 	if err != nil {
 		return AdmitResult{}, err
 	}

@@ -86,6 +86,8 @@ type Ledger struct {
 	faultHook func(ctx context.Context, point string) error
 	// trips counts round trips and statements (roundtrips.go).
 	trips *roundTrips
+	// frozen are the frozen layer entries stored (frozen.go).
+	frozen frozenStored
 }
 
 func (l *Ledger) fault(ctx context.Context, point string) error {

@@ -66,7 +66,7 @@ type Query struct {
 	ReleasedAt      *time.Time
 }
 
-const queryColumns = `query_id, account_id, integration_id, site_id, site_geometry, radius_m, layer_ids, include_geometry, frozen, status,
+const queryColumns = `query_id, account_id, integration_id, site_id, site_geometry, radius_m, layer_ids, include_geometry, ` + queryFrozenSQL + `, status,
 	outcome, result_key, result_bytes, result_count, attempts, created_at, computed_at, expires_at, released_at`
 
 func scanQuery(row pgx.Row) (Query, error) {
@@ -99,7 +99,7 @@ type QueryLimits struct {
 // limits (else ErrCapacity) it is stored queued, its inputs frozen.
 func (l *Ledger) CreateQuery(ctx context.Context, q Query, lim QueryLimits) (Query, error) {
 	q.ID, q.Status, q.CreatedAt = newID(), QueryQueued, l.now()
-	frozen, err := json.Marshal(q.Frozen)
+	frozen, err := l.frozenRefs(ctx, q.Frozen)
 	if err != nil {
 		return Query{}, err
 	}
@@ -159,8 +159,8 @@ func (l *Ledger) CreateQuery(ctx context.Context, q Query, lim QueryLimits) (Que
 // statement before it) has fewer than $11 queued and under $12 bytes of
 // retained results; no row otherwise.
 var createQuerySQL = `INSERT INTO queries (query_id, account_id, integration_id, site_id, site_geometry, radius_m, layer_ids,
-		include_geometry, frozen, status, created_at)
-	SELECT $1::uuid, $2::uuid, $3::uuid, $4::uuid, $5::jsonb, $6::double precision, $7::text[], $8::boolean, $9::jsonb, 'queued', $10::timestamptz
+		include_geometry, frozen_refs, status, created_at)
+	SELECT $1::uuid, $2::uuid, $3::uuid, $4::uuid, $5::jsonb, $6::double precision, $7::text[], $8::boolean, $9::bytea[], 'queued', $10::timestamptz
 	FROM ` + queryUsageOf("$2::uuid") + ` u
 	WHERE u.queued < $11 AND u.retained < $12 AND EXISTS (SELECT 1 FROM accounts WHERE account_id = $2::uuid)
 	RETURNING query_id`

@@ -137,6 +137,7 @@ func benchAPI(ctx context.Context, set settings, args []string, stdout, stderr i
 	seed := fs.Int64("seed", bench.DefaultSeed, "seed of the data and the query mix")
 	out := fs.String("out", "", "directory for api-report.txt, api-cdf.svg and api-queries.tsv (default <data-dir>/bench)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the first API pass (client and server) to this file, and of the read pass to FILE.reads")
+	traceFile := fs.String("trace", "", "write an execution trace (go tool trace) of the first API pass to this file")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
@@ -174,6 +175,14 @@ func benchAPI(ctx context.Context, set settings, args []string, stdout, stderr i
 		}
 		defer fr.Close()
 		opt.CPUProfile, opt.ReadCPUProfile = f, fr
+	}
+	if *traceFile != "" {
+		f, err := createProfile(*traceFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		opt.Trace = f
 	}
 	r, err := bench.RunAPI(ctx, opt)
 	if err != nil {
