@@ -149,6 +149,13 @@ func (r *Runner) writeBehind(ctx context.Context, key string) {
 // storeResult writes data under key; a key already stored (an earlier
 // attempt's, or another replica's recompute: the same bytes) is success.
 func (r *Runner) storeResult(ctx context.Context, key string, data []byte) error {
+	if v, ok := r.store.(store.VolatilePutter); ok {
+		// Recomputable, and checked for its size when opened: no fsync.
+		if err := v.PutVolatile(ctx, key, data); err != nil && !errors.Is(err, store.ErrExists) {
+			return err
+		}
+		return nil
+	}
 	w, err := r.resultWriter(ctx, key)
 	if errors.Is(err, store.ErrExists) {
 		return nil
@@ -175,8 +182,10 @@ var ErrResultDiffers = errors.New("jobs: recomputed result differs from the one 
 // else (lost with a crash, or its write failed) the result computed again
 // from the query's frozen inputs, served and stored again. A result no
 // longer retained (released, expired: the ledger's row has no key) is
-// store.ErrNotExist. q needs only its ID, account and result key (the
-// row is read again before recomputing).
+// store.ErrNotExist. q needs its ID, account and result key (the row is
+// read again before recomputing), and its bytes to catch a file whose
+// write a crash cut short (PutVolatile): one of another size than the
+// bytes answered is removed and computed again.
 func (r *Runner) OpenResult(ctx context.Context, q ledger.Query) (store.Object, error) {
 	if q.ResultKey == nil {
 		return nil, store.ErrNotExist
@@ -186,6 +195,14 @@ func (r *Runner) OpenResult(ctx context.Context, q ledger.Query) (store.Object, 
 		return bytesObject(e.data), nil
 	}
 	obj, err := r.store.Open(ctx, key)
+	if err == nil && q.ResultBytes > 0 && obj.Size() != q.ResultBytes {
+		obj.Close()
+		r.cfg.Logger.Warn("result file cut short; computing it again", "query_id", q.ID, "bytes", obj.Size(), "answered", q.ResultBytes)
+		if err := r.store.Delete(context.WithoutCancel(ctx), key); err != nil && !errors.Is(err, store.ErrNotExist) {
+			return nil, err
+		}
+		err = store.ErrNotExist
+	}
 	if !errors.Is(err, store.ErrNotExist) {
 		return obj, err
 	}

@@ -1,6 +1,7 @@
 package jobs_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -91,6 +92,30 @@ func TestResultWrittenBehindIsRecomputedAfterACrash(t *testing.T) {
 	})
 	if stored := readStored(); string(stored) != string(answered) {
 		t.Fatalf("recomputed file differs from the answer")
+	}
+
+	// A crash cut the file's write short (results are stored without
+	// fsync): it is there but shorter than the answer, so it is removed
+	// and computed again.
+	if err := b.store.Delete(b.ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.store.Put(b.ctx, key, bytes.NewReader(answered[:len(answered)/2]), -1); err != nil {
+		t.Fatal(err)
+	}
+	obj, err = b.runner(jobs.Config{Workers: 1}, nil).OpenResult(b.ctx, row)
+	if err != nil {
+		t.Fatalf("recompute of a short file: %v", err)
+	}
+	if got := readAll(t, obj); string(got) != string(answered) {
+		t.Fatalf("result of a short file differs from the answer:\n%s\n%s", got, answered)
+	}
+	b.waitFor("the short file replaced whole", func() bool {
+		info, err := b.store.Stat(b.ctx, key)
+		return err == nil && info.Size == row.ResultBytes
+	})
+	if stored := readStored(); string(stored) != string(answered) {
+		t.Fatalf("file stored again after a short one differs from the answer")
 	}
 
 	// Released: nothing to recompute, the page says expired.

@@ -67,7 +67,47 @@ func (s *FileStore) Put(ctx context.Context, key string, r io.Reader, size int64
 	return w.Commit()
 }
 
-var _ Creator = (*FileStore)(nil)
+var (
+	_ Creator        = (*FileStore)(nil)
+	_ VolatilePutter = (*FileStore)(nil)
+)
+
+// PutVolatile implements VolatilePutter: a temporary file written through
+// the page cache and hard-linked into place, with no fsync of either and
+// no direct I/O. The kernel writes it back in its time; on ext4 (ordered
+// data) a crash before that leaves the file missing or short, never
+// exposing blocks not yet written.
+func (s *FileStore) PutVolatile(ctx context.Context, key string, data []byte) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	final := s.path(key)
+	if _, err := os.Lstat(final); err == nil {
+		return fmt.Errorf("%w: %s", ErrExists, key)
+	}
+	tmp, err := s.createTemp(filepath.Dir(final))
+	if err != nil {
+		return fmt.Errorf("store: put %s: %w", key, err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("store: put %s: %w", key, err)
+	}
+	if err := os.Link(tmp.Name(), final); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%w: %s", ErrExists, key)
+		}
+		return fmt.Errorf("store: put %s: link: %w", key, err)
+	}
+	return nil
+}
 
 // Create implements Creator: the object is written to a temporary file in
 // its directory and committed as Put commits (fsync, hard link, directory

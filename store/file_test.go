@@ -103,3 +103,40 @@ func BenchmarkFileStoreReadAt(b *testing.B) {
 		}
 	}
 }
+
+// TestFileStorePutVolatile: an object put without fsync is visible whole
+// at once under its key, a taken key is refused without changing it, and
+// no temporary file stays behind.
+func TestFileStorePutVolatile(t *testing.T) {
+	root := t.TempDir()
+	s, err := store.NewFileStore(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.PutVolatile(ctx, "results/a/q1", []byte("one\ntwo\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutVolatile(ctx, "results/a/q1", []byte("other")); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("second put: %v, want ErrExists", err)
+	}
+	if err := s.PutVolatile(ctx, "../escape", []byte("x")); err == nil {
+		t.Fatal("an invalid key was stored")
+	}
+	o, err := s.Open(ctx, "results/a/q1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	b := make([]byte, o.Size())
+	if _, err := o.ReadAt(b, 0); err != nil || string(b) != "one\ntwo\n" {
+		t.Fatalf("read %q %v", b, err)
+	}
+	entries, err := os.ReadDir(filepath.Join(root, "results", "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		t.Fatalf("directory holds %d entries, want the object alone", len(entries))
+	}
+}

@@ -45,6 +45,17 @@ type Store interface {
 	Delete(ctx context.Context, key string) error
 }
 
+// VolatilePutter is a Store that can keep an object without making it
+// durable (the file store): PutVolatile makes data visible under key, whole,
+// at once, but a crash of the machine (not of the process) may lose the
+// object or leave it shorter than data, never different bytes of the same
+// length. For objects that can be made again and whose size the reader
+// knows (a query's result: jobs.Runner.OpenResult). ErrExists when the key
+// is taken.
+type VolatilePutter interface {
+	PutVolatile(ctx context.Context, key string, data []byte) error
+}
+
 // Creator is a Store that writes a new object in place: the bytes go
 // straight to where the object will live, with no staging copy (the file
 // store). Callers use it when available and Put otherwise.
