@@ -14,34 +14,54 @@ import (
 
 // BenchmarkAdmitQueryBatch is POST /queries' admission alone, one round
 // trip a query on the test cluster (fsync off: the admission's commit is
-// relaxed in production too), with the key authenticated by the admission
-// and the site registered once and then found. Its three layers are frozen
-// as bench api's releases are (about 13 KB of schema, provenance and
-// coverage a query in its small mix):
+// relaxed in production too), with the key authenticated by the admission.
+// Its three layers are frozen as bench api's releases are (about 13 KB of
+// schema, provenance and coverage a query in its small mix). Two cases:
+// an account's next query, its site registered before and found; and what
+// bench api measures, each query the first of a new account and site (its
+// rate window begun, its usage row and site inserted):
 //
 //	go test -run '^$' -bench AdmitQueryBatch -benchtime 2000x ./ledger/
 func BenchmarkAdmitQueryBatch(b *testing.B) {
+	b.Run("account_seen", func(b *testing.B) { benchAdmit(b, false) })
+	b.Run("new_account", func(b *testing.B) { benchAdmit(b, true) })
+}
+
+func benchAdmit(b *testing.B, fresh bool) {
 	ctx := context.Background()
 	led := ledgertest.New(b, nil)
-	a, err := led.CreateAccount(ctx, "", 0)
+	const warm = 50
+	n := 1
+	if fresh {
+		n = warm + b.N
+	}
+	keys := make([]string, n)
+	for i := range keys {
+		a, err := led.CreateAccount(ctx, "", 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		k, err := led.CreateKey(ctx, ledger.KeyParams{Account: a.ID, Scopes: []string{"queries:run", "sites:write"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		keys[i] = k.Secret
+	}
+	p, err := led.Authenticate(ctx, keys[0]) // for the catalogue's version
 	if err != nil {
 		b.Fatal(err)
 	}
-	k, err := led.CreateKey(ctx, ledger.KeyParams{Account: a.ID, Scopes: []string{"queries:run", "sites:write"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := led.Authenticate(ctx, k.Secret) // for the catalogue's version
-	if err != nil {
-		b.Fatal(err)
-	}
-	site := ledger.Site{Geometry: json.RawMessage(`{"type":"Point","coordinates":[151,-33.8]}`), Fingerprint: "fp",
-		Bounds: [4]float64{151, -33.8, 151, -33.8}}
 	layers, frozen := benchFrozen(3)
 	admit := func(i int) {
+		key, fp := keys[0], "fp"
+		if fresh {
+			key, fp = keys[warm+i], "fp"+strconv.Itoa(i)
+		}
+		site := ledger.Site{Geometry: json.RawMessage(`{"type":"Point","coordinates":[151,-33.8]}`), Fingerprint: fp,
+			Bounds: [4]float64{151, -33.8, 151, -33.8}}
 		_, err := led.AdmitQueryBatch(ctx, ledger.AdmitRequest{IdemKey: "k" + strconv.Itoa(i), Operation: "create_query",
 			Fingerprint: []byte("f"), Site: site,
-			Auth:  &ledger.AdmitAuth{KeyHash: ledger.HashKey(k.Secret), Scopes: []string{"queries:run"}, Datasets: layers, Catalogue: p.Catalogue},
+			Auth:  &ledger.AdmitAuth{KeyHash: ledger.HashKey(key), Scopes: []string{"queries:run"}, Datasets: layers, Catalogue: p.Catalogue},
 			Query: ledger.Query{RadiusM: 100, LayerIDs: layers, Frozen: frozen},
 			Limits: ledger.AdmitLimits{QueryLimits: ledger.QueryLimits{MaxQueued: 1 << 30, MaxRetainedBytes: 1 << 50}, PerMinute: 1 << 30,
 				RunNow: false, MaxRunning: 4, Lease: time.Minute}})
@@ -49,7 +69,7 @@ func BenchmarkAdmitQueryBatch(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	for i := range 50 {
+	for i := range warm {
 		admit(-1 - i)
 	}
 	b.ResetTimer()
