@@ -9,3 +9,7 @@ func Waiting(r *Runner, id uuid.UUID) bool {
 	defer r.mu.Unlock()
 	return len(r.mu.waiters[id]) > 0
 }
+
+// InRequest is the number of in-request slots taken (attempts run in
+// requests and precomputations).
+func InRequest(r *Runner) int64 { return r.inRequest.Load() }

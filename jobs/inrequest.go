@@ -96,10 +96,12 @@ func (r *Runner) RunNowFrom(ctx context.Context, q ledger.Query, d time.Duration
 		return NowResult{}
 	}
 	execCtx := r.mu.execCtx
-	r.running.Add(1)
-	r.inRequest.Add(1)
-	r.mu.Unlock()
 	pre = pre.take(q) // before this returns: the caller discards what was not taken
+	r.running.Add(1)
+	if !pre.handSlot() {
+		r.inRequest.Add(1)
+	}
+	r.mu.Unlock()
 	out := make(chan ledger.Query, 1)
 	h := handoff{ch: make(chan *PendingFinish), gone: make(chan struct{})}
 	defer close(h.gone)

@@ -213,7 +213,9 @@ type Runner struct {
 	claims heldClaims
 	// pre counts the precomputed answers (precompute.go).
 	pre precomputes
-	// inRequest counts the attempts running in requests (inrequest.go).
+	// inRequest counts the attempts running in requests (inrequest.go)
+	// and the answers precomputed for them (precompute.go): one slot a
+	// query, the attempt taking over its precomputation's.
 	inRequest atomic.Int64
 	// pending are results answered before their file is stored, and behind
 	// counts the writes storing them (writebehind.go); once behindClosed

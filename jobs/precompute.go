@@ -26,6 +26,10 @@ type Precomputed struct {
 	done   chan struct{}
 	cancel context.CancelFunc
 	taken  atomic.Bool
+	// slot is who holds the in-request slot the precomputation took:
+	// slotHeld (its goroutine), slotReleased, or slotHanded (the attempt
+	// that took the answer, which releases it when it ends).
+	slot atomic.Int32
 	// Set before done is closed.
 	c    computed
 	err  error
@@ -54,7 +58,7 @@ func (r *Runner) Precompute(q ledger.Query) *Precomputed {
 	p := &Precomputed{q: q, done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer r.running.Done()
-		defer r.inRequest.Add(-1)
+		defer p.releaseSlot(r)
 		defer close(p.done)
 		p.c, p.err = r.compute(ctx, q)
 		if p.err != nil || len(p.c.chunks) == 0 || chunkFeatures(p.c.chunks) > writeBehindMaxFeatures {
@@ -68,6 +72,32 @@ func (r *Runner) Precompute(q ledger.Query) *Precomputed {
 		r.cfg.Phases.Done(phase.ResultWrite, tw)
 	}()
 	return p
+}
+
+// The states of Precomputed.slot.
+const (
+	slotHeld int32 = iota
+	slotReleased
+	slotHanded
+)
+
+// releaseSlot gives the precomputation's in-request slot back as it ends,
+// unless the attempt that took its answer holds it now.
+func (p *Precomputed) releaseSlot(r *Runner) {
+	if p.slot.CompareAndSwap(slotHeld, slotReleased) {
+		r.inRequest.Add(-1)
+	}
+}
+
+// handSlot passes the precomputation's in-request slot, while it still
+// holds it, to the attempt that took its answer: the two are one query's
+// work and count once against maxInRequest. Counted twice, a query whose
+// admission returned before its engine finished held two of the slots,
+// and the next admissions were queued for the workers while the slots
+// were full. False: the slot is given back already (the attempt takes one
+// of its own).
+func (p *Precomputed) handSlot() bool {
+	return p != nil && p.slot.CompareAndSwap(slotHeld, slotHanded)
 }
 
 // Discard stops a precomputation no attempt took (the admission refused

@@ -71,4 +71,9 @@ func TestPrecomputedAnswerIsTheComputedOne(t *testing.T) {
 	if p := r.Precompute(inputs(100)); p != nil {
 		t.Fatal("Precompute began after Stop")
 	}
+	// Every slot taken was given back once, whichever of a precomputation
+	// and the attempt that took it ended first.
+	if n := jobs.InRequest(r); n != 0 {
+		t.Fatalf("%d in-request slots still taken after Stop", n)
+	}
 }
