@@ -76,6 +76,11 @@ type handoffKey struct{}
 type handoff struct {
 	ch   chan *PendingFinish
 	gone chan struct{}
+	// release gives the attempt's in-request slot back (once): when it
+	// hands its finish over, its engine work is done, and the slot bounds
+	// that work, not the finish's wait for the request's store (behind the
+	// answer, while the client's next query is admitted).
+	release func()
 }
 
 // RunNow executes q, which the caller admitted running for this process
@@ -103,11 +108,11 @@ func (r *Runner) RunNowFrom(ctx context.Context, q ledger.Query, d time.Duration
 	}
 	r.mu.Unlock()
 	out := make(chan ledger.Query, 1)
-	h := handoff{ch: make(chan *PendingFinish), gone: make(chan struct{})}
+	h := handoff{ch: make(chan *PendingFinish), gone: make(chan struct{}), release: sync.OnceFunc(func() { r.inRequest.Add(-1) })}
 	defer close(h.gone)
 	go func() {
 		defer r.running.Done()
-		defer r.inRequest.Add(-1)
+		defer h.release()
 		var row ledger.Query
 		defer func() { out <- row }() // buffered: never blocks
 		actx := context.WithValue(execCtx, handoffKey{}, h)
@@ -147,6 +152,7 @@ func (r *Runner) finishQuery(ctx context.Context, q ledger.Query, status string,
 			return ledger.Query{}, false, err
 		}
 		p := &PendingFinish{QueryFinish: f, reply: make(chan finishReply, 1)}
+		h.release()
 		select {
 		case h.ch <- p:
 			if rep := <-p.reply; !rep.declined {

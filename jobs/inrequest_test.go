@@ -52,6 +52,11 @@ func TestRunNowExecutesAnAdmittedQuery(t *testing.T) {
 	if s := b.status(q.ID); s != ledger.QueryRunning {
 		t.Fatalf("stored before the request stored it: %s", s)
 	}
+	// The engine's work is done once the finish is handed over: its slot
+	// is given back while the finish waits for the request's store.
+	if n := jobs.InRequest(r); n != 0 {
+		t.Fatalf("%d in-request slots taken while the handed finish waits; want 0", n)
+	}
 	// The request declines (say its response failed): the attempt stores
 	// the finish itself.
 	res.Finish.Decline()
@@ -86,6 +91,9 @@ func TestRunNowExecutesAnAdmittedQuery(t *testing.T) {
 	}
 	if err := r.Stop(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	if n := jobs.InRequest(r); n != 0 {
+		t.Fatalf("%d in-request slots taken after Stop", n)
 	}
 	if _, _, ok := r.RunLimits(); ok {
 		t.Fatal("RunLimits ok after Stop")
