@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"siteenv/clock"
 	"siteenv/ledger"
@@ -27,20 +26,7 @@ func TestFrozenLayersStoredOnce(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(time.Date(2026, 11, 22, 10, 0, 30, 0, time.UTC))
 	dsn := ledgertest.DSN(t)
-	open := func() *ledger.Ledger {
-		led, err := ledger.Open(ctx, dsn, ledger.Options{Clock: clk, MaxConns: 4})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(led.Close)
-		return led
-	}
-	led, other := open(), open()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(ctx) })
+	led, other, conn := onDSN(t, dsn, clk), onDSN(t, dsn, clk), rawConn(t, dsn)
 	a, err := led.CreateAccount(ctx, "", 0)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"siteenv/clock"
 	"siteenv/ledger"
@@ -14,6 +15,30 @@ import (
 )
 
 func TestMain(m *testing.M) { ledgertest.Main(m) }
+
+// onDSN opens a ledger on dsn (a test that opens two, as two replicas,
+// or looks at rows through rawConn); closed at cleanup.
+func onDSN(t *testing.T, dsn string, clk clock.Clock) *ledger.Ledger {
+	t.Helper()
+	led, err := ledger.Open(context.Background(), dsn, ledger.Options{Clock: clk, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(led.Close)
+	return led
+}
+
+// rawConn is a plain connection to dsn, for a test that reads or writes
+// rows the ledger's API does not show; closed at cleanup.
+func rawConn(t *testing.T, dsn string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
 
 type bundle struct {
 	ctx   context.Context

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"siteenv/clock"
 	"siteenv/ledger"
@@ -25,16 +24,7 @@ func TestQueryUsageFollowsEveryChange(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(time.Date(2026, 11, 22, 10, 0, 30, 0, time.UTC))
 	dsn := ledgertest.DSN(t)
-	led, err := ledger.Open(ctx, dsn, ledger.Options{Clock: clk, MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(led.Close)
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(ctx) })
+	led, conn := onDSN(t, dsn, clk), rawConn(t, dsn)
 	type acct struct {
 		id, integration uuid.UUID
 		site            ledger.Site

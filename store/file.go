@@ -100,13 +100,7 @@ func (s *FileStore) PutVolatile(ctx context.Context, key string, data []byte) er
 	if err != nil {
 		return fmt.Errorf("store: put %s: %w", key, err)
 	}
-	if err := os.Link(tmp.Name(), final); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("%w: %s", ErrExists, key)
-		}
-		return fmt.Errorf("store: put %s: link: %w", key, err)
-	}
-	return nil
+	return link(tmp.Name(), key, final)
 }
 
 // Create implements Creator: the object is written to a temporary file in
@@ -174,13 +168,22 @@ func publish(ctx context.Context, name, key, final string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := link(name, key, final); err != nil {
+		return err
+	}
+	syncDir(filepath.Dir(final))
+	return nil
+}
+
+// link makes the written file name visible as key (at final), whole:
+// ErrExists when the key is taken.
+func link(name, key, final string) error {
 	if err := os.Link(name, final); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("%w: %s", ErrExists, key)
 		}
 		return fmt.Errorf("store: put %s: link: %w", key, err)
 	}
-	syncDir(filepath.Dir(final))
 	return nil
 }
 
