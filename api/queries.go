@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"siteenv/engine"
+	"siteenv/internal/memo"
 	"siteenv/internal/phase"
 	"siteenv/jobs"
 	"siteenv/ledger"
@@ -78,6 +79,17 @@ func finished(status string) bool {
 	return false
 }
 
+// releaseSources are the releases' provenance sources as parsed, by
+// release id: a query's view renders every layer's, from its frozen JSON,
+// on every read (a pure function of the release's immutable bytes).
+var releaseSources = memo.New[string, []tiles.Source](1024)
+
+func parseSources(b []byte) ([]tiles.Source, error) {
+	var sources []tiles.Source
+	err := json.Unmarshal(b, &sources)
+	return sources, err
+}
+
 // queryView renders a query's state and per-layer outcome (features are added by the caller).
 func queryView(q ledger.Query) queryBody {
 	b := queryBody{APIVersion: "1", QueryID: q.ID.String(), Status: q.Status, SiteID: q.SiteID.String(), RadiusM: q.RadiusM,
@@ -96,8 +108,7 @@ func queryView(q ledger.Query) queryBody {
 		l := queryLayerBody{LayerID: f.LayerID, SchemaVersion: f.SchemaVersion, Coverage: "unknown", Provenance: []provenanceItem{},
 			SchemaURL: b.QueryURL + "/layers/" + f.LayerID + "/schema"}
 		if f.ReleaseID != nil {
-			var sources []tiles.Source
-			_ = json.Unmarshal(f.Sources, &sources)
+			sources, _ := releaseSources.Get(*f.ReleaseID, f.Sources, parseSources)
 			for _, s := range sources {
 				l.Provenance = append(l.Provenance, provenanceItem{ReleaseID: *f.ReleaseID, Source: s})
 			}

@@ -16,9 +16,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/geojson"
 
 	"siteenv/engine"
+	"siteenv/internal/memo"
 	"siteenv/internal/phase"
 	"siteenv/ledger"
 	"siteenv/store"
@@ -213,6 +215,12 @@ type Runner struct {
 	claims heldClaims
 	// pre counts the precomputed answers (precompute.go).
 	pre precomputes
+	// coverages are the releases' coverage polygons as parsed: a query
+	// carries its layers' frozen coverage as GeoJSON (kilobytes each), and
+	// parsing it took more of a small query's CPU than the engine. Shared
+	// polygons also let the engine find its prepared cover by identity
+	// (engine.sameGeometry) instead of comparing every vertex.
+	coverages *memo.Parsed[coverageKey, orb.Geometry]
 	// inRequest counts the attempts running in requests (inrequest.go)
 	// and the answers precomputed for them (precompute.go): one slot a
 	// query, the attempt taking over its precomputation's.
@@ -237,6 +245,7 @@ func New(cfg Config, led *ledger.Ledger, eng *engine.Engine, st store.Store) (*R
 	r := &Runner{cfg: cfg, led: led, eng: eng, store: st, wake: make(chan struct{}, 1), reportWake: make(chan struct{}, 1)}
 	r.mu.waiters = map[uuid.UUID][]chan ledger.Query{}
 	r.mu.recent = map[uuid.UUID]struct{}{}
+	r.coverages = memo.New[coverageKey, orb.Geometry](maxCoverages)
 	r.pending.m = map[string]*pendingResult{}
 	return r, nil
 }
@@ -649,24 +658,9 @@ type computed struct {
 // releases): the same records in the same order on every run, so a result
 // computed again has the bytes of the one first answered (recompute).
 func (r *Runner) compute(ctx context.Context, q ledger.Query) (computed, error) {
-	site, err := geojson.UnmarshalGeometry(q.SiteGeometry)
+	req, unavailable, err := r.engineRequest(q)
 	if err != nil {
-		return computed{}, fmt.Errorf("jobs: query %s site: %w", q.ID, err)
-	}
-	req := engine.Request{Site: site.Geometry(), RadiusM: q.RadiusM}
-	unavailable := map[string]bool{}
-	for _, f := range q.Frozen {
-		if f.ReleaseID == nil {
-			unavailable[f.LayerID] = true
-			continue
-		}
-		lr := engine.LayerRequest{LayerID: f.LayerID, ReleaseID: *f.ReleaseID, IncludeGeometry: q.IncludeGeometry}
-		if len(f.Coverage) > 0 && string(f.Coverage) != "null" {
-			if g, err := geojson.UnmarshalGeometry(f.Coverage); err == nil {
-				lr.Coverage = g.Geometry()
-			}
-		}
-		req.Layers = append(req.Layers, lr)
+		return computed{}, err
 	}
 	te := r.cfg.Phases.Start()
 	results, err := r.eng.Query(ctx, req)
@@ -711,6 +705,45 @@ func (r *Runner) compute(ctx context.Context, q ledger.Query) (computed, error) 
 		c.count = &total
 	}
 	return c, nil
+}
+
+// engineRequest is q's engine request from its frozen inputs, and the
+// layers it leaves out (no release: unavailable).
+func (r *Runner) engineRequest(q ledger.Query) (engine.Request, map[string]bool, error) {
+	site, err := geojson.UnmarshalGeometry(q.SiteGeometry)
+	if err != nil {
+		return engine.Request{}, nil, fmt.Errorf("jobs: query %s site: %w", q.ID, err)
+	}
+	req := engine.Request{Site: site.Geometry(), RadiusM: q.RadiusM}
+	unavailable := map[string]bool{}
+	for _, f := range q.Frozen {
+		if f.ReleaseID == nil {
+			unavailable[f.LayerID] = true
+			continue
+		}
+		lr := engine.LayerRequest{LayerID: f.LayerID, ReleaseID: *f.ReleaseID, IncludeGeometry: q.IncludeGeometry}
+		if len(f.Coverage) > 0 && string(f.Coverage) != "null" {
+			if g, err := r.coverages.Get(coverageKey{f.LayerID, *f.ReleaseID}, f.Coverage, parseGeometry); err == nil {
+				lr.Coverage = g
+			}
+		}
+		req.Layers = append(req.Layers, lr)
+	}
+	return req, unavailable, nil
+}
+
+// coverageKey names a release's coverage in Runner.coverages.
+type coverageKey struct{ layer, release string }
+
+// maxCoverages bounds Runner.coverages (as the engine's prepared covers).
+const maxCoverages = 1024
+
+func parseGeometry(b []byte) (orb.Geometry, error) {
+	g, err := geojson.UnmarshalGeometry(b)
+	if err != nil {
+		return nil, err
+	}
+	return g.Geometry(), nil
 }
 
 // engineError is the engine's failure in compute (the query fails
