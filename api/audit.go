@@ -41,6 +41,12 @@ func activityOf(r *request) (ledger.Activity, bool) {
 	if r.op == nil || r.op.Public || r.op.ID == "list_activity" || r.principal.IntegrationID == uuid.Nil {
 		return ledger.Activity{}, false
 	}
+	return activityRecord(r), true
+}
+
+// activityRecord is the audit record of r's response as it stands (its
+// principal is the caller's to know: answerFirst's is the admission's).
+func activityRecord(r *request) ledger.Activity {
 	status := r.http.Response.StatusCode()
 	a := ledger.Activity{
 		Operation:  r.op.ID,
@@ -54,7 +60,7 @@ func activityOf(r *request) (ledger.Activity, bool) {
 	if r.resourceType != "" {
 		a.ResourceType, a.ResourceID = &r.resourceType, &r.resourceID
 	}
-	return a, true
+	return a
 }
 
 // outcome classifies a response for the activity feed.

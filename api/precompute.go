@@ -3,6 +3,8 @@ package api
 import (
 	"sync"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // recentKeys are the keys this replica saw authenticated moments ago: by
@@ -15,7 +17,15 @@ import (
 // discarded and the key forgotten.
 type recentKeys struct {
 	mu sync.Mutex
-	m  map[string]time.Time // key hash -> until when a precompute may begin
+	m  map[string]vouch // by key hash
+}
+
+// vouch is until when a key's precompute may begin, and its account and
+// integration (a key's never change): an answer computed before the
+// admission names its result by them (answerFirst).
+type vouch struct {
+	until                time.Time
+	account, integration uuid.UUID
 }
 
 // recentKeyTTL bounds how long a key's last authentication vouches for it;
@@ -25,24 +35,24 @@ const (
 	maxRecentKeys = 100_000
 )
 
-// vouch records that hash was authenticated at now: a precompute may
-// begin for recentKeyTTL.
-func (k *recentKeys) vouch(hash []byte, now time.Time) {
+// vouch records that hash, the key of account's integration, was
+// authenticated at now: a precompute may begin for recentKeyTTL.
+func (k *recentKeys) vouch(hash []byte, now time.Time, account, integration uuid.UUID) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.m == nil || len(k.m) >= maxRecentKeys {
-		k.m = make(map[string]time.Time)
+		k.m = make(map[string]vouch)
 	}
-	k.m[string(hash)] = now.Add(recentKeyTTL)
+	k.m[string(hash)] = vouch{until: now.Add(recentKeyTTL), account: account, integration: integration}
 }
 
 // vouched reports whether hash was authenticated within recentKeyTTL and
-// not forgotten since.
-func (k *recentKeys) vouched(hash []byte, now time.Time) bool {
+// not forgotten since, with its account and integration.
+func (k *recentKeys) vouched(hash []byte, now time.Time) (vouch, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	until, ok := k.m[string(hash)]
-	return ok && now.Before(until)
+	v, ok := k.m[string(hash)]
+	return v, ok && now.Before(v.until)
 }
 
 // forget drops hash (its admission was refused, or its rate window is

@@ -1,8 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -20,6 +22,7 @@ type nowRunner interface {
 	RunNowFrom(ctx context.Context, q ledger.Query, d time.Duration, pre *jobs.Precomputed) jobs.NowResult
 	RunLimits() (maxRunning int, lease time.Duration, ok bool)
 	Precompute(q ledger.Query) *jobs.Precomputed
+	AnswerFirst(p *jobs.Precomputed, q ledger.Query, d time.Duration) (*jobs.Answered, bool)
 }
 
 // admitQuery counts the query against the account's admissions and stores
@@ -132,8 +135,11 @@ func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask qu
 		ar.Auth = &ledger.AdmitAuth{KeyHash: r.keyHash, Scopes: r.op.Scopes, Datasets: ask.layerIDs, Catalogue: r.principal.Catalogue}
 	}
 	hash := r.keyHash
-	pre := s.precompute(r, ar, site, hash)
+	pre, v := s.precompute(r, ar, site, hash)
 	defer pre.Discard() // unless the attempt took it
+	if handled, err, ok := s.answerFirst(r, ar, pre, v, ask); ok {
+		return handled, err
+	}
 	res, err := s.led.AdmitQueryBatch(r.ctx, ar)
 	if errors.Is(err, ledger.ErrAdmissionCheck) {
 		s.recent.forget(hash)
@@ -146,11 +152,7 @@ func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask qu
 	}
 	if r.provisional {
 		r.authenticatedBy(res.Principal)
-		if err == nil && res.Window.Hits < queryAdmissionsPerMinute {
-			s.recent.vouch(hash, s.clock.Now())
-		} else {
-			s.recent.forget(hash)
-		}
+		s.vouchAdmitted(hash, res.Principal, err, res.Window)
 	}
 	if err == nil && res.Query.Status == ledger.QueryRunning && res.Site.Fingerprint == site.Fingerprint {
 		r.precomputed = pre
@@ -169,15 +171,129 @@ func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask qu
 	})
 }
 
+// vouchAdmitted vouches for the key of an admission that authenticated it
+// (recentKeys) when it was admitted with room left in its rate, and
+// forgets it otherwise.
+func (s *Server) vouchAdmitted(hash []byte, p ledger.Principal, err error, w ledger.RateWindow) {
+	if err == nil && w.Hits < queryAdmissionsPerMinute {
+		s.recent.vouch(hash, s.clock.Now(), p.AccountID, p.IntegrationID)
+	} else {
+		s.recent.forget(hash)
+	}
+}
+
 // precompute begins ar's query's answer before its admission
 // (jobs.Runner.Precompute) when the request's key was seen authenticated
-// moments ago on this replica (recentKeys); nil otherwise.
-func (s *Server) precompute(r *request, ar ledger.AdmitRequest, site ledger.Site, hash []byte) *jobs.Precomputed {
+// moments ago on this replica (recentKeys); nil otherwise. The key's vouch
+// comes with it.
+func (s *Server) precompute(r *request, ar ledger.AdmitRequest, site ledger.Site, hash []byte) (*jobs.Precomputed, vouch) {
 	nr, ok := s.runner.(nowRunner)
-	if !ok || !ar.Limits.RunNow || !r.provisional || !s.recent.vouched(hash, s.clock.Now()) {
-		return nil
+	if !ok || !ar.Limits.RunNow || !r.provisional {
+		return nil, vouch{}
+	}
+	v, ok := s.recent.vouched(hash, s.clock.Now())
+	if !ok {
+		return nil, vouch{}
 	}
 	q := ar.Query
 	q.SiteGeometry = site.Geometry
-	return nr.Precompute(q)
+	return nr.Precompute(q), v
+}
+
+// answerFirstWait is how long a request waits for its precomputed answer
+// before it admits the query without it (the engine then goes on as its
+// attempt): a small query's engine takes well under a millisecond, and a
+// query still computing after this is admitted so that it can be polled.
+const answerFirstWait = 20 * time.Millisecond
+
+// answerFirst answers a query from its precomputed answer before it is
+// stored, when the answer is ready within answerFirstWait and its first
+// page holds every feature: the response is rendered, and the admission
+// stores the query finished with it, its stored response and its audit
+// record in the one round trip (ledger.AdmitAnswer). ok is false when it
+// does not apply; nothing was sent or written then, and the caller admits
+// the query as before. Otherwise handled and err are createQueryAtOnce's.
+// The body names the site the request would create; when the admission
+// found the account's site of that fingerprint instead, both copies are
+// rewritten to name it. A crash after the relaxed commit loses what any
+// relaxed admission loses (docs/operations.md, Durability); the result
+// file is written behind and recomputed when missing.
+func (s *Server) answerFirst(r *request, ar ledger.AdmitRequest, pre *jobs.Precomputed, v vouch, ask queryAsk) (handled bool, _ error, ok bool) {
+	nr, isNow := s.runner.(nowRunner)
+	if pre == nil || !isNow || ar.Auth == nil {
+		return false, nil, false
+	}
+	q := ar.Query
+	q.ID, q.AccountID, q.IntegrationID = uuid.New(), v.account, v.integration
+	q.SiteID, q.SiteGeometry = uuid.New(), ar.Site.Geometry
+	tw := r.phases.Start()
+	ans, ok := nr.AnswerFirst(pre, q, answerFirstWait)
+	r.phases.Done(phase.Wait, tw)
+	if !ok {
+		return false, nil, false
+	}
+	row := ans.Finish.Row
+	// Rendered as answerQuery renders a finished query.
+	r.resourceType, r.resourceID = "query", row.ID.String()
+	body := queryView(row)
+	err := s.fillPage(r, row, &body, 0, 0, ask.pageSize, ask.includeGeometry, binding(strconv.FormatBool(ask.includeGeometry)))
+	if err == nil && !body.Page.HasMore {
+		err = r.writeQuery(200, &body)
+	}
+	if err != nil || body.Page.HasMore {
+		ans.Dropped()
+		s.resetAnswer(r)
+		return false, nil, false
+	}
+	if r.http.Request.Header.Peek("Prefer") != nil {
+		r.http.Response.Header.Set("Preference-Applied", "wait="+strconv.Itoa(ask.wait))
+	}
+	a := activityRecord(r)
+	ar.Site.ID, ar.Query = row.SiteID, row
+	ar.Answer = &ledger.AdmitAnswer{Finish: ans.Finish, Activity: a, Response: ledger.IdemResponse{Status: 200,
+		ContentType: string(r.http.Response.Header.ContentType()), Body: append([]byte(nil), r.http.Response.Body()...)}}
+	res, err := s.led.AdmitQueryBatch(r.ctx, ar)
+	if !res.Answered {
+		ans.Dropped()
+		s.resetAnswer(r)
+	}
+	switch {
+	case errors.Is(err, ledger.ErrAdmissionCheck):
+		s.recent.forget(r.keyHash)
+		return false, nil, true
+	case err != nil && res.Token == uuid.Nil:
+		return true, err, true // nothing claimed: the ledger failed
+	}
+	s.vouchAdmitted(r.keyHash, res.Principal, err, res.Window)
+	r.authenticatedBy(res.Principal)
+	if !res.Answered {
+		// Over the rate or the account's capacity: the claim is released
+		// (429) and the site stays registered, as on the admission path.
+		key := ar.IdemKey
+		return true, s.runFirst(r, key, res.Token, func() error {
+			if rerr := s.checkRate(r, ledger.BucketQueryAdmissions, queryAdmissionsPerMinute, res.Window); rerr != nil {
+				return rerr
+			}
+			return err
+		}), true
+	}
+	if res.Site.ID != row.SiteID {
+		r.http.Response.SetBody(bytes.ReplaceAll(r.http.Response.Body(), []byte(row.SiteID.String()), []byte(res.Site.ID.String())))
+		row.SiteID = res.Site.ID
+	}
+	row.SiteGeometry = res.Site.Geometry
+	ans.Stored(r.ctx)
+	s.finished.put(row)
+	r.audited = a.HTTPStatus
+	r.wholeAnswer = true
+	_ = s.checkRate(r, ledger.BucketQueryAdmissions, queryAdmissionsPerMinute, res.Window)
+	return true, nil, true
+}
+
+// resetAnswer forgets a response rendered for an answer that was not
+// stored.
+func (s *Server) resetAnswer(r *request) {
+	r.resourceType, r.resourceID = "", ""
+	r.http.Response.Reset()
+	r.http.Response.Header.Set("X-Request-Id", r.id)
 }

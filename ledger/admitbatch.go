@@ -41,6 +41,28 @@ type AdmitRequest struct {
 	// the registered site's).
 	Query  Query
 	Limits AdmitLimits
+	// Answer, when set, is the query's answer, computed before its
+	// admission: the query is stored finished and the request's response
+	// and audit record with it (AdmitAnswer). Query and Site.ID are then
+	// the caller's (Answer.Finish.Row; the id a new site is created with).
+	Answer *AdmitAnswer
+}
+
+// AdmitAnswer is a query answered before it was admitted: its engine work
+// ran while nothing was stored yet (an answer depends on frozen inputs
+// only), so the admission's transaction stores the query finished, the
+// idempotency claim done with Response and the audit record Activity. The
+// query never runs in the ledger's sense (no attempt, lease or finish):
+// one round trip and one relaxed commit in all, where admitting it running
+// and storing its finish behind the answer took two transactions and
+// wrote the query's row twice. Response's body names the site by the
+// request's Site.ID; when the account's site of that fingerprint existed
+// already, the stored body names that site instead (the caller rewrites
+// its own copy: AdmitBatchResult.Site.ID).
+type AdmitAnswer struct {
+	Finish   QueryFinish
+	Response IdemResponse
+	Activity Activity
 }
 
 // AdmitBatchResult is what AdmitQueryBatch stored.
@@ -54,6 +76,10 @@ type AdmitBatchResult struct {
 	SiteCreated bool
 	// Principal is the key's, when the request's Auth had it authenticated.
 	Principal Principal
+	// Answered: the request's Answer was stored with the query (the claim
+	// is done, Token is zero). Otherwise an Answer's query was refused
+	// (ErrRateLimited, ErrCapacity) and the claim is Token's, running.
+	Answered bool
 	AdmitResult
 }
 
@@ -86,6 +112,13 @@ type admitStatements struct {
 	// admit is admitQuerySQL of the site registered in the same
 	// transaction, found by its fingerprint ($4; $5 is true).
 	admit string
+	// claimDone is claim's insert of a claim done with its response
+	// ($8-$11: status, content type, location, body), for an AdmitAnswer.
+	claimDone string
+	// admitAnswered is admit storing the query finished (admitAnsweredSQL).
+	admitAnswered string
+	// settle ends an AdmitAnswer's transaction (answeredSettleSQL).
+	settle string
 }
 
 func newAdmitStatements(account func(n int) string, integration func(n int) string) admitStatements {
@@ -101,7 +134,62 @@ func newAdmitStatements(account func(n int) string, integration func(n int) stri
 		admit: `WITH site AS (SELECT site_id, geometry FROM sites
 		WHERE account_id = ` + account(2) + ` AND fingerprint = $4::text AND archived_at IS NULL AND $5::boolean ORDER BY created_at LIMIT 1), ` +
 			admitQueryCTEs("(SELECT site_id FROM site)", "(SELECT geometry FROM site)", account(2), integration(3)),
+		claimDone: `WITH claim AS (INSERT INTO idempotency (integration_id, idem_key, operation, fingerprint, state, status, content_type, location, body,
+			created_at, updated_at)
+		VALUES (` + integration(1) + `, $2, $3, $4, 'done', $6::integer, $7::text, nullif($8::text, ''), $9::bytea, $5, $5) ON CONFLICT DO NOTHING RETURNING 1)
+	SELECT siteenv_check(EXISTS (SELECT 1 FROM claim), 'idempotency claim')`,
+		admitAnswered: `WITH site AS (SELECT site_id, geometry FROM sites
+		WHERE account_id = ` + account(2) + ` AND fingerprint = $4::text AND archived_at IS NULL AND $5::boolean ORDER BY created_at LIMIT 1), ` +
+			admitAnsweredCTEs("(SELECT site_id FROM site)", "(SELECT geometry FROM site)", account(2), integration(3)),
+		settle: answeredSettle(account(12), integration(2)),
 	}
+}
+
+// admitAnsweredCTEs is admitQueryCTEs storing the query finished, as
+// FinishQueryRow would have ($15-$21: status, outcome, result key, bytes
+// and count, computed and expiry times), started and attempted once at
+// $10. It is not running, so the account's running limit does not apply:
+// its engine work is done.
+func admitAnsweredCTEs(siteID, siteGeometry, account, integration string) string {
+	return `rc AS (SELECT rate_count(` + account + `, 'query_admissions', $13::bigint) AS v),
+	ins AS (
+		INSERT INTO queries (query_id, account_id, integration_id, site_id, site_geometry, radius_m, layer_ids,
+			include_geometry, frozen_refs, status, created_at, attempts, started_at, outcome, result_key, result_bytes, result_count,
+			computed_at, expires_at)
+		SELECT $1::uuid, ` + account + `, ` + integration + `, ` + siteID + `, ` + siteGeometry + `, $6::double precision, $7::text[], $8::boolean, $9::bytea[],
+			$15::text, $10::timestamptz, 1, $10::timestamptz, $16::jsonb, $17::text, $18::bigint, $19::bigint, $20::timestamptz, $21::timestamptz
+		FROM rc, ` + queryUsageOf(account) + ` u
+		WHERE (rc.v & 4294967295) <= $14::bigint AND u.queued < $11 AND u.retained < $12
+		RETURNING status)
+	SELECT rc.v, (SELECT status FROM ins) FROM rc`
+}
+
+// answeredSettle ends an AdmitAnswer's transaction (the account and
+// integration as SQL expressions: $12 and $2 are the key's hash or the
+// caller's ids). The query stored ($1): the claim ($2, $3) is done already
+// and the audit record ($6-$11, $13, $14; at $4) is inserted; when the
+// account's site of the request's fingerprint existed before it, the stored
+// body's site id ($15, the one the request would have created) becomes
+// that site's. The query refused (the rate or a capacity): the claim
+// becomes the running claim of token $5 (its lease $16 seconds), for the
+// caller to release, as on the step-by-step path.
+func answeredSettle(account, integration string) string {
+	return `WITH q AS (SELECT site_id FROM queries WHERE query_id = $1::uuid),
+	refused AS (
+		UPDATE idempotency SET state = 'running', status = NULL, content_type = NULL, location = NULL, body = NULL,
+			claim_token = $5::uuid, lease_until = $4::timestamptz + interval '1 second' * $16::double precision
+		WHERE integration_id = ` + integration + ` AND idem_key = $3::text AND NOT EXISTS (SELECT 1 FROM q)
+		RETURNING 1),
+	renamed AS (
+		UPDATE idempotency SET body = convert_to(replace(convert_from(body, 'UTF8'), $15::uuid::text, (SELECT site_id FROM q)::text), 'UTF8')
+		WHERE integration_id = ` + integration + ` AND idem_key = $3::text AND EXISTS (SELECT 1 FROM q WHERE site_id <> $15::uuid)
+		RETURNING 1),
+	audit AS (
+		INSERT INTO activity (activity_id, account_id, integration_id, operation, outcome, request_id,
+			http_status, error_code, resource_type, resource_id, created_at)
+		SELECT $6::uuid, ` + account + `, ` + integration + `, $7::text, $8::text, $9::uuid, $10::integer, $11::text, $13::text, $14::text, $4::timestamptz
+		WHERE EXISTS (SELECT 1 FROM q))
+	SELECT (SELECT count(*) FROM refused), (SELECT count(*) FROM renamed)`
 }
 
 var (
@@ -167,12 +255,22 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 		}
 	}()
 	q, s := ar.Query, ar.Site
-	q.ID, q.Status, q.CreatedAt = newID(), QueryQueued, now
+	answer := ar.Answer
+	if answer != nil {
+		// The caller rendered the answer: its id and times are the row's.
+		q = answer.Finish.Row
+		q.Attempts = 1
+	} else {
+		q.ID, q.Status, q.CreatedAt = newID(), QueryQueued, now
+	}
 	frozen, err := l.frozenRefs(ctx, q.Frozen)
 	if err != nil {
 		return AdmitBatchResult{}, err
 	}
-	siteID := newID()
+	siteID := s.ID
+	if siteID == uuid.Nil {
+		siteID = newID()
+	}
 	sections := ar.Sections
 	if sections == nil {
 		sections = []string{}
@@ -193,7 +291,12 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 		integration, account, queryIntegration = a.KeyHash, a.KeyHash, a.KeyHash
 		b.Queue(admitPrincipalSQL, a.KeyHash, nonNil(a.Scopes), nonNil(a.Datasets), a.Catalogue)
 	}
-	b.Queue(st.claim, integration, ar.IdemKey, ar.Operation, ar.Fingerprint, now, token, now.Add(l.lease))
+	if answer != nil {
+		r := answer.Response
+		b.Queue(st.claimDone, integration, ar.IdemKey, ar.Operation, ar.Fingerprint, now, r.Status, r.ContentType, r.Location, r.Body)
+	} else {
+		b.Queue(st.claim, integration, ar.IdemKey, ar.Operation, ar.Fingerprint, now, token, now.Add(l.lease))
+	}
 	b.Queue(st.lock, account)
 	if createSite {
 		siteSQL := saveSiteSQL
@@ -206,7 +309,19 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 	b.Queue(st.site, account, s.Fingerprint, sections)
 	args := admitArgs(q, frozen, s.Fingerprint, true, cur, lim, now)
 	args[1], args[2] = account, queryIntegration
-	b.Queue(st.admit, args...)
+	if answer != nil {
+		f := answer.Finish
+		args = append(args[:14], q.Status, f.outcome, q.ResultKey, q.ResultBytes, q.ResultCount, q.ComputedAt, q.ExpiresAt)
+		b.Queue(st.admitAnswered, args...)
+		a := answer.Activity
+		if a.ID == uuid.Nil {
+			a.ID = newID()
+		}
+		b.Queue(st.settle, q.ID, integration, ar.IdemKey, now, token, a.ID, a.Operation, a.Outcome, a.RequestID, a.HTTPStatus, a.ErrorCode,
+			account, a.ResourceType, a.ResourceID, siteID, l.lease.Seconds())
+	} else {
+		b.Queue(st.admit, args...)
+	}
 	br := l.pool.SendBatch(ctx, b)
 	var (
 		res     AdmitBatchResult
@@ -251,7 +366,11 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 			&st.Bounds[0], &st.Bounds[1], &st.Bounds[2], &st.Bounds[3], &st.CreatedAt, &st.ArchivedAt, &granted); err != nil {
 			return err
 		}
-		return br.QueryRow().Scan(&v, &status)
+		if err := br.QueryRow().Scan(&v, &status); err != nil || answer == nil {
+			return err
+		}
+		var refused, renamed int
+		return br.QueryRow().Scan(&refused, &renamed)
 	}()
 	if cerr := br.Close(); err == nil {
 		err = cerr
@@ -266,8 +385,13 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 		// Not reached: a claim of a key whose account is gone.
 		return AdmitBatchResult{}, ErrNotFound
 	}
-	fresh = true
-	res.Token = token
+	if answer != nil && status != nil {
+		// Stored finished, the claim done: nothing is left to settle.
+		res.Answered = true
+	} else {
+		fresh = true
+		res.Token = token
+	}
 	if res.SiteCreated {
 		// As given (not as jsonb re-renders its geometry), like SaveSite.
 		s.ID, s.CreatedAt, s.AccountID = siteID, now, q.AccountID

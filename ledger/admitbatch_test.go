@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,3 +182,133 @@ func refusedLeavesNothing(t *testing.T, b bundle, account uuid.UUID, name string
 		t.Fatalf("%s: sites left registered: %v, %v", name, sites, err)
 	}
 }
+
+// An admission with its answer (AdmitRequest.Answer) stores the query
+// finished, the claim done with the response and the audit record, in its
+// one transaction. A site that existed already is the stored body's site,
+// not the id the request would have created. A refused one (over the
+// rate) stores no query and no record, and leaves the claim running under
+// its token for the caller to release.
+func TestAdmitQueryBatchStoresAnAnswer(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a, err := b.led.CreateAccount(b.ctx, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := b.led.CreateKey(b.ctx, ledger.KeyParams{Account: a.ID, Scopes: []string{"queries:run", "sites:write"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.led.Authenticate(b.ctx, k.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := "r1"
+	ask := func(idemKey string, byKey bool) (ledger.AdmitRequest, uuid.UUID) {
+		siteID, queryID := uuid.New(), uuid.New()
+		created := time.Now().UTC().Truncate(time.Microsecond)
+		q := ledger.Query{ID: queryID, AccountID: a.ID, IntegrationID: k.IntegrationID, RadiusM: 100, LayerIDs: []string{"l"},
+			Frozen: []ledger.FrozenLayer{{LayerID: "l", ReleaseID: &rel}}, CreatedAt: created}
+		n := int64(2)
+		f, err := b.led.PrepareFinish(q, ledger.QuerySucceeded, []ledger.LayerOutcome{{LayerID: "l", DataStatus: "available", Coverage: "full", Count: &n}},
+			"results/x/"+queryID.String()+".ndjson", 321, &n, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := []byte(`{"query_id":"` + queryID.String() + `","site_id":"` + siteID.String() + `","status":"succeeded"}`)
+		ar := ledger.AdmitRequest{Integration: k.IntegrationID, IdemKey: idemKey, Operation: "create_query", Fingerprint: []byte("f"),
+			Site: ledger.Site{ID: siteID, AccountID: a.ID, Geometry: json.RawMessage(`{"type":"Point","coordinates":[151,-33.8]}`), Fingerprint: "fp-a",
+				Bounds: [4]float64{151, -33.8, 151, -33.8}},
+			CreateSite: true, Query: q,
+			Limits: ledger.AdmitLimits{QueryLimits: ledger.QueryLimits{MaxQueued: 10, MaxRetainedBytes: 1 << 30}, PerMinute: 2,
+				RunNow: true, MaxRunning: 4, Lease: time.Minute},
+			Answer: &ledger.AdmitAnswer{Finish: f, Response: ledger.IdemResponse{Status: 200, ContentType: "application/json", Body: body},
+				Activity: ledger.Activity{Operation: "create_query", Outcome: "completed", RequestID: uuid.New(), HTTPStatus: 200,
+					ResourceType: ptrTo("query"), ResourceID: ptrTo(queryID.String())}}}
+		if byKey {
+			ar.Integration, ar.Query.AccountID, ar.Query.IntegrationID = uuid.Nil, uuid.Nil, uuid.Nil
+			ar.Auth = &ledger.AdmitAuth{KeyHash: ledger.HashKey(k.Secret), Scopes: []string{"queries:run"}, Datasets: []string{"l"}, Catalogue: p.Catalogue}
+		}
+		return ar, siteID
+	}
+	replayed := func(idemKey string) string {
+		t.Helper()
+		claim, err := b.led.ClaimIdempotency(b.ctx, k.IntegrationID, idemKey, "create_query", []byte("f"))
+		if err != nil || claim.State != ledger.IdemReplay || claim.Response.Status != 200 {
+			t.Fatalf("%s: claim %+v, %v; want its stored answer", idemKey, claim, err)
+		}
+		return string(claim.Response.Body)
+	}
+	records := func() int {
+		t.Helper()
+		acts, err := b.led.ListActivity(b.ctx, k.IntegrationID, ledger.ActivityFilter{Operation: "create_query", Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(acts)
+	}
+
+	// By the key's hash (as POST /queries sends it), on a new site.
+	ar, siteID := ask("k1", true)
+	res, err := b.led.AdmitQueryBatch(b.ctx, ar)
+	if err != nil || !res.Answered || res.Token != uuid.Nil || !res.SiteCreated || res.Site.ID != siteID {
+		t.Fatalf("answered admission %+v, %v", res, err)
+	}
+	got, err := b.led.Query(b.ctx, a.ID, ar.Query.ID)
+	if err != nil || got.Status != ledger.QuerySucceeded || got.Attempts != 1 || got.ResultKey == nil || got.ResultBytes != 321 ||
+		got.ResultCount == nil || *got.ResultCount != 2 || len(got.Outcome) != 1 || got.ComputedAt == nil || got.ExpiresAt == nil ||
+		got.SiteID != siteID || !got.CreatedAt.Equal(ar.Query.CreatedAt) {
+		t.Fatalf("stored %+v, %v", got, err)
+	}
+	if body := replayed("k1"); body != string(ar.Answer.Response.Body) {
+		t.Fatalf("stored answer %s, want %s", body, ar.Answer.Response.Body)
+	}
+	if u, err := b.led.QueryUsage(b.ctx, a.ID); err != nil || u.Running != 0 || u.Queued != 0 || u.RetainedBytes != 321 {
+		t.Fatalf("usage %+v, %v: want 321 bytes retained, nothing running", u, err)
+	}
+	if n := records(); n != 1 {
+		t.Fatalf("%d audit records, want 1", n)
+	}
+
+	// By the caller's ids, on the site that exists now: the body names it.
+	ar2, other := ask("k2", false)
+	res2, err := b.led.AdmitQueryBatch(b.ctx, ar2)
+	if err != nil || !res2.Answered || res2.SiteCreated || res2.Site.ID != siteID {
+		t.Fatalf("answered admission on an existing site %+v, %v", res2, err)
+	}
+	want := strings.ReplaceAll(string(ar2.Answer.Response.Body), other.String(), siteID.String())
+	if body := replayed("k2"); body != want {
+		t.Fatalf("stored answer %s, want %s", body, want)
+	}
+	if got, err := b.led.Query(b.ctx, a.ID, ar2.Query.ID); err != nil || got.SiteID != siteID {
+		t.Fatalf("stored %+v, %v", got, err)
+	}
+
+	// A used key fails its check, writing nothing.
+	ar1again, _ := ask("k1", true)
+	if _, err := b.led.AdmitQueryBatch(b.ctx, ar1again); !errors.Is(err, ledger.ErrAdmissionCheck) {
+		t.Fatalf("reused key: %v", err)
+	}
+
+	// Over the rate (2 a minute): no query, no record; the claim runs.
+	ar3, _ := ask("k3", true)
+	res3, err := b.led.AdmitQueryBatch(b.ctx, ar3)
+	if !errors.Is(err, ledger.ErrRateLimited) || res3.Answered || res3.Token == uuid.Nil {
+		t.Fatalf("third admission %+v, %v; want ErrRateLimited with its claim", res3, err)
+	}
+	if _, err := b.led.Query(b.ctx, a.ID, ar3.Query.ID); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("refused query stored: %v", err)
+	}
+	if claim, err := b.led.ClaimIdempotency(b.ctx, k.IntegrationID, "k3", "create_query", []byte("f")); err != nil || claim.State != ledger.IdemInFlight {
+		t.Fatalf("the refused request's claim: %+v, %v; want it running", claim, err)
+	}
+	if err := b.led.ReleaseIdempotency(b.ctx, k.IntegrationID, "k3", res3.Token); err != nil {
+		t.Fatalf("releasing the refused request's claim: %v", err)
+	}
+	if n := records(); n != 2 {
+		t.Fatalf("%d audit records, want 2", n)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,82 @@
+package api_test
+
+import (
+	"bytes"
+	"slices"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/paulmach/orb"
+
+	"siteenv/api"
+	"siteenv/ledger"
+)
+
+// A query answered before its admission (answerFirst: its key was seen
+// moments ago and its answer was ready) is stored as answered, in the
+// admission's one round trip: it reads succeeded at once with its page,
+// its replay is the answer byte for byte, and its audit record is written
+// once. On a site the account already had, the answer, the stored
+// response and the row all name that site, not the one the request would
+// have created.
+func TestAnsweredFirstIsStoredAsAnswered(t *testing.T) {
+	t.Parallel()
+	h := setup(t, func(s *api.Server) {})
+	qh := idleRunnerQueries(t, h)
+	qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"b10": east(10), "b50": east(50), "b900": east(900)})
+	acct := qh.account(0)
+	k := qh.key(acct, nil, "queries:run", "sites:read", "sites:write")
+	ask := func(idemKey string, lon float64) response {
+		return qh.do("POST", "/queries", k.Secret, map[string]any{"site": map[string]any{"kind": "point", "longitude": lon, "latitude": origin[1]},
+			"layer_ids": []string{"nsw.bores"}, "radius_m": 100}, "Idempotency-Key", idemKey, "Prefer", "wait=3")
+	}
+	// Two warm the catalogue cache and vouch for the key (elsewhere).
+	for i := range 2 {
+		if r := ask(uuid.NewString(), origin[0]-0.01*float64(i+1)); r.status != 200 {
+			t.Fatalf("warm-up %d: %d %s", i, r.status, r.body)
+		}
+	}
+	_, usedBefore := qh.runner.PrecomputeCounts()
+	stored := func(r response) (map[string]any, ledger.Query) {
+		t.Helper()
+		if r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		m := r.json(t)
+		if ids := featureIDs(m); !slices.Equal(ids, []string{"b10", "b50"}) {
+			t.Fatalf("features %v", ids)
+		}
+		id := uuid.MustParse(m["query_id"].(string))
+		q, err := h.led.Query(h.ctx, acct, id)
+		if err != nil || q.Status != ledger.QuerySucceeded || q.ResultCount == nil || *q.ResultCount != 2 || q.SiteID.String() != m["site_id"] {
+			t.Fatalf("stored %+v, %v; want it succeeded as answered (%s)", q, err, r.body)
+		}
+		reqID := uuid.MustParse(r.header.Get("X-Request-Id"))
+		acts, err := h.led.ListActivity(h.ctx, k.IntegrationID, ledger.ActivityFilter{RequestID: &reqID, Limit: 10})
+		if err != nil || len(acts) != 1 || acts[0].HTTPStatus != 200 || acts[0].ResourceID == nil || *acts[0].ResourceID != id.String() {
+			t.Fatalf("audit records of the request: %+v, %v; want one", acts, err)
+		}
+		return m, q
+	}
+	a, qa := stored(ask("a", origin[0]))
+	rb := ask("b", origin[0]) // on the site a registered
+	b, qb := stored(rb)
+	if _, used := qh.runner.PrecomputeCounts(); used != usedBefore+2 {
+		t.Fatalf("%d answers used first, want 2", used-usedBefore)
+	}
+	if b["site_id"] != a["site_id"] || qb.SiteID != qa.SiteID {
+		t.Fatalf("site %v then %v (rows %s, %s): want the site registered first", a["site_id"], b["site_id"], qa.SiteID, qb.SiteID)
+	}
+	replay := ask("b", origin[0])
+	if replay.status != 200 || replay.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(replay.body, rb.body) {
+		t.Fatalf("replay %d %s, want the stored answer", replay.status, replay.body)
+	}
+	if got := qh.do("GET", "/queries/"+qb.ID.String(), k.Secret, nil); got.status != 200 || got.json(t)["site_id"] != a["site_id"] ||
+		got.json(t)["status"] != "succeeded" {
+		t.Fatalf("GET the query: %d %s", got.status, got.body)
+	}
+	page := qh.do("GET", "/queries/"+qb.ID.String()+"/results?include_geometry=false", k.Secret, nil)
+	if ids := featureIDs(page.json(t)); page.status != 200 || !slices.Equal(ids, []string{"b10", "b50"}) {
+		t.Fatalf("results: %d %s", page.status, page.body)
+	}
+}

@@ -1,0 +1,83 @@
+package jobs
+
+import (
+	"context"
+	"time"
+
+	"siteenv/ledger"
+)
+
+// Answer first: a query whose precomputed answer (Precompute) is ready by
+// the time its admission would be sent, and small enough to be held in
+// memory, is answered before it is stored. The request renders the answer
+// and the admission stores the query finished with it in its one round trip
+// (ledger.AdmitAnswer): no attempt, lease, hand-over or finish. Its result
+// file is written behind, as an in-request attempt's is (writebehind.go).
+
+// Answered is a query's answer taken from its precomputation, for the
+// request to store with its admission. Its result, when it has records, is
+// held as pending (pages read it from memory) from AnswerFirst on: the
+// caller ends it with Stored or Dropped, in every case.
+type Answered struct {
+	// Finish is the query's finish (its Row: q as stored finished).
+	Finish ledger.QueryFinish
+	r      *Runner
+	key    string // the pending result's; "" when it has no records
+}
+
+// AnswerFirst waits up to d for p (begun for q's inputs) and returns its
+// answer as q's finish: q is the query as it will be admitted (its ID,
+// account, site and frozen inputs). q.CreatedAt is set to the finish's
+// time. False when p failed, is not ready within d, or holds more than
+// writeBehindMaxFeatures records or more than the write-behind bytes
+// allow: the caller admits q as before, and p is still its to hand over.
+func (r *Runner) AnswerFirst(p *Precomputed, q ledger.Query, d time.Duration) (*Answered, bool) {
+	if p == nil || !sameInputs(p.q, q) || p.taken.Load() {
+		return nil, false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.done:
+	case <-t.C:
+		return nil, false
+	}
+	if p.err != nil || (len(p.c.chunks) > 0 && p.mem == nil) {
+		return nil, false
+	}
+	a := &Answered{r: r}
+	var key string
+	if len(p.c.chunks) > 0 {
+		key = ResultKey(q.AccountID, q.ID)
+		if !r.pending.reserve(key, p.mem, r.cfg.WriteBehindBytes) {
+			return nil, false
+		}
+		a.key = key
+	}
+	f, err := r.led.PrepareFinish(q, p.c.status, p.c.outcome, ResultKey(q.AccountID, q.ID), p.size, p.c.count, r.cfg.Retain)
+	if err != nil {
+		a.Dropped()
+		return nil, false
+	}
+	f.Row.CreatedAt = *f.Row.ComputedAt
+	a.Finish = f
+	p.taken.Store(true)
+	return a, true
+}
+
+// Stored: the admission stored the answer; its result file is written
+// behind.
+func (a *Answered) Stored(ctx context.Context) {
+	a.r.pre.used.Add(1)
+	if a.key != "" {
+		a.r.writeBehind(ctx, a.key)
+	}
+}
+
+// Dropped: the answer was not stored (the admission refused or failed); its
+// pending result is forgotten.
+func (a *Answered) Dropped() {
+	if a.key != "" {
+		a.r.pending.remove(a.key)
+	}
+}
