@@ -37,6 +37,7 @@ func TestAnsweredFirstIsStoredAsAnswered(t *testing.T) {
 		}
 	}
 	_, usedBefore := qh.runner.PrecomputeCounts()
+	firstBefore := qh.runner.AnsweredFirst()
 	stored := func(r response) (map[string]any, ledger.Query) {
 		t.Helper()
 		if r.status != 200 {
@@ -61,8 +62,8 @@ func TestAnsweredFirstIsStoredAsAnswered(t *testing.T) {
 	a, qa := stored(ask("a", origin[0]))
 	rb := ask("b", origin[0]) // on the site a registered
 	b, qb := stored(rb)
-	if _, used := qh.runner.PrecomputeCounts(); used != usedBefore+2 {
-		t.Fatalf("%d answers used first, want 2", used-usedBefore)
+	if _, used := qh.runner.PrecomputeCounts(); used != usedBefore+2 || qh.runner.AnsweredFirst() != firstBefore+2 {
+		t.Fatalf("%d answers used, %d stored with their admission; want 2 and 2", used-usedBefore, qh.runner.AnsweredFirst()-firstBefore)
 	}
 	if b["site_id"] != a["site_id"] || qb.SiteID != qa.SiteID {
 		t.Fatalf("site %v then %v (rows %s, %s): want the site registered first", a["site_id"], b["site_id"], qa.SiteID, qb.SiteID)
@@ -78,5 +79,17 @@ func TestAnsweredFirstIsStoredAsAnswered(t *testing.T) {
 	page := qh.do("GET", "/queries/"+qb.ID.String()+"/results?include_geometry=false", k.Secret, nil)
 	if ids := featureIDs(page.json(t)); page.status != 200 || !slices.Equal(ids, []string{"b10", "b50"}) {
 		t.Fatalf("results: %d %s", page.status, page.body)
+	}
+
+	// An answer its page cannot hold whole is admitted as before, and the
+	// attempt takes the answer computed meanwhile.
+	_, used0 := qh.runner.PrecomputeCounts()
+	first0 := qh.runner.AnsweredFirst()
+	r := qh.do("POST", "/queries", k.Secret, map[string]any{"site": map[string]any{"kind": "point", "longitude": origin[0], "latitude": origin[1]},
+		"layer_ids": []string{"nsw.bores"}, "radius_m": 100, "page_size": 1}, "Idempotency-Key", "c", "Prefer", "wait=3")
+	h.srv.WaitFinishesBehind()
+	_, used1 := qh.runner.PrecomputeCounts()
+	if m := r.json(t); r.status != 200 || len(featureIDs(m)) != 1 || used1 != used0+1 || qh.runner.AnsweredFirst() != first0 {
+		t.Fatalf("a paged answer: %d %s; %d precomputes used, %d answered first; want 1 and 0", r.status, r.body, used1-used0, qh.runner.AnsweredFirst()-first0)
 	}
 }

@@ -22,7 +22,7 @@ type nowRunner interface {
 	RunNowFrom(ctx context.Context, q ledger.Query, d time.Duration, pre *jobs.Precomputed) jobs.NowResult
 	RunLimits() (maxRunning int, lease time.Duration, ok bool)
 	Precompute(q ledger.Query) *jobs.Precomputed
-	AnswerFirst(p *jobs.Precomputed, q ledger.Query, d time.Duration) (*jobs.Answered, bool)
+	AnswerFirst(p *jobs.Precomputed, q ledger.Query, d time.Duration, maxFeatures int) (*jobs.Answered, bool)
 }
 
 // admitQuery counts the query against the account's admissions and stores
@@ -227,7 +227,7 @@ func (s *Server) answerFirst(r *request, ar ledger.AdmitRequest, pre *jobs.Preco
 	q.ID, q.AccountID, q.IntegrationID = uuid.New(), v.account, v.integration
 	q.SiteID, q.SiteGeometry = uuid.New(), ar.Site.Geometry
 	tw := r.phases.Start()
-	ans, ok := nr.AnswerFirst(pre, q, answerFirstWait)
+	ans, ok := nr.AnswerFirst(pre, q, answerFirstWait, ask.pageSize)
 	r.phases.Done(phase.Wait, tw)
 	if !ok {
 		return false, nil, false

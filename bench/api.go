@@ -885,6 +885,7 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 			return nil, err
 		}
 		_, used0 := a.runner.PrecomputeCounts()
+		first0 := a.runner.AnsweredFirst()
 		ap, err := a.apiPass(ctx, reqs, keys, c, run+"-"+strconv.Itoa(k), st, ao, rs)
 		if k == 0 && opt.CPUProfile != nil {
 			pprof.StopCPUProfile()
@@ -898,6 +899,7 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 		phases := a.timer.Snapshot()
 		create := summarize(a.timer.Requests("create_query"))
 		_, used1 := a.runner.PrecomputeCounts()
+		first1 := a.runner.AnsweredFirst()
 		after, err := a.ledgerCost(ctx)
 		if err != nil {
 			return nil, err
@@ -910,7 +912,7 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 		pp.busy = true // queries/s as the API's
 
 		r.Passes = append(r.Passes, apiPassReport{Clients: c, API: ap.summary(), PostGIS: pp.summary(), Phases: phases,
-			Ledger: after.minus(before), CreateServer: create, Precomputed: used1 - used0})
+			Ledger: after.minus(before), CreateServer: create, Precomputed: used1 - used0, AnsweredFirst: first1 - first0})
 		if k == 0 {
 			r.apiLat, r.pgLat = ap.lat, pp.lat
 		}
@@ -947,6 +949,7 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 				return nil, err
 			}
 			_, used0 := a.runner.PrecomputeCounts()
+			first0 := a.runner.AnsweredFirst()
 			ap, err := a.apiPass(ctx, smallReqs, keys, c, run+"-small-"+strconv.Itoa(k), st, ao, nil)
 			if err != nil {
 				return nil, fmt.Errorf("bench: API, small-query mix: %w", err)
@@ -954,6 +957,7 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 			phases := a.timer.Snapshot()
 			create := summarize(a.timer.Requests("create_query"))
 			_, used1 := a.runner.PrecomputeCounts()
+			first1 := a.runner.AnsweredFirst()
 			after, err := a.ledgerCost(ctx)
 			if err != nil {
 				return nil, err
@@ -965,7 +969,7 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 			}
 			pp.busy = true
 			r.SmallPasses = append(r.SmallPasses, apiPassReport{Clients: c, API: ap.summary(), PostGIS: pp.summary(), Phases: phases,
-				Ledger: after.minus(before), CreateServer: create, Precomputed: used1 - used0})
+				Ledger: after.minus(before), CreateServer: create, Precomputed: used1 - used0, AnsweredFirst: first1 - first0})
 		}
 		if r.SmallComparison, err = compare(ctx, e, pg, ds, small, smallAPI, smallPG); err != nil {
 			return nil, err

@@ -24,8 +24,10 @@ type apiPassReport struct {
 	// CreateServer is POST /queries' time inside the server.
 	CreateServer latency
 	// Precomputed counts the queries whose answer was computed during
-	// their admission (api/precompute.go).
-	Precomputed int64
+	// their admission (api/precompute.go); AnsweredFirst those of them
+	// stored with their answer in the admission's round trip
+	// (api.answerFirst).
+	Precomputed, AnsweredFirst int64
 }
 
 // APIReport is what RunAPI measured.
@@ -185,9 +187,9 @@ func (r *APIReport) Print(w io.Writer) {
 			sc.Compared, group(sc.Matched), sc.Differing, sc.Boundary, sc.EngineWrong, sc.PostGISWrong, sc.Unexplained, sc.CoverageWrong)
 		for _, p := range r.SmallPasses {
 			q := float64(max(r.SmallQueries, 1))
-			fmt.Fprintf(w, "small mix, %d client(s): POST /queries inside the server p50 %.3f ms, p99 %.3f ms; ledger per query %.2f round trips, %.2f statements; WAL %.2f writes, %.2f flushes; %d answers computed during their admission\n",
+			fmt.Fprintf(w, "small mix, %d client(s): POST /queries inside the server p50 %.3f ms, p99 %.3f ms; ledger per query %.2f round trips, %.2f statements; WAL %.2f writes, %.2f flushes; %d answers computed during their admission, %d of them stored with it\n",
 				p.Clients, ms(p.CreateServer.P50), ms(p.CreateServer.P99), float64(p.Ledger.Trips)/q, float64(p.Ledger.Statements)/q,
-				float64(p.Ledger.WALWrites)/q, float64(p.Ledger.WALSyncs)/q, p.Precomputed)
+				float64(p.Ledger.WALWrites)/q, float64(p.Ledger.WALSyncs)/q, p.Precomputed, p.AnsweredFirst)
 		}
 		fmt.Fprintln(w)
 	}
@@ -202,8 +204,8 @@ func (r *APIReport) Print(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 	for _, p := range r.Passes {
-		fmt.Fprintf(w, "API pass with %d client(s): POST /queries inside the server p50 %.3f ms, p99 %.3f ms, mean %.3f ms; %d answers computed during their admission\n",
-			p.Clients, ms(p.CreateServer.P50), ms(p.CreateServer.P99), ms(p.CreateServer.Mean), p.Precomputed)
+		fmt.Fprintf(w, "API pass with %d client(s): POST /queries inside the server p50 %.3f ms, p99 %.3f ms, mean %.3f ms; %d answers computed during their admission, %d of them stored with it\n",
+			p.Clients, ms(p.CreateServer.P50), ms(p.CreateServer.P99), ms(p.CreateServer.Mean), p.Precomputed, p.AnsweredFirst)
 		q := float64(max(r.Queries, 1))
 		fmt.Fprintf(w, "  ledger per query (every request of the pass, runner and background writers included, counted): %.2f round trips, %.2f statements; WAL %.2f writes, %.2f flushes (pg_stat_wal)\n",
 			float64(p.Ledger.Trips)/q, float64(p.Ledger.Statements)/q, float64(p.Ledger.WALWrites)/q, float64(p.Ledger.WALSyncs)/q)

@@ -22,6 +22,7 @@ type Answered struct {
 	// Finish is the query's finish (its Row: q as stored finished).
 	Finish ledger.QueryFinish
 	r      *Runner
+	p      *Precomputed
 	key    string // the pending result's; "" when it has no records
 }
 
@@ -29,9 +30,10 @@ type Answered struct {
 // answer as q's finish: q is the query as it will be admitted (its ID,
 // account, site and frozen inputs). q.CreatedAt is set to the finish's
 // time. False when p failed, is not ready within d, or holds more than
-// writeBehindMaxFeatures records or more than the write-behind bytes
-// allow: the caller admits q as before, and p is still its to hand over.
-func (r *Runner) AnswerFirst(p *Precomputed, q ledger.Query, d time.Duration) (*Answered, bool) {
+// maxFeatures records (the caller's page), writeBehindMaxFeatures or more
+// than the write-behind bytes allow: the caller admits q as before. p is
+// the caller's to hand over to an attempt until Stored (after Dropped too).
+func (r *Runner) AnswerFirst(p *Precomputed, q ledger.Query, d time.Duration, maxFeatures int) (*Answered, bool) {
 	if p == nil || !sameInputs(p.q, q) || p.taken.Load() {
 		return nil, false
 	}
@@ -42,10 +44,10 @@ func (r *Runner) AnswerFirst(p *Precomputed, q ledger.Query, d time.Duration) (*
 	case <-t.C:
 		return nil, false
 	}
-	if p.err != nil || (len(p.c.chunks) > 0 && p.mem == nil) {
+	if p.err != nil || (len(p.c.chunks) > 0 && p.mem == nil) || chunkFeatures(p.c.chunks) > maxFeatures {
 		return nil, false
 	}
-	a := &Answered{r: r}
+	a := &Answered{r: r, p: p}
 	var key string
 	if len(p.c.chunks) > 0 {
 		key = ResultKey(q.AccountID, q.ID)
@@ -61,14 +63,15 @@ func (r *Runner) AnswerFirst(p *Precomputed, q ledger.Query, d time.Duration) (*
 	}
 	f.Row.CreatedAt = *f.Row.ComputedAt
 	a.Finish = f
-	p.taken.Store(true)
 	return a, true
 }
 
 // Stored: the admission stored the answer; its result file is written
 // behind.
 func (a *Answered) Stored(ctx context.Context) {
+	a.p.taken.Store(true)
 	a.r.pre.used.Add(1)
+	a.r.pre.first.Add(1)
 	if a.key != "" {
 		a.r.writeBehind(ctx, a.key)
 	}

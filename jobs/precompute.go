@@ -37,9 +37,10 @@ type Precomputed struct {
 	size int64
 }
 
-// precomputes counts the precomputations begun and those an attempt used,
-// for tests and the bench (PrecomputeCounts).
-type precomputes struct{ begun, used atomic.Int64 }
+// precomputes counts the precomputations begun and those used (by an
+// attempt, or stored with their admission: first), for tests and the bench
+// (PrecomputeCounts, AnsweredFirst).
+type precomputes struct{ begun, used, first atomic.Int64 }
 
 // Precompute begins q's engine answer (q as it will be admitted, but for
 // its ID and status). Nil when the runner would not run q in the request
@@ -112,6 +113,10 @@ func (p *Precomputed) Discard() {
 func (r *Runner) PrecomputeCounts() (begun, used int64) {
 	return r.pre.begun.Load(), r.pre.used.Load()
 }
+
+// AnsweredFirst counts the answers stored with their admission so far
+// (AnswerFirst); each is also counted as used.
+func (r *Runner) AnsweredFirst() int64 { return r.pre.first.Load() }
 
 // precomputedKey carries an attempt's Precomputed in its context.
 type precomputedKey struct{}
