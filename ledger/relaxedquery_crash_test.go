@@ -21,8 +21,10 @@ import (
 // retry with the same Idempotency-Key replays the answer, whose query is
 // stored finished; or runs afresh, the query unknown; or finds the claim in
 // flight until its lease lapses, then runs afresh, the query left running
-// for the janitor to requeue (docs/operations.md, "Durability"). A durable
-// commit made after them (anything paid) flushes them: they survive.
+// for the janitor to requeue (docs/operations.md, "Durability"). A query
+// answered first (AdmitRequest.Answer) is one commit: kept whole or lost
+// whole, never in flight. A durable commit made after them (anything
+// paid) flushes them: they survive.
 func TestRelaxedQueryAnswerAfterCrash(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -64,6 +66,30 @@ func TestRelaxedQueryAnswerAfterCrash(t *testing.T) {
 		}
 		return res.Query.ID
 	}
+	// answerFirst admits a query with its answer, one relaxed commit.
+	answerFirst := func(l *ledger.Ledger, idemKey, fingerprint string) uuid.UUID {
+		t.Helper()
+		q := ledger.Query{ID: uuid.New(), AccountID: acct.ID, IntegrationID: k.IntegrationID, RadiusM: 100, LayerIDs: []string{"l"},
+			Frozen: []ledger.FrozenLayer{{LayerID: "l"}}, CreatedAt: clk.Now()}
+		f, err := l.PrepareFinish(q, ledger.QuerySucceeded, []ledger.LayerOutcome{{LayerID: "l", DataStatus: "available", Coverage: "full"}},
+			"", 0, nil, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := l.AdmitQueryBatch(ctx, ledger.AdmitRequest{Integration: k.IntegrationID, IdemKey: idemKey, Operation: "create_query",
+			Fingerprint: []byte("f"), CreateSite: true,
+			Site:  ledger.Site{ID: uuid.New(), AccountID: acct.ID, Geometry: json.RawMessage(`{"type":"Point","coordinates":[151,-33.8]}`), Fingerprint: fingerprint},
+			Query: q,
+			Limits: ledger.AdmitLimits{QueryLimits: ledger.QueryLimits{MaxQueued: 10, MaxRetainedBytes: 1 << 30}, PerMinute: 10,
+				RunNow: true, MaxRunning: 4, Lease: time.Minute},
+			Answer: &ledger.AdmitAnswer{Finish: f,
+				Response: ledger.IdemResponse{Status: 200, ContentType: "application/json", Body: []byte(`{"query_id":"` + q.ID.String() + `"}`)},
+				Activity: ledger.Activity{Operation: "create_query", Outcome: "completed", RequestID: uuid.New(), HTTPStatus: 200}}})
+		if err != nil || !res.Answered {
+			t.Fatalf("answer first %s: %+v, %v", idemKey, res, err)
+		}
+		return q.ID
+	}
 	// retry is the client's retry after the crash: a replay of a stored
 	// answer whose query is finished, or a fresh claim with no query.
 	retry := func(l *ledger.Ledger, idemKey string, id uuid.UUID) (replayed bool) {
@@ -100,17 +126,20 @@ func TestRelaxedQueryAnswerAfterCrash(t *testing.T) {
 		return false
 	}
 	flushed := answer(l, "flushed", "fp-1")
+	flushedFirst := answerFirst(l, "flushed-first", "fp-3")
 	if _, err := l.CreateAccount(ctx, "a durable commit", 0); err != nil {
 		t.Fatal(err)
 	}
 	last := answer(l, "last", "fp-2")
+	lastFirst := answerFirst(l, "last-first", "fp-4")
 	l.Close()
 	cl.crash()
 
 	l = cl.open()
 	defer l.Close()
-	if !retry(l, "flushed", flushed) {
+	if !retry(l, "flushed", flushed) || !retry(l, "flushed-first", flushedFirst) {
 		t.Fatal("an answer followed by a durable commit was lost in the crash")
 	}
-	t.Logf("the last answer before the crash (no durable commit after it) was kept: %v", retry(l, "last", last))
+	t.Logf("the last answers before the crash (no durable commit after them) were kept: %v, %v (answered first)",
+		retry(l, "last", last), retry(l, "last-first", lastFirst))
 }
