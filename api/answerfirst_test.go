@@ -2,8 +2,10 @@ package api_test
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/paulmach/orb"
@@ -23,7 +25,13 @@ func TestAnsweredFirstIsStoredAsAnswered(t *testing.T) {
 	t.Parallel()
 	h := setup(t, func(s *api.Server) {})
 	qh := idleRunnerQueries(t, h)
+	api.SetAnswerFirstWait(h.srv, time.Minute) // every answer is stored first, whatever the load
 	qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"b10": east(10), "b50": east(50), "b900": east(900)})
+	many := map[string]orb.Point{}
+	for i := range 480 {
+		many[fmt.Sprintf("m%03d", i)] = east(float64(i) / 10)
+	}
+	qh.points("nsw.many", "water", 0, 5000, nil, many)
 	acct := qh.account(0)
 	k := qh.key(acct, nil, "queries:run", "sites:read", "sites:write")
 	ask := func(idemKey string, lon float64) response {
@@ -81,15 +89,24 @@ func TestAnsweredFirstIsStoredAsAnswered(t *testing.T) {
 		t.Fatalf("results: %d %s", page.status, page.body)
 	}
 
-	// An answer its page cannot hold whole is admitted as before, and the
-	// attempt takes the answer computed meanwhile.
-	_, used0 := qh.runner.PrecomputeCounts()
-	first0 := qh.runner.AnsweredFirst()
-	r := qh.do("POST", "/queries", k.Secret, map[string]any{"site": map[string]any{"kind": "point", "longitude": origin[0], "latitude": origin[1]},
-		"layer_ids": []string{"nsw.bores"}, "radius_m": 100, "page_size": 1}, "Idempotency-Key", "c", "Prefer", "wait=3")
-	h.srv.WaitFinishesBehind()
-	_, used1 := qh.runner.PrecomputeCounts()
-	if m := r.json(t); r.status != 200 || len(featureIDs(m)) != 1 || used1 != used0+1 || qh.runner.AnsweredFirst() != first0 {
-		t.Fatalf("a paged answer: %d %s; %d precomputes used, %d answered first; want 1 and 0", r.status, r.body, used1-used0, qh.runner.AnsweredFirst()-first0)
+	// An answer its page cannot hold whole, or of more than 64 KiB of
+	// records, is admitted as before, and the attempt takes the answer
+	// computed meanwhile.
+	for _, c := range []struct {
+		name     string
+		layer    string
+		page     int
+		features int
+	}{{"paged", "nsw.bores", 1, 1}, {"large", "nsw.many", 500, 480}} {
+		_, used0 := qh.runner.PrecomputeCounts()
+		first0 := qh.runner.AnsweredFirst()
+		r := qh.do("POST", "/queries", k.Secret, map[string]any{"site": map[string]any{"kind": "point", "longitude": origin[0], "latitude": origin[1]},
+			"layer_ids": []string{c.layer}, "radius_m": 100, "page_size": c.page}, "Idempotency-Key", c.name, "Prefer", "wait=3")
+		h.srv.WaitFinishesBehind()
+		_, used1 := qh.runner.PrecomputeCounts()
+		if m := r.json(t); r.status != 200 || len(featureIDs(m)) != c.features || used1 != used0+1 || qh.runner.AnsweredFirst() != first0 {
+			t.Fatalf("%s answer: %d, %d features; %d precomputes used, %d answered first; want %d features, 1 and 0", c.name, r.status,
+				len(featureIDs(m)), used1-used0, qh.runner.AnsweredFirst()-first0, c.features)
+		}
 	}
 }

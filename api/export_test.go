@@ -65,3 +65,9 @@ func SetMapEngine(s *Server, eng *engine.Engine) { s.engine = eng }
 
 // SetIdempotencyWait sets how long a duplicate waits for its first request.
 func SetIdempotencyWait(s *Server, d time.Duration) { s.cfg.IdempotencyWait = d }
+
+// SetAnswerFirstWait sets how long POST /queries waits for an answer
+// computed before its admission (answerFirstWait): a test that counts
+// answers stored with their admission waits long enough for every one,
+// whatever the machine's load.
+func SetAnswerFirstWait(s *Server, d time.Duration) { s.answerWait = d }

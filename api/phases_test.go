@@ -31,6 +31,7 @@ func TestRequestPhasesRecorded(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 22, 9, 0, 10, 0, time.UTC))
 	h := setupOn(t, clk, ledgertest.New(t, clk), func(c *api.Config) { c.Phases = tm })
 	qh := idleRunnerQueries(t, h)
+	api.SetAnswerFirstWait(h.srv, time.Minute) // every answer is stored first, whatever the load
 	qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"b10": east(10), "b50": east(50), "b900": east(900)})
 	k := qh.key(qh.account(0), nil, "queries:run", "sites:read", "sites:write", "layers:read")
 	ask := func(lon float64) response {

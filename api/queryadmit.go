@@ -22,7 +22,7 @@ type nowRunner interface {
 	RunNowFrom(ctx context.Context, q ledger.Query, d time.Duration, pre *jobs.Precomputed) jobs.NowResult
 	RunLimits() (maxRunning int, lease time.Duration, ok bool)
 	Precompute(q ledger.Query) *jobs.Precomputed
-	AnswerFirst(p *jobs.Precomputed, q ledger.Query, d time.Duration, maxFeatures int) (*jobs.Answered, bool)
+	AnswerFirst(p *jobs.Precomputed, q ledger.Query, d time.Duration, maxFeatures int, maxBytes int64) (*jobs.Answered, bool)
 }
 
 // admitQuery counts the query against the account's admissions and stores
@@ -200,19 +200,27 @@ func (s *Server) precompute(r *request, ar ledger.AdmitRequest, site ledger.Site
 	return nr.Precompute(q), v
 }
 
-// answerFirstWait is how long a request waits for its precomputed answer
-// before it admits the query without it (the engine then goes on as its
-// attempt): a small query's engine takes well under a millisecond, and a
-// query still computing after this is admitted so that it can be polled.
-const answerFirstWait = 20 * time.Millisecond
+// answerFirstWait and answerFirstBytes bound the answers stored with their
+// admission (answerFirst). A small query's engine takes a few tenths of a
+// millisecond; an answer still computing after answerFirstWait, or whose
+// records exceed answerFirstBytes, is admitted as before: the engine then
+// runs beside the admission rather than before it, and the stored
+// response, whose write grows with it, is stored behind the answer. Either
+// way the request pays at most the wait for the engine; answering a
+// medium-scale query first (a few milliseconds of engine, hundreds of
+// features) measured slower than the admission beside it.
+const (
+	answerFirstWait  = time.Millisecond
+	answerFirstBytes = 64 << 10
+)
 
 // answerFirst answers a query from its precomputed answer before it is
 // stored, when the answer is ready within answerFirstWait and its first
 // page holds every feature: the response is rendered, and the admission
 // stores the query finished with it, its stored response and its audit
 // record in the one round trip (ledger.AdmitAnswer). ok is false when it
-// does not apply; nothing was sent or written then, and the caller admits
-// the query as before. Otherwise handled and err are createQueryAtOnce's.
+// does not apply (answerFirstWait, answerFirstBytes); nothing was sent or
+// written then, and the caller admits the query as before. Otherwise handled and err are createQueryAtOnce's.
 // The body names the site the request would create; when the admission
 // found the account's site of that fingerprint instead, both copies are
 // rewritten to name it. A crash after the relaxed commit loses what any
@@ -227,7 +235,7 @@ func (s *Server) answerFirst(r *request, ar ledger.AdmitRequest, pre *jobs.Preco
 	q.ID, q.AccountID, q.IntegrationID = uuid.New(), v.account, v.integration
 	q.SiteID, q.SiteGeometry = uuid.New(), ar.Site.Geometry
 	tw := r.phases.Start()
-	ans, ok := nr.AnswerFirst(pre, q, answerFirstWait, ask.pageSize)
+	ans, ok := nr.AnswerFirst(pre, q, s.answerWait, ask.pageSize, answerFirstBytes)
 	r.phases.Done(phase.Wait, tw)
 	if !ok {
 		return false, nil, false

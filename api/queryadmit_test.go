@@ -55,6 +55,7 @@ func TestSmallQueryCostsOneRoundTrip(t *testing.T) {
 	t.Parallel()
 	h := setup(t, func(s *api.Server) {})
 	qh := idleRunnerQueries(t, h)
+	api.SetAnswerFirstWait(h.srv, time.Minute) // every answer is stored first, whatever the load
 	qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"b10": east(10), "b50": east(50), "b900": east(900)})
 	qh.points("nsw.tanks", "water", 0, 5000, nil, map[string]orb.Point{"t20": east(20)})
 	qh.points("nsw.wells", "water", 0, 5000, nil, map[string]orb.Point{"w30": east(30)})

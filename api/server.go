@@ -148,6 +148,9 @@ type Server struct {
 	finished finishedQueries
 	// recent are the keys that admitted a query moments ago (precompute.go).
 	recent recentKeys
+	// answerWait is answerFirstWait (tests that hold answers first to it
+	// wait longer: SetAnswerFirstWait).
+	answerWait time.Duration
 	// behind are the finishes stored behind their answers (finishbehind.go).
 	behind finishesBehind
 	// catalogue caches catalogue reads of one version (cataloguecache.go).
@@ -170,18 +173,19 @@ func New(cfg Config, led *ledger.Ledger) (*Server, error) {
 		return nil, fmt.Errorf("api: embedded OpenAPI document: %w", err)
 	}
 	s := &Server{
-		cfg:      cfg,
-		led:      led,
-		log:      cfg.Logger,
-		clock:    cfg.Clock,
-		cursors:  newCursorCodec(cfg.Secret, cfg.Clock, cfg.CursorTTL),
-		store:    cfg.Store,
-		runner:   cfg.Runner,
-		engine:   cfg.Engine,
-		phases:   cfg.Phases,
-		mapSlots: make(slots, cfg.MapRenders),
-		handlers: handlers(),
-		metrics:  cfg.Metrics,
+		answerWait: answerFirstWait,
+		cfg:        cfg,
+		led:        led,
+		log:        cfg.Logger,
+		clock:      cfg.Clock,
+		cursors:    newCursorCodec(cfg.Secret, cfg.Clock, cfg.CursorTTL),
+		store:      cfg.Store,
+		runner:     cfg.Runner,
+		engine:     cfg.Engine,
+		phases:     cfg.Phases,
+		mapSlots:   make(slots, cfg.MapRenders),
+		handlers:   handlers(),
+		metrics:    cfg.Metrics,
 	}
 	s.router = newRouter(ops, s.handlers)
 	s.encodeLimits()

@@ -29,11 +29,11 @@ type Answered struct {
 // AnswerFirst waits up to d for p (begun for q's inputs) and returns its
 // answer as q's finish: q is the query as it will be admitted (its ID,
 // account, site and frozen inputs). q.CreatedAt is set to the finish's
-// time. False when p failed, is not ready within d, or holds more than
-// maxFeatures records (the caller's page), writeBehindMaxFeatures or more
-// than the write-behind bytes allow: the caller admits q as before. p is
-// the caller's to hand over to an attempt until Stored (after Dropped too).
-func (r *Runner) AnswerFirst(p *Precomputed, q ledger.Query, d time.Duration, maxFeatures int) (*Answered, bool) {
+// time. False when p failed, is not ready within d, holds more than
+// maxFeatures records (the caller's page) or maxBytes of them, or more than
+// the write-behind bytes allow: the caller admits q as before. p is the
+// caller's to hand over to an attempt until Stored (after Dropped too).
+func (r *Runner) AnswerFirst(p *Precomputed, q ledger.Query, d time.Duration, maxFeatures int, maxBytes int64) (*Answered, bool) {
 	if p == nil || !sameInputs(p.q, q) || p.taken.Load() {
 		return nil, false
 	}
@@ -44,7 +44,7 @@ func (r *Runner) AnswerFirst(p *Precomputed, q ledger.Query, d time.Duration, ma
 	case <-t.C:
 		return nil, false
 	}
-	if p.err != nil || (len(p.c.chunks) > 0 && p.mem == nil) || chunkFeatures(p.c.chunks) > maxFeatures {
+	if p.err != nil || (len(p.c.chunks) > 0 && p.mem == nil) || chunkFeatures(p.c.chunks) > maxFeatures || p.size > maxBytes {
 		return nil, false
 	}
 	a := &Answered{r: r, p: p}

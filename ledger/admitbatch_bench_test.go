@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"siteenv/ledger"
 	"siteenv/ledger/ledgertest"
@@ -19,15 +22,19 @@ import (
 // schema, provenance and coverage a query in its small mix). Two cases:
 // an account's next query, its site registered before and found; and what
 // bench api measures, each query the first of a new account and site (its
-// rate window begun, its usage row and site inserted):
+// rate window begun, its usage row and site inserted), admitted to run, and
+// the same with its answer (answered: the query stored finished with a
+// response of about 3 KB and its audit record, as POST /queries stores a
+// small answer computed first):
 //
 //	go test -run '^$' -bench AdmitQueryBatch -benchtime 2000x ./ledger/
 func BenchmarkAdmitQueryBatch(b *testing.B) {
-	b.Run("account_seen", func(b *testing.B) { benchAdmit(b, false) })
-	b.Run("new_account", func(b *testing.B) { benchAdmit(b, true) })
+	b.Run("account_seen", func(b *testing.B) { benchAdmit(b, false, false) })
+	b.Run("new_account", func(b *testing.B) { benchAdmit(b, true, false) })
+	b.Run("new_account_answered", func(b *testing.B) { benchAdmit(b, true, true) })
 }
 
-func benchAdmit(b *testing.B, fresh bool) {
+func benchAdmit(b *testing.B, fresh, answered bool) {
 	ctx := context.Background()
 	led := ledgertest.New(b, nil)
 	const warm = 50
@@ -59,14 +66,18 @@ func benchAdmit(b *testing.B, fresh bool) {
 		}
 		site := ledger.Site{Geometry: json.RawMessage(`{"type":"Point","coordinates":[151,-33.8]}`), Fingerprint: fp,
 			Bounds: [4]float64{151, -33.8, 151, -33.8}}
-		_, err := led.AdmitQueryBatch(ctx, ledger.AdmitRequest{IdemKey: "k" + strconv.Itoa(i), Operation: "create_query",
+		ar := ledger.AdmitRequest{IdemKey: "k" + strconv.Itoa(i), Operation: "create_query",
 			Fingerprint: []byte("f"), Site: site,
 			Auth:  &ledger.AdmitAuth{KeyHash: ledger.HashKey(key), Scopes: []string{"queries:run"}, Datasets: layers, Catalogue: p.Catalogue},
 			Query: ledger.Query{RadiusM: 100, LayerIDs: layers, Frozen: frozen},
 			Limits: ledger.AdmitLimits{QueryLimits: ledger.QueryLimits{MaxQueued: 1 << 30, MaxRetainedBytes: 1 << 50}, PerMinute: 1 << 30,
-				RunNow: false, MaxRunning: 4, Lease: time.Minute}})
-		if err != nil {
-			b.Fatal(err)
+				RunNow: false, MaxRunning: 4, Lease: time.Minute}}
+		if answered {
+			ar.Answer = benchAnswer(b, led, &ar)
+		}
+		res, err := led.AdmitQueryBatch(ctx, ar)
+		if err != nil || (answered && !res.Answered) {
+			b.Fatal(res, err)
 		}
 	}
 	for i := range warm {
@@ -76,6 +87,28 @@ func benchAdmit(b *testing.B, fresh bool) {
 	for i := range b.N {
 		admit(i)
 	}
+}
+
+// benchAnswer makes ar an answered admission: a new site, the query
+// succeeded with two features in each layer, its response about 3 KB.
+func benchAnswer(b *testing.B, led *ledger.Ledger, ar *ledger.AdmitRequest) *ledger.AdmitAnswer {
+	q := ar.Query
+	q.ID, q.CreatedAt = uuid.New(), time.Now()
+	ar.Site.ID, ar.Query = uuid.New(), q
+	var outcome []ledger.LayerOutcome
+	for _, id := range q.LayerIDs {
+		n := int64(2)
+		outcome = append(outcome, ledger.LayerOutcome{LayerID: id, DataStatus: "available", Coverage: "full", Count: &n})
+	}
+	n := int64(2 * len(q.LayerIDs))
+	f, err := led.PrepareFinish(q, ledger.QuerySucceeded, outcome, "results/x/"+q.ID.String()+".ndjson", 1500, &n, 24*time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(`{"query_id":"` + q.ID.String() + `","site_id":"` + ar.Site.ID.String() + `","features":[` +
+		strings.Repeat(`{"feature_id":"bore-000123","layer_id":"layer-0","distance_m":12.5,"properties":{"name":"A bore","depth_m":42}},`, 24) + `{}]}`)
+	return &ledger.AdmitAnswer{Finish: f, Response: ledger.IdemResponse{Status: 200, ContentType: "application/json", Body: body},
+		Activity: ledger.Activity{Operation: "create_query", Outcome: "completed", RequestID: uuid.New(), HTTPStatus: 200}}
 }
 
 // benchFrozen is n layers frozen with a release's share of JSON: a field
