@@ -89,7 +89,8 @@ func (s *Server) runQuery(r *request, q ledger.Query, d time.Duration) ledger.Qu
 // may not create, a section not granted, a layer refused, a site too
 // large), since that path answers each case exactly; nothing was written
 // or counted then. Once the claim is fresh the request is this one's, and
-// it is answered and settled as on that path (runFirst).
+// it is answered and settled as on that path (runFirst). A small answer
+// computed before the admission is stored with it instead (answerFirst).
 func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask queryAsk) (handled bool, _ error) {
 	if sel.Kind != kindPoint && sel.Kind != kindProjectedPoint && sel.Kind != kindGeometry {
 		return false, nil

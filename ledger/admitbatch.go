@@ -115,10 +115,9 @@ type admitStatements struct {
 	// claimDone is claim's insert of a claim done with its response
 	// ($8-$11: status, content type, location, body), for an AdmitAnswer.
 	claimDone string
-	// admitAnswered is admit storing the query finished (admitAnsweredSQL).
+	// admitAnswered is admit storing the query finished with its stored
+	// response and audit record (admitAnsweredCTEs).
 	admitAnswered string
-	// settle ends an AdmitAnswer's transaction (answeredSettleSQL).
-	settle string
 }
 
 func newAdmitStatements(account func(n int) string, integration func(n int) string) admitStatements {
@@ -141,7 +140,6 @@ func newAdmitStatements(account func(n int) string, integration func(n int) stri
 		admitAnswered: `WITH site AS (SELECT site_id, geometry FROM sites
 		WHERE account_id = ` + account(2) + ` AND fingerprint = $4::text AND archived_at IS NULL AND $5::boolean ORDER BY created_at LIMIT 1), ` +
 			admitAnsweredCTEs("(SELECT site_id FROM site)", "(SELECT geometry FROM site)", account(2), integration(3)),
-		settle: answeredSettle(account(12), integration(2)),
 	}
 }
 
@@ -149,7 +147,14 @@ func newAdmitStatements(account func(n int) string, integration func(n int) stri
 // FinishQueryRow would have ($15-$21: status, outcome, result key, bytes
 // and count, computed and expiry times), started and attempted once at
 // $10. It is not running, so the account's running limit does not apply:
-// its engine work is done.
+// its engine work is done. The same statement settles the request's claim
+// ($22: its key), which the claim statement stored done with the
+// response: the query stored, the audit record ($25-$32) is written at $10
+// and, when the site found is not the one the request would have created
+// ($33, which the response names), the stored body is rewritten to name
+// it; the query refused (the rate or a capacity), the claim becomes the
+// running claim of token $23 (its lease $24 seconds), for the caller to
+// release as on the step-by-step path.
 func admitAnsweredCTEs(siteID, siteGeometry, account, integration string) string {
 	return `rc AS (SELECT rate_count(` + account + `, 'query_admissions', $13::bigint) AS v),
 	ins AS (
@@ -160,36 +165,20 @@ func admitAnsweredCTEs(siteID, siteGeometry, account, integration string) string
 			$15::text, $10::timestamptz, 1, $10::timestamptz, $16::jsonb, $17::text, $18::bigint, $19::bigint, $20::timestamptz, $21::timestamptz
 		FROM rc, ` + queryUsageOf(account) + ` u
 		WHERE (rc.v & 4294967295) <= $14::bigint AND u.queued < $11 AND u.retained < $12
-		RETURNING status)
-	SELECT rc.v, (SELECT status FROM ins) FROM rc`
-}
-
-// answeredSettle ends an AdmitAnswer's transaction (the account and
-// integration as SQL expressions: $12 and $2 are the key's hash or the
-// caller's ids). The query stored ($1): the claim ($2, $3) is done already
-// and the audit record ($6-$11, $13, $14; at $4) is inserted; when the
-// account's site of the request's fingerprint existed before it, the stored
-// body's site id ($15, the one the request would have created) becomes
-// that site's. The query refused (the rate or a capacity): the claim
-// becomes the running claim of token $5 (its lease $16 seconds), for the
-// caller to release, as on the step-by-step path.
-func answeredSettle(account, integration string) string {
-	return `WITH q AS (SELECT site_id FROM queries WHERE query_id = $1::uuid),
+		RETURNING status, site_id),
 	refused AS (
 		UPDATE idempotency SET state = 'running', status = NULL, content_type = NULL, location = NULL, body = NULL,
-			claim_token = $5::uuid, lease_until = $4::timestamptz + interval '1 second' * $16::double precision
-		WHERE integration_id = ` + integration + ` AND idem_key = $3::text AND NOT EXISTS (SELECT 1 FROM q)
-		RETURNING 1),
+			claim_token = $23::uuid, lease_until = $10::timestamptz + interval '1 second' * $24::double precision
+		WHERE integration_id = ` + integration + ` AND idem_key = $22::text AND NOT EXISTS (SELECT 1 FROM ins)),
 	renamed AS (
-		UPDATE idempotency SET body = convert_to(replace(convert_from(body, 'UTF8'), $15::uuid::text, (SELECT site_id FROM q)::text), 'UTF8')
-		WHERE integration_id = ` + integration + ` AND idem_key = $3::text AND EXISTS (SELECT 1 FROM q WHERE site_id <> $15::uuid)
-		RETURNING 1),
+		UPDATE idempotency SET body = convert_to(replace(convert_from(body, 'UTF8'), $33::uuid::text, (SELECT site_id FROM ins)::text), 'UTF8')
+		WHERE integration_id = ` + integration + ` AND idem_key = $22::text AND EXISTS (SELECT 1 FROM ins WHERE site_id <> $33::uuid)),
 	audit AS (
 		INSERT INTO activity (activity_id, account_id, integration_id, operation, outcome, request_id,
 			http_status, error_code, resource_type, resource_id, created_at)
-		SELECT $6::uuid, ` + account + `, ` + integration + `, $7::text, $8::text, $9::uuid, $10::integer, $11::text, $13::text, $14::text, $4::timestamptz
-		WHERE EXISTS (SELECT 1 FROM q))
-	SELECT (SELECT count(*) FROM refused), (SELECT count(*) FROM renamed)`
+		SELECT $25::uuid, ` + account + `, ` + integration + `, $26::text, $27::text, $28::uuid, $29::integer, $30::text, $31::text, $32::text, $10::timestamptz
+		WHERE EXISTS (SELECT 1 FROM ins))
+	SELECT rc.v, (SELECT status FROM ins) FROM rc`
 }
 
 var (
@@ -311,14 +300,14 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 	args[1], args[2] = account, queryIntegration
 	if answer != nil {
 		f := answer.Finish
-		args = append(args[:14], q.Status, f.outcome, q.ResultKey, q.ResultBytes, q.ResultCount, q.ComputedAt, q.ExpiresAt)
-		b.Queue(st.admitAnswered, args...)
 		a := answer.Activity
 		if a.ID == uuid.Nil {
 			a.ID = newID()
 		}
-		b.Queue(st.settle, q.ID, integration, ar.IdemKey, now, token, a.ID, a.Operation, a.Outcome, a.RequestID, a.HTTPStatus, a.ErrorCode,
-			account, a.ResourceType, a.ResourceID, siteID, l.lease.Seconds())
+		args = append(args[:14], q.Status, f.outcome, q.ResultKey, q.ResultBytes, q.ResultCount, q.ComputedAt, q.ExpiresAt,
+			ar.IdemKey, token, l.lease.Seconds(), a.ID, a.Operation, a.Outcome, a.RequestID, a.HTTPStatus, a.ErrorCode, a.ResourceType, a.ResourceID,
+			siteID)
+		b.Queue(st.admitAnswered, args...)
 	} else {
 		b.Queue(st.admit, args...)
 	}
@@ -366,11 +355,7 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 			&st.Bounds[0], &st.Bounds[1], &st.Bounds[2], &st.Bounds[3], &st.CreatedAt, &st.ArchivedAt, &granted); err != nil {
 			return err
 		}
-		if err := br.QueryRow().Scan(&v, &status); err != nil || answer == nil {
-			return err
-		}
-		var refused, renamed int
-		return br.QueryRow().Scan(&refused, &renamed)
+		return br.QueryRow().Scan(&v, &status)
 	}()
 	if cerr := br.Close(); err == nil {
 		err = cerr
