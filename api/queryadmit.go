@@ -221,12 +221,13 @@ const (
 // stores the query finished with it, its stored response and its audit
 // record in the one round trip (ledger.AdmitAnswer). ok is false when it
 // does not apply (answerFirstWait, answerFirstBytes); nothing was sent or
-// written then, and the caller admits the query as before. Otherwise handled and err are createQueryAtOnce's.
-// The body names the site the request would create; when the admission
-// found the account's site of that fingerprint instead, both copies are
-// rewritten to name it. A crash after the relaxed commit loses what any
-// relaxed admission loses (docs/operations.md, Durability); the result
-// file is written behind and recomputed when missing.
+// written then, and the caller admits the query as before. Otherwise
+// handled and the error are createQueryAtOnce's. The body names the site
+// the request would create; when the admission found the account's site
+// of that fingerprint instead, both copies are rewritten to name it. A
+// crash after the relaxed commit loses what any relaxed admission loses
+// (docs/operations.md, Durability); the result file is written behind and
+// recomputed when missing.
 func (s *Server) answerFirst(r *request, ar ledger.AdmitRequest, pre *jobs.Precomputed, v vouch, ask queryAsk) (handled bool, _ error, ok bool) {
 	nr, isNow := s.runner.(nowRunner)
 	if pre == nil || !isNow || ar.Auth == nil {
