@@ -19,14 +19,7 @@ import (
 func TestAdmitQueryBatchIsAllOrNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	a, err := b.led.CreateAccount(b.ctx, "", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := b.led.CreateKey(b.ctx, ledger.KeyParams{Account: a.ID, Scopes: []string{"queries:run", "sites:write"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, k := b.accountKey(t, "queries:run", "sites:write")
 	site := ledger.Site{AccountID: a.ID, Geometry: json.RawMessage(`{"type":"Point","coordinates":[151,-33.8]}`), Fingerprint: "fp-a",
 		Bounds: [4]float64{151, -33.8, 151, -33.8}}
 	ask := func(idemKey string, sections []string, create bool, fingerprint string) ledger.AdmitRequest {
@@ -192,14 +185,7 @@ func refusedLeavesNothing(t *testing.T, b bundle, account uuid.UUID, name string
 func TestAdmitQueryBatchStoresAnAnswer(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	a, err := b.led.CreateAccount(b.ctx, "", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := b.led.CreateKey(b.ctx, ledger.KeyParams{Account: a.ID, Scopes: []string{"queries:run", "sites:write"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, k := b.accountKey(t, "queries:run", "sites:write")
 	p, err := b.led.Authenticate(b.ctx, k.Secret)
 	if err != nil {
 		t.Fatal(err)

@@ -52,6 +52,21 @@ func setup(t *testing.T) bundle {
 	return bundle{ctx: context.Background(), led: ledgertest.New(t, clk), clock: clk}
 }
 
+// accountKey creates an account without credits and a key of it holding
+// scopes.
+func (b bundle) accountKey(t *testing.T, scopes ...string) (ledger.Account, ledger.NewKey) {
+	t.Helper()
+	a, err := b.led.CreateAccount(b.ctx, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := b.led.CreateKey(b.ctx, ledger.KeyParams{Account: a.ID, Scopes: scopes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, k
+}
+
 func TestMigrationsIdempotentAndTooNewRefused(t *testing.T) {
 	t.Parallel()
 	dsn := ledgertest.DSN(t)
