@@ -17,13 +17,13 @@ import (
 // discarded and the key forgotten.
 type recentKeys struct {
 	mu sync.Mutex
-	m  map[string]vouch // by key hash
+	m  map[string]keySeen // by key hash
 }
 
-// vouch is until when a key's precompute may begin, and its account and
+// keySeen is until when a key's precompute may begin, and its account and
 // integration (a key's never change): an answer computed before the
 // admission names its result by them (answerFirst).
-type vouch struct {
+type keySeen struct {
 	until                time.Time
 	account, integration uuid.UUID
 }
@@ -41,14 +41,14 @@ func (k *recentKeys) vouch(hash []byte, now time.Time, account, integration uuid
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.m == nil || len(k.m) >= maxRecentKeys {
-		k.m = make(map[string]vouch)
+		k.m = make(map[string]keySeen)
 	}
-	k.m[string(hash)] = vouch{until: now.Add(recentKeyTTL), account: account, integration: integration}
+	k.m[string(hash)] = keySeen{until: now.Add(recentKeyTTL), account: account, integration: integration}
 }
 
 // vouched reports whether hash was authenticated within recentKeyTTL and
 // not forgotten since, with its account and integration.
-func (k *recentKeys) vouched(hash []byte, now time.Time) (vouch, bool) {
+func (k *recentKeys) vouched(hash []byte, now time.Time) (keySeen, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	v, ok := k.m[string(hash)]

@@ -309,9 +309,6 @@ func (s *Server) freezeLayers(r *request, ask queryAsk, catalogue map[string]led
 func (s *Server) answerQuery(r *request, q ledger.Query, ask queryAsk) error {
 	r.resourceType, r.resourceID = "query", q.ID.String()
 	done := s.runQuery(r, q, time.Duration(ask.wait)*time.Second) // the finished row, when handed over
-	// The wait is honoured when this process ran it (another replica's
-	// runner cannot be waited on here), and wait=0 always is.
-	honoured := r.http.Request.Header.Peek("Prefer") != nil && (s.runner != nil || ask.wait == 0)
 	var err error
 	if done.ID == q.ID && done.AccountID == r.principal.AccountID && finished(done.Status) {
 		q = done
@@ -322,19 +319,32 @@ func (s *Server) answerQuery(r *request, q ledger.Query, ask queryAsk) error {
 		return err
 	}
 	body := queryView(q)
-	if honoured {
-		r.http.Response.Header.Set("Preference-Applied", "wait="+strconv.Itoa(ask.wait))
-	}
+	s.applyPreference(r, ask)
 	if !finished(q.Status) {
 		r.http.Response.Header.Set("Location", body.QueryURL)
 		r.http.Response.Header.Set("Retry-After", "1")
 		return r.writeJSON(202, body)
 	}
-	if err := s.fillPage(r, q, &body, 0, 0, ask.pageSize, ask.includeGeometry, binding(strconv.FormatBool(ask.includeGeometry))); err != nil {
+	if err := s.firstPage(r, q, &body, ask); err != nil {
 		return err
 	}
 	r.wholeAnswer = !body.Page.HasMore
 	return r.writeQuery(200, &body)
+}
+
+// applyPreference says that the request's Prefer: wait was honoured: it is
+// when this process ran the query (another replica's runner cannot be
+// waited on here), and wait=0 always is.
+func (s *Server) applyPreference(r *request, ask queryAsk) {
+	if r.http.Request.Header.Peek("Prefer") != nil && (s.runner != nil || ask.wait == 0) {
+		r.http.Response.Header.Set("Preference-Applied", "wait="+strconv.Itoa(ask.wait))
+	}
+}
+
+// firstPage fills body, a finished query's view, with the first page POST
+// /queries answers.
+func (s *Server) firstPage(r *request, q ledger.Query, body *queryBody, ask queryAsk) error {
+	return s.fillPage(r, q, body, 0, 0, ask.pageSize, ask.includeGeometry, binding(strconv.FormatBool(ask.includeGeometry)))
 }
 
 // siteForQuery resolves the selector to an active, eligible site of the account.

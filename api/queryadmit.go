@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -187,14 +186,14 @@ func (s *Server) vouchAdmitted(hash []byte, p ledger.Principal, err error, w led
 // (jobs.Runner.Precompute) when the request's key was seen authenticated
 // moments ago on this replica (recentKeys); nil otherwise. The key's vouch
 // comes with it.
-func (s *Server) precompute(r *request, ar ledger.AdmitRequest, site ledger.Site, hash []byte) (*jobs.Precomputed, vouch) {
+func (s *Server) precompute(r *request, ar ledger.AdmitRequest, site ledger.Site, hash []byte) (*jobs.Precomputed, keySeen) {
 	nr, ok := s.runner.(nowRunner)
 	if !ok || !ar.Limits.RunNow || !r.provisional {
-		return nil, vouch{}
+		return nil, keySeen{}
 	}
 	v, ok := s.recent.vouched(hash, s.clock.Now())
 	if !ok {
-		return nil, vouch{}
+		return nil, keySeen{}
 	}
 	q := ar.Query
 	q.SiteGeometry = site.Geometry
@@ -228,7 +227,7 @@ const (
 // crash after the relaxed commit loses what any relaxed admission loses
 // (docs/operations.md, Durability); the result file is written behind and
 // recomputed when missing.
-func (s *Server) answerFirst(r *request, ar ledger.AdmitRequest, pre *jobs.Precomputed, v vouch, ask queryAsk) (handled bool, _ error, ok bool) {
+func (s *Server) answerFirst(r *request, ar ledger.AdmitRequest, pre *jobs.Precomputed, v keySeen, ask queryAsk) (handled bool, _ error, ok bool) {
 	nr, isNow := s.runner.(nowRunner)
 	if pre == nil || !isNow || ar.Auth == nil {
 		return false, nil, false
@@ -246,8 +245,9 @@ func (s *Server) answerFirst(r *request, ar ledger.AdmitRequest, pre *jobs.Preco
 	// Rendered as answerQuery renders a finished query.
 	r.resourceType, r.resourceID = "query", row.ID.String()
 	body := queryView(row)
-	err := s.fillPage(r, row, &body, 0, 0, ask.pageSize, ask.includeGeometry, binding(strconv.FormatBool(ask.includeGeometry)))
+	err := s.firstPage(r, row, &body, ask)
 	if err == nil && !body.Page.HasMore {
+		s.applyPreference(r, ask)
 		err = r.writeQuery(200, &body)
 	}
 	if err != nil || body.Page.HasMore {
@@ -255,11 +255,8 @@ func (s *Server) answerFirst(r *request, ar ledger.AdmitRequest, pre *jobs.Preco
 		s.resetAnswer(r)
 		return false, nil, false
 	}
-	if r.http.Request.Header.Peek("Prefer") != nil {
-		r.http.Response.Header.Set("Preference-Applied", "wait="+strconv.Itoa(ask.wait))
-	}
 	a := activityRecord(r)
-	ar.Site.ID, ar.Query = row.SiteID, row
+	ar.Site.ID = row.SiteID
 	ar.Answer = &ledger.AdmitAnswer{Finish: ans.Finish, Activity: a, Response: ledger.IdemResponse{Status: 200,
 		ContentType: string(r.http.Response.Header.ContentType()), Body: append([]byte(nil), r.http.Response.Body()...)}}
 	res, err := s.led.AdmitQueryBatch(r.ctx, ar)
@@ -295,7 +292,6 @@ func (s *Server) answerFirst(r *request, ar ledger.AdmitRequest, pre *jobs.Preco
 	ans.Stored(r.ctx)
 	s.finished.put(row)
 	r.audited = a.HTTPStatus
-	r.wholeAnswer = true
 	_ = s.checkRate(r, ledger.BucketQueryAdmissions, queryAdmissionsPerMinute, res.Window)
 	return true, nil, true
 }

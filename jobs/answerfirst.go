@@ -48,15 +48,14 @@ func (r *Runner) AnswerFirst(p *Precomputed, q ledger.Query, d time.Duration, ma
 		return nil, false
 	}
 	a := &Answered{r: r, p: p}
-	var key string
+	key := ResultKey(q.AccountID, q.ID) // recorded even when empty, as execute's
 	if len(p.c.chunks) > 0 {
-		key = ResultKey(q.AccountID, q.ID)
 		if !r.pending.reserve(key, p.mem, r.cfg.WriteBehindBytes) {
 			return nil, false
 		}
 		a.key = key
 	}
-	f, err := r.led.PrepareFinish(q, p.c.status, p.c.outcome, ResultKey(q.AccountID, q.ID), p.size, p.c.count, r.cfg.Retain)
+	f, err := r.led.PrepareFinish(q, p.c.status, p.c.outcome, key, p.size, p.c.count, r.cfg.Retain)
 	if err != nil {
 		a.Dropped()
 		return nil, false

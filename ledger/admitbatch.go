@@ -32,7 +32,7 @@ type AdmitRequest struct {
 	Fingerprint []byte
 	// Site is registered as SaveSite does without an external reference:
 	// the account's active site of Site.Fingerprint, created when missing
-	// and CreateSite allows.
+	// and CreateSite allows, with Site.ID when set (a new id otherwise).
 	Site       Site
 	CreateSite bool
 	// Sections must all be granted for the site.
@@ -42,9 +42,9 @@ type AdmitRequest struct {
 	Query  Query
 	Limits AdmitLimits
 	// Answer, when set, is the query's answer, computed before its
-	// admission: the query is stored finished and the request's response
-	// and audit record with it (AdmitAnswer). Query and Site.ID are then
-	// the caller's (Answer.Finish.Row; the id a new site is created with).
+	// admission: the query stored is Answer.Finish.Row (Query is not read),
+	// finished, with the request's response and audit record
+	// (AdmitAnswer).
 	Answer *AdmitAnswer
 }
 
