@@ -112,12 +112,6 @@ type admitStatements struct {
 	// admit is admitQuerySQL of the site registered in the same
 	// transaction, found by its fingerprint ($4; $5 is true).
 	admit string
-	// claimDone is claim's insert of a claim done with its response
-	// ($8-$11: status, content type, location, body), for an AdmitAnswer.
-	claimDone string
-	// admitAnswered is admit storing the query finished with its stored
-	// response and audit record (admitAnsweredCTEs).
-	admitAnswered string
 }
 
 func newAdmitStatements(account func(n int) string, integration func(n int) string) admitStatements {
@@ -133,52 +127,7 @@ func newAdmitStatements(account func(n int) string, integration func(n int) stri
 		admit: `WITH site AS (SELECT site_id, geometry FROM sites
 		WHERE account_id = ` + account(2) + ` AND fingerprint = $4::text AND archived_at IS NULL AND $5::boolean ORDER BY created_at LIMIT 1), ` +
 			admitQueryCTEs("(SELECT site_id FROM site)", "(SELECT geometry FROM site)", account(2), integration(3)),
-		claimDone: `WITH claim AS (INSERT INTO idempotency (integration_id, idem_key, operation, fingerprint, state, status, content_type, location, body,
-			created_at, updated_at)
-		VALUES (` + integration(1) + `, $2, $3, $4, 'done', $6::integer, $7::text, nullif($8::text, ''), $9::bytea, $5, $5) ON CONFLICT DO NOTHING RETURNING 1)
-	SELECT siteenv_check(EXISTS (SELECT 1 FROM claim), 'idempotency claim')`,
-		admitAnswered: `WITH site AS (SELECT site_id, geometry FROM sites
-		WHERE account_id = ` + account(2) + ` AND fingerprint = $4::text AND archived_at IS NULL AND $5::boolean ORDER BY created_at LIMIT 1), ` +
-			admitAnsweredCTEs("(SELECT site_id FROM site)", "(SELECT geometry FROM site)", account(2), integration(3)),
 	}
-}
-
-// admitAnsweredCTEs is admitQueryCTEs storing the query finished, as
-// FinishQueryRow would have ($15-$21: status, outcome, result key, bytes
-// and count, computed and expiry times), started and attempted once at
-// $10. It is not running, so the account's running limit does not apply:
-// its engine work is done. The same statement settles the request's claim
-// ($22: its key), which the claim statement stored done with the
-// response: the query stored, the audit record ($25-$32) is written at $10
-// and, when the site found is not the one the request would have created
-// ($33, which the response names), the stored body is rewritten to name
-// it; the query refused (the rate or a capacity), the claim becomes the
-// running claim of token $23 (its lease $24 seconds), for the caller to
-// release as on the step-by-step path.
-func admitAnsweredCTEs(siteID, siteGeometry, account, integration string) string {
-	return `rc AS (SELECT rate_count(` + account + `, 'query_admissions', $13::bigint) AS v),
-	ins AS (
-		INSERT INTO queries (query_id, account_id, integration_id, site_id, site_geometry, radius_m, layer_ids,
-			include_geometry, frozen_refs, status, created_at, attempts, started_at, outcome, result_key, result_bytes, result_count,
-			computed_at, expires_at)
-		SELECT $1::uuid, ` + account + `, ` + integration + `, ` + siteID + `, ` + siteGeometry + `, $6::double precision, $7::text[], $8::boolean, $9::bytea[],
-			$15::text, $10::timestamptz, 1, $10::timestamptz, $16::jsonb, $17::text, $18::bigint, $19::bigint, $20::timestamptz, $21::timestamptz
-		FROM rc, ` + queryUsageOf(account) + ` u
-		WHERE (rc.v & 4294967295) <= $14::bigint AND u.queued < $11 AND u.retained < $12
-		RETURNING status, site_id),
-	refused AS (
-		UPDATE idempotency SET state = 'running', status = NULL, content_type = NULL, location = NULL, body = NULL,
-			claim_token = $23::uuid, lease_until = $10::timestamptz + interval '1 second' * $24::double precision
-		WHERE integration_id = ` + integration + ` AND idem_key = $22::text AND NOT EXISTS (SELECT 1 FROM ins)),
-	renamed AS (
-		UPDATE idempotency SET body = convert_to(replace(convert_from(body, 'UTF8'), $33::uuid::text, (SELECT site_id FROM ins)::text), 'UTF8')
-		WHERE integration_id = ` + integration + ` AND idem_key = $22::text AND EXISTS (SELECT 1 FROM ins WHERE site_id <> $33::uuid)),
-	audit AS (
-		INSERT INTO activity (activity_id, account_id, integration_id, operation, outcome, request_id,
-			http_status, error_code, resource_type, resource_id, created_at)
-		SELECT $25::uuid, ` + account + `, ` + integration + `, $26::text, $27::text, $28::uuid, $29::integer, $30::text, $31::text, $32::text, $10::timestamptz
-		WHERE EXISTS (SELECT 1 FROM ins))
-	SELECT rc.v, (SELECT status FROM ins) FROM rc`
 }
 
 var (
@@ -234,6 +183,9 @@ type AdmitAuth struct {
 // ErrCapacity come with the fresh claim's Token (the claim and the site
 // stay committed, as on the step-by-step path).
 func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBatchResult, error) {
+	if ar.Answer != nil {
+		return l.admitAnswered(ctx, ar)
+	}
 	now := l.now()
 	token := uuid.New()
 	l.leases.add(token)
@@ -244,14 +196,7 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 		}
 	}()
 	q, s := ar.Query, ar.Site
-	answer := ar.Answer
-	if answer != nil {
-		// The caller rendered the answer: its id and times are the row's.
-		q = answer.Finish.Row
-		q.Attempts = 1
-	} else {
-		q.ID, q.Status, q.CreatedAt = newID(), QueryQueued, now
-	}
+	q.ID, q.Status, q.CreatedAt = newID(), QueryQueued, now
 	frozen, err := l.frozenRefs(ctx, q.Frozen)
 	if err != nil {
 		return AdmitBatchResult{}, err
@@ -280,12 +225,7 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 		integration, account, queryIntegration = a.KeyHash, a.KeyHash, a.KeyHash
 		b.Queue(admitPrincipalSQL, a.KeyHash, nonNil(a.Scopes), nonNil(a.Datasets), a.Catalogue)
 	}
-	if answer != nil {
-		r := answer.Response
-		b.Queue(st.claimDone, integration, ar.IdemKey, ar.Operation, ar.Fingerprint, now, r.Status, r.ContentType, r.Location, r.Body)
-	} else {
-		b.Queue(st.claim, integration, ar.IdemKey, ar.Operation, ar.Fingerprint, now, token, now.Add(l.lease))
-	}
+	b.Queue(st.claim, integration, ar.IdemKey, ar.Operation, ar.Fingerprint, now, token, now.Add(l.lease))
 	b.Queue(st.lock, account)
 	if createSite {
 		siteSQL := saveSiteSQL
@@ -298,19 +238,7 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 	b.Queue(st.site, account, s.Fingerprint, sections)
 	args := admitArgs(q, frozen, s.Fingerprint, true, cur, lim, now)
 	args[1], args[2] = account, queryIntegration
-	if answer != nil {
-		f := answer.Finish
-		a := answer.Activity
-		if a.ID == uuid.Nil {
-			a.ID = newID()
-		}
-		args = append(args[:14], q.Status, f.outcome, q.ResultKey, q.ResultBytes, q.ResultCount, q.ComputedAt, q.ExpiresAt,
-			ar.IdemKey, token, l.lease.Seconds(), a.ID, a.Operation, a.Outcome, a.RequestID, a.HTTPStatus, a.ErrorCode, a.ResourceType, a.ResourceID,
-			siteID)
-		b.Queue(st.admitAnswered, args...)
-	} else {
-		b.Queue(st.admit, args...)
-	}
+	b.Queue(st.admit, args...)
 	br := l.pool.SendBatch(ctx, b)
 	var (
 		res     AdmitBatchResult
@@ -370,13 +298,8 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 		// Not reached: a claim of a key whose account is gone.
 		return AdmitBatchResult{}, ErrNotFound
 	}
-	if answer != nil && status != nil {
-		// Stored finished, the claim done: nothing is left to settle.
-		res.Answered = true
-	} else {
-		fresh = true
-		res.Token = token
-	}
+	fresh = true
+	res.Token = token
 	if res.SiteCreated {
 		// As given (not as jsonb re-renders its geometry), like SaveSite.
 		s.ID, s.CreatedAt, s.AccountID = siteID, now, q.AccountID

@@ -257,8 +257,14 @@ func TestAdmitQueryBatchStoresAnAnswer(t *testing.T) {
 		t.Fatalf("%d audit records, want 1", n)
 	}
 
-	// By the caller's ids, on the site that exists now: the body names it.
-	ar2, other := ask("k2", false)
+	// An answer is stored only by the admission that authenticates its key.
+	byIDs, _ := ask("k0", false)
+	if _, err := b.led.AdmitQueryBatch(b.ctx, byIDs); !errors.Is(err, ledger.ErrAnswerNeedsAuth) {
+		t.Fatalf("answer without its key's check: %v", err)
+	}
+
+	// On the site that exists now: the body names it.
+	ar2, other := ask("k2", true)
 	res2, err := b.led.AdmitQueryBatch(b.ctx, ar2)
 	if err != nil || !res2.Answered || res2.SiteCreated || res2.Site.ID != siteID {
 		t.Fatalf("answered admission on an existing site %+v, %v", res2, err)

@@ -40,6 +40,11 @@ func TestRelaxedQueryAnswerAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p, err := l.Authenticate(ctx, k.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := &ledger.AdmitAuth{KeyHash: ledger.HashKey(k.Secret), Scopes: []string{"queries:run"}, Datasets: []string{"l"}, Catalogue: p.Catalogue}
 	// answer admits and answers one query under idemKey, all relaxed.
 	answer := func(l *ledger.Ledger, idemKey, fingerprint string) uuid.UUID {
 		t.Helper()
@@ -76,10 +81,10 @@ func TestRelaxedQueryAnswerAfterCrash(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := l.AdmitQueryBatch(ctx, ledger.AdmitRequest{Integration: k.IntegrationID, IdemKey: idemKey, Operation: "create_query",
-			Fingerprint: []byte("f"), CreateSite: true,
-			Site:  ledger.Site{ID: uuid.New(), AccountID: acct.ID, Geometry: json.RawMessage(`{"type":"Point","coordinates":[151,-33.8]}`), Fingerprint: fingerprint},
-			Query: q,
+		res, err := l.AdmitQueryBatch(ctx, ledger.AdmitRequest{Auth: auth, IdemKey: idemKey, Operation: "create_query",
+			Fingerprint: []byte("f"),
+			Site:        ledger.Site{ID: uuid.New(), AccountID: acct.ID, Geometry: json.RawMessage(`{"type":"Point","coordinates":[151,-33.8]}`), Fingerprint: fingerprint},
+			Query:       q,
 			Limits: ledger.AdmitLimits{QueryLimits: ledger.QueryLimits{MaxQueued: 10, MaxRetainedBytes: 1 << 30}, PerMinute: 10,
 				RunNow: true, MaxRunning: 4, Lease: time.Minute},
 			Answer: &ledger.AdmitAnswer{Finish: f,

@@ -61,7 +61,9 @@ func setup() error {
 		adminDSN = url
 		dsnFor = func(db string) string {
 			c := cfg.Copy()
-			return fmt.Sprintf("host=%s port=%d user=%s password=%s dbname=%s sslmode=disable", c.Host, c.Port, c.User, c.Password, db)
+			// Quoted: an empty password unquoted would swallow the next
+			// setting (dbname) as its value.
+			return fmt.Sprintf("host='%s' port=%d user='%s' password='%s' dbname='%s' sslmode=disable", c.Host, c.Port, c.User, c.Password, db)
 		}
 	} else {
 		dir, err := os.MkdirTemp("", "siteenv-test-pg-")
