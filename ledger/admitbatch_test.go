@@ -301,6 +301,13 @@ func TestAdmitQueryBatchStoresAnAnswer(t *testing.T) {
 	if n := records(); n != 2 {
 		t.Fatalf("%d audit records, want 2", n)
 	}
+
+	// Its one statement relaxes the commit of the transaction it runs in
+	// (and plans generically), as the admission's batch does.
+	ar4, _ := ask("k4", true)
+	if inside, err := ledger.AdmitAnsweredSettingForTest(b.ctx, b.led, ar4); err != nil || inside != "off force_generic_plan" {
+		t.Fatalf("after the answered admission's call: %q, %v; want synchronous_commit off, force_generic_plan", inside, err)
+	}
 }
 
 func ptrTo[T any](v T) *T { return &v }

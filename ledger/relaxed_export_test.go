@@ -102,3 +102,36 @@ func UUIDRoundTripForTest(ctx context.Context, l *Ledger, id uuid.UUID, ids []uu
 	err = l.pool.QueryRow(ctx, `SELECT $1::uuid, $2::uuid[], NULL::uuid, NULL::uuid, $1::uuid::text`, id, ids).Scan(&back, &arr, &null, &nullPtr, &text)
 	return back, arr, null, nullPtr, text, err
 }
+
+// AdmitAnsweredSettingForTest calls ar's answered admission
+// (siteenv_admit_answered) in a transaction begun with synchronous_commit
+// on, reads synchronous_commit and plan_cache_mode after the call in the
+// same transaction, and rolls it back (the rate count, a sequence's, is
+// not undone).
+func AdmitAnsweredSettingForTest(ctx context.Context, l *Ledger, ar AdmitRequest) (inside string, err error) {
+	c, err := l.answeredCall(ctx, ar)
+	if err != nil {
+		return "", err
+	}
+	err = pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = on`); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, admitAnsweredSQL, c.args...)
+		if err != nil {
+			return err
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `SELECT current_setting('synchronous_commit') || ' ' || current_setting('plan_cache_mode')`).Scan(&inside); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if errors.Is(err, errRollback) {
+		err = nil
+	}
+	return inside, err
+}
