@@ -24,7 +24,9 @@ import (
 //   - POST /queries as a whole (free, its inputs frozen): its admission
 //     (AdmitQueryBatch: claim, site, query row) and its answer
 //     (FinishQueryCompleted: finish, stored response, audit record;
-//     CompleteIdempotencyAuditedRelaxed on the step-by-step path). A crash
+//     CompleteIdempotencyAuditedRelaxed on the step-by-step path), or both
+//     in one statement for an answer computed first (admitAnswered:
+//     siteenv_admit_answered relaxes its own transaction's commit). A crash
 //     can lose an answer already sent, whole, with its query and its site:
 //     the client's retry with the same key runs the query afresh. Any
 //     later durable commit flushes it (TestRelaxedQueryAnswerAfterCrash).
