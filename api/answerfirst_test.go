@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"siteenv/api"
 	"siteenv/ledger"
+	"siteenv/store"
 )
 
 // A query answered before its admission (answerFirst: its key was seen
@@ -80,6 +82,16 @@ func TestAnsweredFirstIsStoredAsAnswered(t *testing.T) {
 	if replay.status != 200 || replay.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(replay.body, rb.body) {
 		t.Fatalf("replay %d %s, want the stored answer", replay.status, replay.body)
 	}
+	// Its result is not stored as a file: the client holds it whole; a
+	// page (GET of the query or of its results) computes it again, and it
+	// is stored then.
+	if qb.ResultKey == nil {
+		t.Fatal("the answered query retains no result")
+	}
+	h.srv.WaitFinishesBehind()
+	if _, err := qh.store.Stat(h.ctx, *qb.ResultKey); !errors.Is(err, store.ErrNotExist) {
+		t.Fatalf("result file of a query answered first: %v; want none", err)
+	}
 	if got := qh.do("GET", "/queries/"+qb.ID.String(), k.Secret, nil); got.status != 200 || got.json(t)["site_id"] != a["site_id"] ||
 		got.json(t)["status"] != "succeeded" {
 		t.Fatalf("GET the query: %d %s", got.status, got.body)
@@ -88,6 +100,7 @@ func TestAnsweredFirstIsStoredAsAnswered(t *testing.T) {
 	if ids := featureIDs(page.json(t)); page.status != 200 || !slices.Equal(ids, []string{"b10", "b50"}) {
 		t.Fatalf("results: %d %s", page.status, page.body)
 	}
+	qh.waitStored(t, *qb.ResultKey)
 
 	// An answer its page cannot hold whole, or of more than 64 KiB of
 	// records, is admitted as before, and the attempt takes the answer

@@ -225,8 +225,8 @@ const (
 // the request would create; when the admission found the account's site
 // of that fingerprint instead, both copies are rewritten to name it. A
 // crash after the relaxed commit loses what any relaxed admission loses
-// (docs/operations.md, Durability); the result file is written behind and
-// recomputed when missing.
+// (docs/operations.md, Durability); the result is not stored as a file
+// (jobs.Answered.Stored): a results page computes it again.
 func (s *Server) answerFirst(r *request, ar ledger.AdmitRequest, pre *jobs.Precomputed, v keySeen, ask queryAsk) (handled bool, _ error, ok bool) {
 	nr, isNow := s.runner.(nowRunner)
 	if pre == nil || !isNow || ar.Auth == nil {
@@ -289,7 +289,7 @@ func (s *Server) answerFirst(r *request, ar ledger.AdmitRequest, pre *jobs.Preco
 		row.SiteID = res.Site.ID
 	}
 	row.SiteGeometry = res.Site.Geometry
-	ans.Stored(r.ctx)
+	ans.Stored()
 	s.finished.put(row)
 	r.audited = a.HTTPStatus
 	_ = s.checkRate(r, ledger.BucketQueryAdmissions, queryAdmissionsPerMinute, res.Window)
