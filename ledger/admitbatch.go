@@ -44,7 +44,8 @@ type AdmitRequest struct {
 	// Answer, when set, is the query's answer, computed before its
 	// admission: the query stored is Answer.Finish.Row (Query is not read),
 	// finished, with the request's response and audit record
-	// (AdmitAnswer).
+	// (AdmitAnswer), in one statement (admitAnswered). It needs Auth
+	// (ErrAnswerNeedsAuth otherwise).
 	Answer *AdmitAnswer
 }
 
@@ -181,7 +182,8 @@ type AdmitAuth struct {
 // a failed check undoes the whole transaction before the admission is
 // counted: ErrAdmissionCheck. Past the checks, ErrRateLimited and
 // ErrCapacity come with the fresh claim's Token (the claim and the site
-// stay committed, as on the step-by-step path).
+// stay committed, as on the step-by-step path). With ar.Answer the same
+// checks and writes, and the answer's, are one statement (admitAnswered).
 func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBatchResult, error) {
 	if ar.Answer != nil {
 		return l.admitAnswered(ctx, ar)
