@@ -25,11 +25,14 @@ import (
 // rate window begun, its usage row and site inserted), admitted to run, and
 // the same with its answer (answered: the query stored finished with a
 // response of about 3 KB and its audit record, as POST /queries stores a
-// small answer computed first):
+// small answer computed first), also for an account's next query on its
+// site (the stored response renamed to the site found, as a client asking
+// again about a site it has does):
 //
 //	go test -run '^$' -bench AdmitQueryBatch -benchtime 2000x ./ledger/
 func BenchmarkAdmitQueryBatch(b *testing.B) {
 	b.Run("account_seen", func(b *testing.B) { benchAdmit(b, false, false) })
+	b.Run("account_seen_answered", func(b *testing.B) { benchAdmit(b, false, true) })
 	b.Run("new_account", func(b *testing.B) { benchAdmit(b, true, false) })
 	b.Run("new_account_answered", func(b *testing.B) { benchAdmit(b, true, true) })
 }

@@ -1,6 +1,7 @@
 package ledger_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -8,8 +9,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
+	"siteenv/clock"
 	"siteenv/ledger"
+	"siteenv/ledger/ledgertest"
 )
 
 // AdmitQueryBatch claims, registers the site and admits in one
@@ -311,3 +315,105 @@ func TestAdmitQueryBatchStoresAnAnswer(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// An answered admission that waits for the account's lock while another
+// transaction creates the account's site of its fingerprint finds that
+// site after the lock: the stored response (rendered naming the site the
+// request would have created), the query and the result all name it.
+func TestAnsweredAdmissionNamesASiteCreatedMeanwhile(t *testing.T) {
+	t.Parallel()
+	dsn := ledgertest.DSN(t)
+	clk := clock.NewFake(time.Date(2026, 11, 22, 10, 0, 30, 0, time.UTC))
+	led, err := ledger.Open(context.Background(), dsn, ledger.Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	b := bundle{ctx: context.Background(), led: led, clock: clk}
+	a, k := b.accountKey(t, "queries:run", "sites:write")
+	p, err := b.led.Authenticate(b.ctx, k.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
+	defer cancel()
+	rel := "r1"
+	siteID, queryID := uuid.New(), uuid.New()
+	q := ledger.Query{ID: queryID, AccountID: a.ID, IntegrationID: k.IntegrationID, RadiusM: 100, LayerIDs: []string{"l"},
+		Frozen: []ledger.FrozenLayer{{LayerID: "l", ReleaseID: &rel}}, CreatedAt: b.clock.Now()}
+	f, err := b.led.PrepareFinish(q, ledger.QuerySucceeded, nil, "", 0, nil, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	geom := json.RawMessage(`{"type":"Point","coordinates":[151,-33.8]}`)
+	body := `{"query_id":"` + queryID.String() + `","site_id":"` + siteID.String() + `"}`
+	ar := ledger.AdmitRequest{IdemKey: "k1", Operation: "create_query", Fingerprint: []byte("f"),
+		Auth: &ledger.AdmitAuth{KeyHash: ledger.HashKey(k.Secret), Scopes: []string{"queries:run"}, Datasets: []string{"l"}, Catalogue: p.Catalogue},
+		Site: ledger.Site{ID: siteID, Geometry: geom, Fingerprint: "fp-a", Bounds: [4]float64{151, -33.8, 151, -33.8}},
+		Limits: ledger.AdmitLimits{QueryLimits: ledger.QueryLimits{MaxQueued: 10, MaxRetainedBytes: 1 << 30}, PerMinute: 10,
+			RunNow: true, MaxRunning: 4, Lease: time.Minute},
+		Answer: &ledger.AdmitAnswer{Finish: f, Response: ledger.IdemResponse{Status: 200, ContentType: "application/json", Body: []byte(body)},
+			Activity: ledger.Activity{Operation: "create_query", Outcome: "completed", RequestID: uuid.New(), HTTPStatus: 200}}}
+
+	// Another transaction holds the account's row; the admission claims
+	// its key and waits for the lock.
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM accounts WHERE account_id = $1 FOR UPDATE`, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		res ledger.AdmitBatchResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := b.led.AdmitQueryBatch(ctx, ar)
+		done <- result{res, err}
+	}()
+	for {
+		var waiting bool
+		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock' AND query LIKE '%siteenv_admit_answered%')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the admission did not wait for the account's lock: %+v, %v", r.res, r.err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	// Meanwhile that transaction creates the account's site of that
+	// fingerprint, and commits.
+	other := uuid.New()
+	if _, err := tx.Exec(ctx, `INSERT INTO sites (site_id, account_id, geometry, fingerprint, area_m2, min_lon, min_lat, max_lon, max_lat, created_at)
+		VALUES ($1, $2, $3, 'fp-a', 0, 151, -33.8, 151, -33.8, now())`, other, a.ID, geom); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || !r.res.Answered || r.res.SiteCreated || r.res.Site.ID != other {
+		t.Fatalf("admission %+v, %v; want it answered on the site created meanwhile (%s)", r.res, r.err, other)
+	}
+	claim, err := b.led.ClaimIdempotency(b.ctx, k.IntegrationID, "k1", "create_query", []byte("f"))
+	want := strings.ReplaceAll(body, siteID.String(), other.String())
+	if err != nil || claim.State != ledger.IdemReplay || string(claim.Response.Body) != want {
+		t.Fatalf("stored response %+v, %v; want %s", claim, err, want)
+	}
+	if got, err := b.led.Query(b.ctx, a.ID, queryID); err != nil || got.SiteID != other {
+		t.Fatalf("stored query %+v, %v", got, err)
+	}
+}
