@@ -379,9 +379,16 @@ func TestAnsweredAdmissionNamesASiteCreatedMeanwhile(t *testing.T) {
 		res, err := b.led.AdmitQueryBatch(ctx, ar)
 		done <- result{res, err}
 	}()
+	// Watched from a connection of its own: a transaction reads
+	// pg_stat_activity once and keeps that snapshot to its end.
+	watch, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close(ctx)
 	for {
 		var waiting bool
-		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database()
+		if err := watch.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database()
 			AND wait_event_type = 'Lock' AND query LIKE '%siteenv_admit_answered%')`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
