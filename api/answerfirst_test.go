@@ -123,3 +123,41 @@ func TestAnsweredFirstIsStoredAsAnswered(t *testing.T) {
 		}
 	}
 }
+
+// An answer computed first for a key this replica vouched for, whose
+// account's admissions were used up meanwhile (by another replica), is
+// refused as any admission over the rate: 429 rate_limited, nothing stored
+// first, and the request's claim released, so its retry with the same
+// Idempotency-Key is counted and refused again rather than replayed.
+func TestAnsweredFirstOverTheRate(t *testing.T) {
+	t.Parallel()
+	h := setup(t, func(s *api.Server) {})
+	qh := idleRunnerQueries(t, h)
+	api.SetAnswerFirstWait(h.srv, time.Minute) // every answer is stored first, whatever the load
+	qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"b10": east(10)})
+	acct := qh.account(0)
+	k := qh.key(acct, nil, "queries:run", "sites:read", "sites:write")
+	ask := func(idemKey string) response {
+		return qh.do("POST", "/queries", k.Secret, map[string]any{"site": map[string]any{"kind": "point", "longitude": origin[0], "latitude": origin[1]},
+			"layer_ids": []string{"nsw.bores"}, "radius_m": 100}, "Idempotency-Key", idemKey, "Prefer", "wait=3")
+	}
+	// Two admitted (the key vouched for), then the rest of the account's 30
+	// a minute counted elsewhere.
+	for i := range 2 {
+		if r := ask(uuid.NewString()); r.status != 200 {
+			t.Fatalf("admission %d: %d %s", i, r.status, r.body)
+		}
+	}
+	for i := 2; i < 30; i++ {
+		if _, err := h.led.Count(h.ctx, acct, ledger.BucketQueryAdmissions, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, usedBefore := qh.runner.PrecomputeCounts()
+	firstBefore := qh.runner.AnsweredFirst()
+	ask("over").problem(t, "rate_limited", 429)
+	if _, used := qh.runner.PrecomputeCounts(); used != usedBefore || qh.runner.AnsweredFirst() != firstBefore {
+		t.Fatalf("%d answers used, %d stored with their admission; want none", used-usedBefore, qh.runner.AnsweredFirst()-firstBefore)
+	}
+	ask("over").problem(t, "rate_limited", 429)
+}

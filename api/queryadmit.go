@@ -159,16 +159,21 @@ func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask qu
 	}
 	return true, s.runFirst(r, key, res.Token, func() error {
 		if err != nil {
-			// Over the rate or the account's capacity: the claim is
-			// released (429) and the site stays registered.
-			if rerr := s.checkRate(r, ledger.BucketQueryAdmissions, queryAdmissionsPerMinute, res.Window); rerr != nil {
-				return rerr
-			}
-			return err
+			return s.refusedAdmission(r, res.Window, err)
 		}
 		_ = s.checkRate(r, ledger.BucketQueryAdmissions, queryAdmissionsPerMinute, res.Window)
 		return s.answerQuery(r, res.Query, ask)
 	})
+}
+
+// refusedAdmission answers an admission refused over the rate or the
+// account's capacity (err): the rate's 429 when the window is full, else
+// err. The caller's claim is then released and the site stays registered.
+func (s *Server) refusedAdmission(r *request, w ledger.RateWindow, err error) error {
+	if rerr := s.checkRate(r, ledger.BucketQueryAdmissions, queryAdmissionsPerMinute, w); rerr != nil {
+		return rerr
+	}
+	return err
 }
 
 // vouchAdmitted vouches for the key of an admission that authenticated it
@@ -257,8 +262,10 @@ func (s *Server) answerFirst(r *request, ar ledger.AdmitRequest, pre *jobs.Preco
 	}
 	a := activityRecord(r)
 	ar.Site.ID = row.SiteID
+	// The body is read during the call only (the ledger encodes it), so
+	// the response's own buffer serves, uncopied.
 	ar.Answer = &ledger.AdmitAnswer{Finish: ans.Finish, Activity: a, Response: ledger.IdemResponse{Status: 200,
-		ContentType: string(r.http.Response.Header.ContentType()), Body: append([]byte(nil), r.http.Response.Body()...)}}
+		ContentType: string(r.http.Response.Header.ContentType()), Body: r.http.Response.Body()}}
 	res, err := s.led.AdmitQueryBatch(r.ctx, ar)
 	if !res.Answered {
 		ans.Dropped()
@@ -274,15 +281,7 @@ func (s *Server) answerFirst(r *request, ar ledger.AdmitRequest, pre *jobs.Preco
 	s.vouchAdmitted(r.keyHash, res.Principal, err, res.Window)
 	r.authenticatedBy(res.Principal)
 	if !res.Answered {
-		// Over the rate or the account's capacity: the claim is released
-		// (429) and the site stays registered, as on the admission path.
-		key := ar.IdemKey
-		return true, s.runFirst(r, key, res.Token, func() error {
-			if rerr := s.checkRate(r, ledger.BucketQueryAdmissions, queryAdmissionsPerMinute, res.Window); rerr != nil {
-				return rerr
-			}
-			return err
-		}), true
+		return true, s.runFirst(r, ar.IdemKey, res.Token, func() error { return s.refusedAdmission(r, res.Window, err) }), true
 	}
 	if res.Site.ID != row.SiteID {
 		r.http.Response.SetBody(bytes.ReplaceAll(r.http.Response.Body(), []byte(row.SiteID.String()), []byte(res.Site.ID.String())))

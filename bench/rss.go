@@ -175,7 +175,7 @@ type clusterPeak struct {
 func (f memFigures) print(w io.Writer) {
 	fmt.Fprintf(w, "peak resident: bench process %.2f GiB (VmHWM)", gib(f.Self))
 	for _, c := range f.Clusters {
-		fmt.Fprintf(w, "; %s %.2f GiB (sum of Pss over %d processes, sampled every 5 s)", c.Name, gib(c.Peak), c.Procs)
+		fmt.Fprintf(w, "; %s %.2f GiB (sum of Pss over %d processes, sampled every %s)", c.Name, gib(c.Peak), c.Procs, pssSample)
 	}
 	if f.MinAvailable > 0 {
 		fmt.Fprintf(w, "; machine's lowest available memory %.1f GiB", gib(f.MinAvailable))
