@@ -22,16 +22,19 @@ func (c ledgerCost) minus(o ledgerCost) ledgerCost {
 		WALWrites: c.WALWrites - o.WALWrites, WALSyncs: c.WALSyncs - o.WALSyncs}
 }
 
-// walStatsSettle is how long ledgerCost waits before reading pg_stat_wal: a
-// backend reports its WAL counts when it goes idle, and one that reported
-// less than a second earlier reports again only after PostgreSQL's idle
-// interval (10 s).
-const walStatsSettle = 11 * time.Second
+// walWriterSettle is how long ledgerCost waits, after the ledger's
+// connections have reported their statistics (Ledger.FlushStats), for the
+// WAL writer to report its own: it reports once a cycle (wal_writer_delay,
+// 200 ms).
+const walWriterSettle = 500 * time.Millisecond
 
 // ledgerCost reads the counts so far, once every backend has reported.
 func (a *apiSide) ledgerCost(ctx context.Context) (ledgerCost, error) {
 	rt := a.led.RoundTrips()
-	if err := sleepCtx(ctx, walStatsSettle); err != nil {
+	if err := a.led.FlushStats(ctx); err != nil {
+		return ledgerCost{}, err
+	}
+	if err := sleepCtx(ctx, walWriterSettle); err != nil {
 		return ledgerCost{}, err
 	}
 	c := ledgerCost{Trips: rt.Trips, Statements: rt.Statements}

@@ -184,21 +184,27 @@ func newCluster(t *testing.T) *cluster {
 	return c
 }
 
-// replica starts one more `siteenv serve` on the shared database and bucket,
-// with its own scratch data dir (a replica keeps nothing there) and extra
-// settings.
 // noShard is a replica's engine budget under one shard: its warm start
 // leaves nothing resident, so each query reads its tiles from S3 (the steps
 // that hold S3 to keep a query running start their replicas with it).
 const noShard = "SITEENV_ENGINE_MEMORY=1KiB"
 
+// replica starts one more `siteenv serve` on the shared database and bucket,
+// with its own scratch data dir (a replica keeps nothing there) and extra
+// settings.
 func (c *cluster) replica(t *testing.T, extra ...string) *server {
+	t.Helper()
+	return c.replicaArgs(t, extra)
+}
+
+// replicaArgs is replica with args after `siteenv serve`'s own.
+func (c *cluster) replicaArgs(t *testing.T, extra []string, args ...string) *server {
 	t.Helper()
 	c.n++
 	e := c.e
 	e.dataDir = filepath.Join(scratchDir(t), fmt.Sprintf("replica-%d", c.n))
 	e.extra = append(append([]string(nil), c.e.extra...), extra...)
-	return startServer(t, e)
+	return startServer(t, e, args...)
 }
 
 // client talks to one replica; every response is validated.
@@ -836,7 +842,10 @@ func TestCluster(t *testing.T) {
 	})
 
 	step("SigtermHandsWorkBack", func(t *testing.T) {
-		a3 := c.replica(t, noShard) // its query waits on S3 for a tile
+		// Its query waits on S3 for a tile. Its drain is 6 s, not the
+		// default 25: room for the POST's 3 s wait, then the held attempt
+		// is requeued when the drain ends.
+		a3 := c.replicaArgs(t, []string{noShard}, "--shutdown-timeout", "6s")
 		ca3 := c.client(t, a3)
 		tn := c.tenant(t, 0)
 		site := createSite(t, ca3, tn.key, 1, nil)

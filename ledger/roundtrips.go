@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
@@ -54,4 +55,27 @@ func (t *roundTrips) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, _ pgx.Trace
 // RoundTrips reads the counts so far.
 func (l *Ledger) RoundTrips() RoundTrips {
 	return RoundTrips{Trips: l.trips.trips.Load(), Statements: l.trips.statements.Load()}
+}
+
+// FlushStats makes every idle connection of the pool report its cumulative
+// statistics (pg_stat_wal's among them) at once: a backend otherwise
+// reports at most once a second, and one that reported less than a second
+// before it went idle waits for PostgreSQL's idle interval (10 s). siteenv
+// bench api calls it before reading pg_stat_wal around a pass. A backend
+// reports before it answers ReadyForQuery, so the reports are in when this
+// returns. It is sent on each wire connection, below the tracer, so it is
+// not counted in RoundTrips; busy connections are left alone.
+func (l *Ledger) FlushStats(ctx context.Context) error {
+	conns := l.pool.AcquireAllIdle(ctx)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for _, c := range conns {
+		if _, err := c.Conn().PgConn().Exec(ctx, `SELECT pg_stat_force_next_flush()`).ReadAll(); err != nil {
+			return fmt.Errorf("ledger: flush statistics: %w", err)
+		}
+	}
+	return nil
 }
