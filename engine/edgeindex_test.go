@@ -161,11 +161,15 @@ func TestEdgeIndexMatchesPlain(t *testing.T) {
 func TestEdgeIndexContains(t *testing.T) {
 	t.Parallel()
 	cases := indexedCases(t, heavySample(t, 3, 5000), edgeIndexMinVertices)
+	points := 400
+	if testing.Short() || raceEnabled {
+		points = 40
+	}
 	rng := rand.New(rand.NewPCG(29, 2))
 	in := 0
 	for _, c := range cases {
 		b := c.plain.box
-		for k := range 400 {
+		for k := range points {
 			var p orb.Point
 			if k%2 == 0 {
 				p = orb.Point{b.Min[0] + rng.Float64()*(b.Max[0]-b.Min[0]), b.Min[1] + rng.Float64()*(b.Max[1]-b.Min[1])}
@@ -189,7 +193,9 @@ func TestEdgeIndexContains(t *testing.T) {
 }
 
 // TestShardEdgeIndexBytes checks that a shard counts its edge indexes.
+// Byte counts on one goroutine: it runs without the race detector only.
 func TestShardEdgeIndexBytes(t *testing.T) {
+	skipUnderRace(t)
 	t.Parallel()
 	feats := heavySample(t, 2, 3000)
 	st := newStore(t)

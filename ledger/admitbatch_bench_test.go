@@ -27,7 +27,8 @@ import (
 // response of about 3 KB and its audit record, as POST /queries stores a
 // small answer computed first), also for an account's next query on its
 // site (the stored response renamed to the site found, as a client asking
-// again about a site it has does):
+// again about a site it has does); and, the floor under them all, a round
+// trip that does nothing (SELECT 1):
 //
 //	go test -run '^$' -bench AdmitQueryBatch -benchtime 2000x ./ledger/
 func BenchmarkAdmitQueryBatch(b *testing.B) {
@@ -35,6 +36,15 @@ func BenchmarkAdmitQueryBatch(b *testing.B) {
 	b.Run("account_seen_answered", func(b *testing.B) { benchAdmit(b, false, true) })
 	b.Run("new_account", func(b *testing.B) { benchAdmit(b, true, false) })
 	b.Run("new_account_answered", func(b *testing.B) { benchAdmit(b, true, true) })
+	b.Run("round_trip", func(b *testing.B) {
+		ctx := context.Background()
+		led := ledgertest.New(b, nil)
+		for b.Loop() {
+			if err := ledger.ExecForTest(ctx, led, `SELECT 1`); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 func benchAdmit(b *testing.B, fresh, answered bool) {

@@ -24,7 +24,7 @@ GO=${GO:-go}
 MAKE=${MAKE:-make}
 RACE_PKGS=${RACE_PKGS:-./api/... ./clock/... ./ledger/... ./engine/... ./jobs/... ./store/...}
 RACE_ONLY_PKGS=${RACE_ONLY_PKGS:-./api/... ./clock/... ./ledger/... ./engine/... ./jobs/... ./store/...}
-PLAIN_RUN=${PLAIN_RUN-./engine:^(TestExactness|TestExactnessEdgeIndex|TestEdgeIndexMatchesPlain|TestConcurrentQueries|TestFeatureLimit)\$ ./jobs:^TestReportSamples\$}
+PLAIN_RUN=${PLAIN_RUN-./engine:^(TestExactness|TestExactnessEdgeIndex|TestEdgeIndexMatchesPlain|TestEdgeIndexContains|TestShardEdgeIndexBytes|TestShardBytesPerVertex|TestConcurrentQueries|TestFeatureLimit)\$ ./jobs:^TestReportSamples\$}
 FUZZTIME=${FUZZTIME:-20000x}
 TEST_PHASES=${TEST_PHASES:-lint plain race fuzz}
 # At once, the plain phase runs one test binary at a time (go test -p 1):
