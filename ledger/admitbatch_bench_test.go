@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,10 +33,10 @@ import (
 //
 //	go test -run '^$' -bench AdmitQueryBatch -benchtime 2000x ./ledger/
 func BenchmarkAdmitQueryBatch(b *testing.B) {
-	b.Run("account_seen", func(b *testing.B) { benchAdmit(b, false, false) })
-	b.Run("account_seen_answered", func(b *testing.B) { benchAdmit(b, false, true) })
-	b.Run("new_account", func(b *testing.B) { benchAdmit(b, true, false) })
-	b.Run("new_account_answered", func(b *testing.B) { benchAdmit(b, true, true) })
+	b.Run("account_seen", func(b *testing.B) { benchAdmit(b, false, false, "") })
+	b.Run("account_seen_answered", func(b *testing.B) { benchAdmit(b, false, true, "") })
+	b.Run("new_account", func(b *testing.B) { benchAdmit(b, true, false, "") })
+	b.Run("new_account_answered", func(b *testing.B) { benchAdmit(b, true, true, "") })
 	b.Run("round_trip", func(b *testing.B) {
 		ctx := context.Background()
 		led := ledgertest.New(b, nil)
@@ -47,7 +48,55 @@ func BenchmarkAdmitQueryBatch(b *testing.B) {
 	})
 }
 
-func benchAdmit(b *testing.B, fresh, answered bool) {
+// BenchmarkAdmitAnsweredParts is account_seen_answered with the answered
+// admission's function (migration 0020) cut down, to show what its parts
+// cost: each only_* case keeps the key's check, the site's read and that
+// one write; reads_only keeps no write at all. The cases are cut from the
+// migration's text and fail when it no longer holds what they cut.
+//
+//	go test -run '^$' -bench AdmitAnsweredParts -benchtime 3000x ./ledger/
+func BenchmarkAdmitAnsweredParts(b *testing.B) {
+	raw, err := os.ReadFile("migrations/0020_admit_answered.sql")
+	if err != nil {
+		b.Fatal(err)
+	}
+	fn := strings.Replace(string(raw), "CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
+	// Each part is the text from its first string to its second, and what
+	// takes its place.
+	parts := []struct{ name, from, to, with string }{
+		{"idempotency", "    INSERT INTO idempotency (", "    PERFORM 1 FROM accounts", ""},
+		{"lock", "    PERFORM 1 FROM accounts", "    site_created := false;", ""},
+		{"site", "    IF scopes @> ARRAY['sites:write'] THEN", "    SELECT s.site_id", ""},
+		{"rate", "    rate := rate_count(", "    INSERT INTO queries (", "    rate := 1;\n"},
+		{"query", "    INSERT INTO queries (", "    stored := p_status;", ""},
+		{"activity", "    INSERT INTO activity (", "END $$;", ""},
+	}
+	only := func(keep string) string { // fn with every part but keep cut
+		s := fn
+		for _, p := range parts {
+			i := strings.Index(s, p.from)
+			j := strings.Index(s[max(i, 0):], p.to)
+			if i < 0 || j < 0 {
+				b.Fatalf("migration 0020 no longer holds %q ... %q", p.from, p.to)
+			}
+			if p.name != keep {
+				s = s[:i] + p.with + s[i+j:]
+			}
+		}
+		return s
+	}
+	b.Run("whole", func(b *testing.B) { benchAdmit(b, false, true, "") })
+	for _, p := range []string{"idempotency", "lock", "rate", "query", "activity"} {
+		b.Run("only_"+p, func(b *testing.B) { benchAdmit(b, false, true, only(p)) })
+	}
+	b.Run("reads_only", func(b *testing.B) { benchAdmit(b, false, true, only("")) })
+}
+
+// benchAdmit admits queries in a loop: each on an account and site of its
+// own (fresh) or all on one, answered or to run. fn, when not empty,
+// replaces the answered admission's function after the first admission
+// (which registers the site).
+func benchAdmit(b *testing.B, fresh, answered bool, fn string) {
 	ctx := context.Background()
 	led := ledgertest.New(b, nil)
 	const warm = 50
@@ -95,6 +144,11 @@ func benchAdmit(b *testing.B, fresh, answered bool) {
 	}
 	for i := range warm {
 		admit(-1 - i)
+		if i == 0 && fn != "" {
+			if err := ledger.ExecForTest(ctx, led, fn); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 	b.ResetTimer()
 	for i := range b.N {
