@@ -15,7 +15,7 @@
 # any phase fails, after all have ended.
 #
 # Environment: GO, MAKE, RACE_PKGS, RACE_ONLY_PKGS, PLAIN_RUN, FUZZTIME (the
-# Makefile passes them); PLAIN_P and SERIAL_PKGS (below); TEST_PHASES (default "lint plain race fuzz") runs a subset, in
+# Makefile passes them); PLAIN_P (below); TEST_PHASES (default "lint plain race fuzz") runs a subset, in
 # that order; TEST_SEQUENTIAL=1 runs them one after another instead of at once.
 set -uo pipefail
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
@@ -27,25 +27,22 @@ RACE_ONLY_PKGS=${RACE_ONLY_PKGS:-./api/... ./clock/... ./ledger/... ./engine/...
 PLAIN_RUN=${PLAIN_RUN-./engine:^(TestExactness|TestExactnessEdgeIndex|TestEdgeIndexMatchesPlain|TestEdgeIndexContains|TestShardEdgeIndexBytes|TestShardBytesPerVertex|TestConcurrentQueries|TestFeatureLimit)\$ ./jobs:^TestReportSamples\$}
 FUZZTIME=${FUZZTIME:-20000x}
 TEST_PHASES=${TEST_PHASES:-lint plain race fuzz}
-# The plain phase runs its packages two test binaries at a time (go test -p
-# 2; one at a time, its builds waited on its tests: a quarter of the phase
-# went to compiling one package after another), but the fault suite
-# (SERIAL_PKGS), whose takeovers and concurrent purchases have deadlines, runs
-# after them and alone (go test -p 1), beside the race phase's binaries only.
-# One after another, go test's default (GOMAXPROCS).
-PLAIN_P=${PLAIN_P:-$(nproc)}
-SERIAL_PKGS=${SERIAL_PKGS:-siteenv/faultsuite}
+# At once, the plain phase runs one test binary at a time (go test -p 1):
+# beside the race phase's two, that keeps the tests with deadlines (the fault
+# suite's takeovers, concurrent purchases) from sharing the 2 cores with three
+# other test binaries; its packages (the bench and fault suites above all)
+# mostly wait, so it is expected to end before the race phase still. One
+# after another, go test's default (GOMAXPROCS).
+if [ -z "${TEST_SEQUENTIAL:-}" ]; then
+	PLAIN_P=${PLAIN_P:-1}
+else
+	PLAIN_P=${PLAIN_P:-$(nproc)}
+fi
 
 if [ "${1:-}" = "--plain" ]; then
-	# The plain phase: go test of PLAIN_PKGS less SERIAL_PKGS, then of
-	# SERIAL_PKGS one at a time, then of each PLAIN_RUN entry.
+	# The plain phase: go test of PLAIN_PKGS, then of each PLAIN_RUN entry.
 	rc=0
-	first=$(for p in $PLAIN_PKGS; do case " $SERIAL_PKGS " in *" $p "*) ;; *) echo "$p" ;; esac; done)
-	serial=$(for p in $PLAIN_PKGS; do case " $SERIAL_PKGS " in *" $p "*) echo "$p" ;; esac; done)
-	"$GO" test -p "$PLAIN_P" -count=1 -timeout 30m $first || rc=1
-	if [ -n "$serial" ]; then
-		"$GO" test -p 1 -count=1 -timeout 30m $serial || rc=1
-	fi
+	"$GO" test -p "$PLAIN_P" -count=1 -timeout 30m $PLAIN_PKGS || rc=1
 	set -f
 	for entry in $PLAIN_RUN; do
 		"$GO" test -count=1 -timeout 30m -run "${entry#*:}" "${entry%%:*}" || rc=1
@@ -112,7 +109,7 @@ echo "running $mode: $TEST_PHASES (go test without -race: $(echo $rest | wc -w) 
 for p in $TEST_PHASES; do
 	case $p in
 	lint) phase lint "$MAKE" --no-print-directory lint ;;
-	plain) phase plain env PLAIN_PKGS="$rest" PLAIN_P="$PLAIN_P" SERIAL_PKGS="$SERIAL_PKGS" "$self" --plain ;;
+	plain) phase plain env PLAIN_PKGS="$rest" PLAIN_P="$PLAIN_P" "$self" --plain ;;
 	race) phase race "$GO" test -count=1 -race -timeout 30m $RACE_PKGS ;;
 	fuzz) phase fuzz nice -n 10 env GO="$GO" FUZZTIME="$FUZZTIME" ./scripts/fuzz.sh ;;
 	*)
