@@ -184,7 +184,8 @@ func problemStatus(ref *openapi3.ResponseRef) (int, error) {
 //
 //   - the operation matched by req's method and path (under /api/v1)
 //     documents status, and header and body match that response
-//     (openapi3filter.ValidateResponse with IncludeResponseStatus);
+//     (openapi3filter.ValidateResponse with IncludeResponseStatus; a JSON
+//     body against its schema compiled once, body.go);
 //   - X-Request-Id is present exactly once and is a UUID;
 //   - for status >= 400: Content-Type is application/problem+json, the body is
 //     an object with exactly the eight Problem keys, its status equals the
@@ -316,7 +317,7 @@ func (v *Validator) validateRoute(req *http.Request, route *routers.Route, statu
 			r = responses.Default()
 		}
 		if r != nil && r.Value != nil {
-			v.bodies.validateBody(r.Value, header, body, func(msg string) { add("%s: %s", name, msg) })
+			v.bodies.validateBody(r.Value, header.Get("Content-Type"), body, func(msg string) { add("%s: %s", name, msg) })
 		}
 	}
 	opts := &openapi3filter.Options{
