@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"siteenv/clock"
 	"siteenv/ledger"
@@ -324,12 +323,7 @@ func TestAnsweredAdmissionNamesASiteCreatedMeanwhile(t *testing.T) {
 	t.Parallel()
 	dsn := ledgertest.DSN(t)
 	clk := clock.NewFake(time.Date(2026, 11, 22, 10, 0, 30, 0, time.UTC))
-	led, err := ledger.Open(context.Background(), dsn, ledger.Options{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer led.Close()
-	b := bundle{ctx: context.Background(), led: led, clock: clk}
+	b := bundle{ctx: context.Background(), led: onDSN(t, dsn, clk), clock: clk}
 	a, k := b.accountKey(t, "queries:run", "sites:write")
 	p, err := b.led.Authenticate(b.ctx, k.Secret)
 	if err != nil {
@@ -357,12 +351,7 @@ func TestAnsweredAdmissionNamesASiteCreatedMeanwhile(t *testing.T) {
 
 	// Another transaction holds the account's row; the admission claims
 	// its key and waits for the lock.
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	tx, err := conn.Begin(ctx)
+	tx, err := rawConn(t, dsn).Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,11 +370,7 @@ func TestAnsweredAdmissionNamesASiteCreatedMeanwhile(t *testing.T) {
 	}()
 	// Watched from a connection of its own: a transaction reads
 	// pg_stat_activity once and keeps that snapshot to its end.
-	watch, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Close(ctx)
+	watch := rawConn(t, dsn)
 	for {
 		var waiting bool
 		if err := watch.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database()

@@ -135,10 +135,8 @@ func (b *bodySchemas) validateBody(response *openapi3.Response, ct string, body 
 	if media.Schema == nil {
 		return
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var value any
-	if err := dec.Decode(&value); err != nil {
+	value, err := jsonschema.UnmarshalJSON(bytes.NewReader(body)) // numbers kept exact, nothing after the value
+	if err != nil {
 		add(fmt.Sprintf("failed to decode response body: %v", err))
 		return
 	}
