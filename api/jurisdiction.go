@@ -9,8 +9,8 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/geojson"
 
-	"siteenv/engine/geo"
-	"siteenv/engine/geo/austates"
+	"siteenv/geo"
+	"siteenv/geo/austates"
 )
 
 // reportJurisdiction decides a report's jurisdiction from the site's
@@ -63,10 +63,10 @@ func reportJurisdiction(geometry json.RawMessage, given string) (string, error) 
 
 // siteStates returns, sorted, the codes of the states and territories
 // that the site's centroid or vertices lie in (at most two): geo.StatesOf
-// over engine/geo/austates' outlines.
+// over geo/austates' outlines.
 func siteStates(g orb.Geometry) []string { return geo.StatesOf(g, stateOutlines{}) }
 
-// stateOutlines adapts engine/geo/austates to geo.RegionOutlines.
+// stateOutlines adapts geo/austates to geo.RegionOutlines.
 type stateOutlines struct{}
 
 func (stateOutlines) Within(b orb.Bound) []geo.Region {

@@ -11,7 +11,7 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/geojson"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 	"siteenv/ledger"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/paulmach/orb/planar"
 
 	"siteenv/api"
-	"siteenv/engine/geo/austates"
+	"siteenv/geo/austates"
 	"siteenv/jobs"
 	"siteenv/ledger"
 	"siteenv/tiles"

@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/paulmach/orb"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 )
 
 // Selector kinds of the contract.

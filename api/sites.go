@@ -9,7 +9,7 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/geojson"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 	"siteenv/ledger"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/encoding/wkb"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 	"siteenv/ingest"
 	"siteenv/ingest/synth"
 	"siteenv/store"

@@ -13,7 +13,7 @@ import (
 	"github.com/paulmach/orb/encoding/wkb"
 	"github.com/tidwall/geodesic"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 	"siteenv/ingest/synth"
 	"siteenv/tiles"
 )

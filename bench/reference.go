@@ -6,7 +6,7 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/tidwall/geodesic"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 )
 
 // The reference decides who is right when the engine and PostGIS disagree:

@@ -10,7 +10,7 @@ import (
 	"github.com/paulmach/orb"
 
 	"siteenv/engine"
-	"siteenv/engine/geo"
+	"siteenv/geo"
 	"siteenv/ingest/synth"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/encoding/wkb"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 )
 
 // The small-query mix: the queries users mostly run. 60% points and 40%

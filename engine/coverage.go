@@ -5,7 +5,7 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 )
 
 // Coverage says how much of an area a release's coverage polygon covers.

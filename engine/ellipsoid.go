@@ -6,12 +6,12 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/tidwall/geodesic"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 )
 
 // Feature and site edges are geodesics (as for PostGIS geography), not
 // straight lines in longitude, latitude. This file holds the few facts about
-// the ellipsoid the engine needs beyond engine/geo: conservative boxes in
+// the ellipsoid the engine needs beyond geo: conservative boxes in
 // degrees, how far a geodesic strays from the straight line between its ends
 // in degrees, and points along a geodesic. geo exposes distances and the
 // local projection but not the direct problem, so interpolation uses the

@@ -30,7 +30,7 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 	"siteenv/store"
 	"siteenv/tiles"
 )

@@ -7,7 +7,7 @@ import (
 
 	"github.com/tidwall/geodesic"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 )
 
 // Exact membership.

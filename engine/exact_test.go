@@ -9,7 +9,7 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 	"siteenv/tiles"
 )
 

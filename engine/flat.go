@@ -9,7 +9,7 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 )
 
 // flat is a geometry held in flat, reusable buffers: its positions

@@ -6,7 +6,7 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/tidwall/geodesic"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 )
 
 // Point in polygon with geodesic edges.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 )
 
 // Planar primitives in a site-centred projection (x east, y north, metres).

@@ -6,7 +6,7 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/tidwall/geodesic"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 )
 
 // A brute-force geodesic reference for the exactness tests, independent of

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 	"siteenv/store"
 	"siteenv/tiles"
 )

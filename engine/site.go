@@ -6,7 +6,7 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 )
 
 // A site is prepared once per query: its geometry in longitude, latitude,

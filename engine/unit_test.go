@@ -17,7 +17,7 @@ import (
 	"github.com/paulmach/orb/encoding/wkb"
 	"github.com/paulmach/orb/geojson"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 	"siteenv/tiles"
 )
 

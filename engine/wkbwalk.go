@@ -3,7 +3,7 @@ package engine
 import (
 	"fmt"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 )
 
 // newWKBWalk is the engine's walk over a WKB geometry: geo.WKBWalker (the

@@ -3,7 +3,7 @@ package ingest
 import (
 	"fmt"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 )
 
 // CRSMismatchError: a file names a CRS other than the --source-crs given.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 	"siteenv/internal/jsonscan"
 )
 

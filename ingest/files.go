@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 	"siteenv/tiles"
 )
 

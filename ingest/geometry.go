@@ -9,7 +9,7 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 )
 
 // Geometry handling for source rows. A row's GeoJSON geometry is read by

@@ -13,7 +13,7 @@ import (
 	"github.com/paulmach/orb"
 	_ "modernc.org/sqlite" // GeoPackages are SQLite files; pure Go keeps the static binary
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 	"siteenv/tiles"
 )
 

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 	"siteenv/store"
 	"siteenv/tiles"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 )
 
 // mgaRef is a PROJ (cs2cs) reference: easting, northing in an MGA zone and
@@ -22,10 +22,10 @@ type mgaRef struct {
 }
 
 // loadMGARefs reads the inverse (E, N -> lon, lat) rows of zone from
-// engine/geo's cs2cs reference file.
+// geo's cs2cs reference file.
 func loadMGARefs(t *testing.T, zone int) []mgaRef {
 	t.Helper()
-	f, err := os.Open("../engine/geo/testdata/mga_cs2cs.csv")
+	f, err := os.Open("../geo/testdata/mga_cs2cs.csv")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 	"siteenv/tiles"
 )
 

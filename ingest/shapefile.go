@@ -16,7 +16,7 @@ import (
 	"sort"
 	"strings"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 	"siteenv/tiles"
 )
 

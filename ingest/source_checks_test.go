@@ -10,7 +10,7 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 	"siteenv/internal/jsonscan"
 )
 
@@ -98,7 +98,7 @@ func longPosition(v any) bool {
 }
 
 func FuzzSourceChecks(f *testing.F) {
-	corpus, err := os.ReadFile("../engine/geo/testdata/geojson_corpus.txt")
+	corpus, err := os.ReadFile("../geo/testdata/geojson_corpus.txt")
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 
 	"siteenv/clock"
 	"siteenv/engine"
-	"siteenv/engine/geo"
+	"siteenv/geo"
 	"siteenv/ingest"
 	"siteenv/jobs"
 	"siteenv/ledger"

@@ -21,8 +21,8 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"siteenv/engine/geo"
-	"siteenv/engine/geo/austates"
+	"siteenv/geo"
+	"siteenv/geo/austates"
 )
 
 // MapVersion names the map renderer: a change to what it draws changes it,

@@ -7,7 +7,7 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/clip"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 )
 
 // frame maps CRS84 to canvas pixels: the site-centred azimuthal equidistant

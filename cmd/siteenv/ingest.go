@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 	"siteenv/ingest"
 	"siteenv/store"
 )

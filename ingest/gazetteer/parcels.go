@@ -13,7 +13,7 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/geojson"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 )
 
 // Limits on parcel input.

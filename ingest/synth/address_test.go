@@ -11,7 +11,7 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/planar"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 )
 
 // cadastreRE is each state's cadastre id convention (see newPlan).

@@ -9,7 +9,7 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/geojson"
 
-	"siteenv/engine/geo/austates"
+	"siteenv/geo/austates"
 	"siteenv/ingest"
 	"siteenv/tiles"
 )

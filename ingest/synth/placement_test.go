@@ -7,7 +7,7 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"siteenv/engine/geo/austates"
+	"siteenv/geo/austates"
 	"siteenv/tiles"
 )
 

@@ -1,7 +1,7 @@
 // Package jsonscan is the service's one byte-level JSON tokenizer: a
 // cursor over one JSON value held in memory that checks the RFC 8259
 // grammar as it walks and never panics on malformed input. The GeoJSON
-// geometry reader (engine/geo) and ingest's feature reader are written
+// geometry reader (geo) and ingest's feature reader are written
 // over it; it builds no values of its own beyond strings and numbers.
 package jsonscan
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 )
 
 // bearing is the direction from the site's centre (local's origin) to the

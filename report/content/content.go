@@ -17,7 +17,7 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/planar"
 
-	"siteenv/engine/geo"
+	"siteenv/geo"
 	"siteenv/report"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"siteenv/engine/geo"
-	"siteenv/engine/geo/austates"
+	"siteenv/geo"
+	"siteenv/geo/austates"
 )
 
 // timeZones are the IANA zones of the jurisdictions' capitals (AEST/AEDT,

@@ -8,7 +8,7 @@ import (
 )
 
 // Which states a site lies in, over state outlines the caller supplies
-// (engine/geo/austates', in the API), so that this package holds the rule
+// (geo/austates', in the API), so that this package holds the rule
 // without embedding the data.
 
 // Region is one outline of RegionOutlines: a state or territory.

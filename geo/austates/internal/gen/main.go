@@ -2,7 +2,7 @@
 // embedded by package austates, from the Natural Earth 1:10m admin-1 data that
 // github.com/sams96/rgeo embeds.
 //
-// Run it through `go generate ./engine/geo/austates` (the directive lives in
+// Run it through `go generate ./geo/austates` (the directive lives in
 // austates.go). It reads only rgeo's embedded data, so its output depends on
 // nothing but the pinned rgeo version and the constants below.
 //

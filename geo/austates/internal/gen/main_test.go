@@ -22,7 +22,7 @@ func TestRegenerateIdentical(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(gunzip(t, got), gunzip(t, want)) {
-		t.Fatalf("regenerated content differs from ../../au.bin (%+v): run go generate ./engine/geo/austates", st)
+		t.Fatalf("regenerated content differs from ../../au.bin (%+v): run go generate ./geo/austates", st)
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("same content, different gzip bytes (%d vs %d): the toolchain's compressor changed", len(got), len(want))

@@ -1,7 +1,7 @@
 // Module basemapgen is the one-off generator of ../../au.bin. It is a module of
 // its own so that rgeo (and its ~29 MB of embedded data) never enters the
 // siteenv module graph or binary.
-module siteenv/engine/geo/austates/internal/gen
+module siteenv/geo/austates/internal/gen
 
 go 1.26.8
 
