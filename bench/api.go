@@ -98,6 +98,9 @@ type APIOptions struct {
 	// EngineMemory is the engine's memory budget (engine.Options). Default
 	// DefaultEngineMemory; the CLI passes SITEENV_ENGINE_MEMORY.
 	EngineMemory int64
+	// KeepDir and MemoryLimitSet are EngineOptions'.
+	KeepDir        string
+	MemoryLimitSet bool
 	// CPUProfile, when set, receives a CPU profile (runtime/pprof) of the
 	// first API pass: client and server, which share this process.
 	// ReadCPUProfile likewise of the read pass.
@@ -753,7 +756,7 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 
 func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, error) {
 	log := opt.Logger
-	w, err := prepareWorkload(ctx, "api", opt.WorkDir, opt.Scale, opt.Seed, opt.Queries, opt.MaxFeaturesPerLayer, log)
+	w, err := prepareWorkload(ctx, "api", opt.WorkDir, opt.KeepDir, opt.Scale, opt.Seed, opt.Queries, opt.MaxFeaturesPerLayer, log)
 	if w.dir != "" {
 		defer os.RemoveAll(w.dir)
 	}
@@ -788,7 +791,7 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 	if err != nil {
 		return nil, err
 	}
-	_, restore := boundHeap(ds.features, opt.EngineMemory, log)
+	_, restore := boundHeap(ds.features, opt.EngineMemory, opt.MemoryLimitSet, log)
 	defer restore()
 	var bs budgetStats
 	if bs.ColdP50, bs.ColdMax, bs.ColdLoads, err = coldCost(ctx, ds.store, opt.EngineMemory, engineRequests(ds, qs)); err != nil {

@@ -25,7 +25,8 @@ const benchUsage = `usage:
   siteenv bench ingest [--scale small|medium|large] [--seed N] [--layers id,id] [--data-dir DIR]
   siteenv bench api [--scale small|medium|large|heavy] [--clients 1,2,8] [--queries 2000] [--small 300] [--reads 20000]
           [--seed N] [--out DIR] [--cpuprofile FILE] [--data-dir DIR]
-The engine's memory budget is SITEENV_ENGINE_MEMORY (default in a bench: 4GiB).`
+The engine's memory budget is SITEENV_ENGINE_MEMORY (default in a bench: 4GiB); SITEENV_BENCH_DIR keeps
+the built datasets for later runs; GOMEMLIMIT replaces the bench's own Go memory limit.`
 
 // benchCmd runs the benchmarks of package bench. Their scratch data (file
 // store, PostgreSQL cluster, GeoJSON) goes in a temporary directory under
@@ -71,6 +72,7 @@ func benchEngine(ctx context.Context, set settings, args []string, stdout, stder
 	}
 	opt := bench.EngineOptions{
 		WorkDir: work, Scale: sc, Seed: *seed, Queries: *queries, Workers: *workers, EngineMemory: set.EngineMemory, Logger: set.logger(stderr),
+		KeepDir: set.BenchDir, MemoryLimitSet: set.GoMemLimitSet,
 	}
 	if *cpuProfile != "" {
 		f, err := createProfile(*cpuProfile)
@@ -162,6 +164,7 @@ func benchAPI(ctx context.Context, set settings, args []string, stdout, stderr i
 	}
 	opt := bench.APIOptions{
 		WorkDir: work, OutDir: *out, Scale: sc, Seed: *seed, Queries: *queries, Clients: cs, Reads: *reads, SmallQueries: *small, EngineMemory: set.EngineMemory, Logger: set.logger(stderr),
+		KeepDir: set.BenchDir, MemoryLimitSet: set.GoMemLimitSet,
 	}
 	if *cpuProfile != "" {
 		f, err := createProfile(*cpuProfile)
