@@ -280,3 +280,21 @@ func BenchmarkPackedDecode(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkPackWKB is the packing of a 40-vertex ring on a shard's load.
+func BenchmarkPackWKB(b *testing.B) {
+	rng := rand.New(rand.NewPCG(30, 5))
+	ring := make(orb.Ring, 40)
+	for i := range ring[:39] {
+		ring[i] = orb.Point{round7(151 + 0.01*rng.Float64()), round7(-33.9 + 0.01*rng.Float64())}
+	}
+	ring[39] = ring[0]
+	w := wkb.MustMarshal(orb.MultiPolygon{{ring}, {ring}})
+	b.ReportAllocs()
+	dst := make([]byte, 0, len(w))
+	for b.Loop() {
+		if _, ok := packWKB(dst[:0], w); !ok {
+			b.Fatal("not packed")
+		}
+	}
+}
