@@ -48,37 +48,31 @@ func (s *Server) listActivity(r *request) error {
 		RequestID:     q.uuid("request_id"),
 		CreatedFrom:   q.time("created_from"),
 		CreatedBefore: q.time("created_before"),
-		Limit:         q.limit(20, 100),
+		Limit:         q.limit(historyPageDefault, historyPageMax),
 	}
 	cur := q.cursor()
 	if err := q.err(); err != nil {
 		return err
 	}
-	bind := binding(f.Operation, f.Outcome, fmtUUID(f.RequestID), fmtTime(f.CreatedFrom), fmtTime(f.CreatedBefore))
-	if cur != "" {
-		var pos timeIDPosition
-		if err := s.cursors.decode(cur, r.principal.AccountID, "activity:"+r.principal.IntegrationID.String(), bind, &pos); err != nil {
-			return err
-		}
+	l := s.list(r, "activity:"+r.principal.IntegrationID.String(), binding(f.Operation, f.Outcome, fmtUUID(f.RequestID), fmtTime(f.CreatedFrom), fmtTime(f.CreatedBefore)))
+	var pos timeIDPosition
+	ok, err := l.resume(cur, &pos)
+	if err != nil {
+		return err
+	}
+	if ok {
 		f.AfterTime, f.AfterID = &pos.T, pos.ID
 	}
 	rows, err := s.led.ListActivity(r.ctx, r.principal.IntegrationID, f)
 	if err != nil {
 		return err
 	}
-	body := activityBody{APIVersion: "1", Activity: []activityItem{}}
-	for i, a := range rows {
-		if i == f.Limit {
-			body.Page.HasMore = true
-			last := rows[i-1]
-			next, err := s.cursors.encode(r.principal.AccountID, "activity:"+r.principal.IntegrationID.String(), bind,
-				timeIDPosition{T: last.CreatedAt, ID: last.ID})
-			if err != nil {
-				return err
-			}
-			body.Page.NextCursor = &next
-			break
-		}
+	rows, pg, err := pageOf(l, rows, f.Limit, func(a *ledger.Activity) timeIDPosition { return timeIDPosition{T: a.CreatedAt, ID: a.ID} })
+	if err != nil {
+		return err
+	}
+	body := activityBody{APIVersion: "1", Activity: []activityItem{}, Page: pg}
+	for _, a := range rows {
 		// Dataset restrictions are rechecked on every page: records about a
 		// layer the key may no longer use are left out.
 		if a.ResourceType != nil && *a.ResourceType == "layer" && a.ResourceID != nil && !r.principal.PermitsDataset(*a.ResourceID) {
