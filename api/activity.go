@@ -40,6 +40,14 @@ type timeIDPosition struct {
 	ID uuid.UUID `json:"i"`
 }
 
+// after is where the list goes on: nil at its start (the zero position).
+func (p *timeIDPosition) after() (*time.Time, uuid.UUID) {
+	if p.ID == uuid.Nil {
+		return nil, uuid.Nil
+	}
+	return &p.T, p.ID
+}
+
 func (s *Server) listActivity(r *request) error {
 	q := r.query("cursor", "limit", "operation", "outcome", "request_id", "created_from", "created_before")
 	f := ledger.ActivityFilter{
@@ -56,13 +64,10 @@ func (s *Server) listActivity(r *request) error {
 	}
 	l := s.list(r, "activity:"+r.principal.IntegrationID.String(), binding(f.Operation, f.Outcome, fmtUUID(f.RequestID), fmtTime(f.CreatedFrom), fmtTime(f.CreatedBefore)))
 	var pos timeIDPosition
-	ok, err := l.resume(cur, &pos)
-	if err != nil {
+	if err := l.resume(cur, &pos); err != nil {
 		return err
 	}
-	if ok {
-		f.AfterTime, f.AfterID = &pos.T, pos.ID
-	}
+	f.AfterTime, f.AfterID = pos.after()
 	rows, err := s.led.ListActivity(r.ctx, r.principal.IntegrationID, f)
 	if err != nil {
 		return err

@@ -131,7 +131,7 @@ func (s *Server) listLayers(r *request) error {
 		return err
 	}
 	l := s.list(r, "layers", binding(f.Search, f.SectionKey, f.Jurisdiction, fmtUUID(siteID)))
-	if _, err := l.resume(cur, &f.AfterID); err != nil {
+	if err := l.resume(cur, &f.AfterID); err != nil {
 		return err
 	}
 	if siteID == nil {

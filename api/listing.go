@@ -19,13 +19,14 @@ func (s *Server) list(r *request, resource, bind string) list {
 }
 
 // resume reads the request's cursor cur into pos; without one (cur "") it
-// reports false and leaves pos as it is. A cursor of another account, list
-// or filters, expired or tampered with, is invalid_cursor.
-func (l list) resume(cur string, pos any) (bool, error) {
+// leaves pos as it is, so a position's zero value (or the one it is given)
+// is the list's start. A cursor of another account, list or filters,
+// expired or tampered with, is invalid_cursor.
+func (l list) resume(cur string, pos any) error {
 	if cur == "" {
-		return false, nil
+		return nil
 	}
-	return true, l.s.cursors.decode(cur, l.account, l.resource, l.bind, pos)
+	return l.s.cursors.decode(cur, l.account, l.resource, l.bind, pos)
 }
 
 // next is the page object of a page after which the list goes on at pos.

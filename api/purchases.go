@@ -188,14 +188,11 @@ func (s *Server) listPurchases(r *request) error {
 		return err
 	}
 	l := s.list(r, "purchases", binding(fmtUUID(f.SiteID), f.Kind, fmtTime(f.CreatedFrom), fmtTime(f.CreatedBefore)))
-	var pos purchasePosition
-	ok, err := l.resume(cur, &pos)
-	if err != nil {
+	var pos purchasePosition // the zero position: the start
+	if err := l.resume(cur, &pos); err != nil {
 		return err
 	}
-	if ok {
-		f.AfterTime, f.AfterID, f.AfterUndated = pos.T, pos.ID, pos.Undated
-	}
+	f.AfterTime, f.AfterID, f.AfterUndated = pos.T, pos.ID, pos.Undated
 	rows, err := s.led.ListPurchases(r.ctx, r.principal.AccountID, f)
 	if err != nil {
 		return err

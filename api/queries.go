@@ -614,7 +614,7 @@ func (s *Server) queryPage(r *request, resultsOnly bool) error {
 	}
 	bind := binding(strconv.FormatBool(includeGeometry))
 	var pos resultPosition
-	if _, err := s.list(r, "query:"+q.ID.String(), bind).resume(cur, &pos); err != nil {
+	if err := s.list(r, "query:"+q.ID.String(), bind).resume(cur, &pos); err != nil {
 		return err
 	}
 	if err := s.fillPage(r, q, &body, pos.Offset, pos.Ordinal, limit, includeGeometry && q.IncludeGeometry, bind); err != nil {
@@ -683,13 +683,12 @@ func (s *Server) listQueries(r *request) error {
 		return err
 	}
 	l := s.list(r, "queries", binding(fmtUUID(f.SiteID), f.Status, fmtTime(f.CreatedFrom), fmtTime(f.CreatedBefore)))
-	var pos historyPosition
-	ok, err := l.resume(cur, &pos)
-	if err != nil {
+	pos := historyPosition{Snapshot: f.Snapshot}
+	if err := l.resume(cur, &pos); err != nil {
 		return err
 	}
-	if ok {
-		f.Snapshot, f.AfterTime, f.AfterID = pos.Snapshot, &pos.T, pos.ID
+	if f.Snapshot = pos.Snapshot; pos.ID != uuid.Nil {
+		f.AfterTime, f.AfterID = &pos.T, pos.ID
 	}
 	rows, err := s.led.ListQueries(r.ctx, r.principal.AccountID, f)
 	if err != nil {

@@ -486,13 +486,10 @@ func (s *Server) listReports(r *request) error {
 	}
 	l := s.list(r, "reports", binding(fmtUUID(f.SiteID), f.Status, fmtTime(f.CreatedFrom), fmtTime(f.CreatedBefore)))
 	var pos timeIDPosition
-	ok, err := l.resume(cur, &pos)
-	if err != nil {
+	if err := l.resume(cur, &pos); err != nil {
 		return err
 	}
-	if ok {
-		f.AfterTime, f.AfterID = &pos.T, pos.ID
-	}
+	f.AfterTime, f.AfterID = pos.after()
 	rows, err := s.led.ListReports(r.ctx, r.principal.AccountID, f)
 	if err != nil {
 		return err
@@ -545,7 +542,7 @@ func (s *Server) listReportRevisions(r *request) error {
 	}
 	l := s.list(r, "report-revisions:"+rep.ID.String(), binding())
 	var pos revisionPosition
-	if _, err := l.resume(cur, &pos); err != nil {
+	if err := l.resume(cur, &pos); err != nil {
 		return err
 	}
 	rows, err := s.led.ListRevisions(r.ctx, r.principal.AccountID, rep.ID, pos.N, limit)
@@ -604,11 +601,11 @@ func (s *Server) getReportContent(r *request) error {
 	}
 	l := s.list(r, "report-content:"+rep.ID.String(), binding(fmtUUID(revID)))
 	pos := contentPosition{After: -1}
-	resumed, err := l.resume(cur, &pos)
-	switch {
-	case err != nil:
+	if err := l.resume(cur, &pos); err != nil {
 		return err
-	case resumed:
+	}
+	switch {
+	case cur != "":
 	case revID != nil:
 		pos.Revision = *revID
 	case rep.Latest != nil:

@@ -217,13 +217,10 @@ func (s *Server) listSites(r *request) error {
 	}
 	l := s.list(r, "sites", binding(f.Search, fmtUUID(f.PortfolioID)))
 	var pos timeIDPosition
-	ok, err := l.resume(cur, &pos)
-	if err != nil {
+	if err := l.resume(cur, &pos); err != nil {
 		return err
 	}
-	if ok {
-		f.AfterTime, f.AfterID = &pos.T, pos.ID
-	}
+	f.AfterTime, f.AfterID = pos.after()
 	if f.PortfolioID != nil {
 		if _, err := s.led.Portfolio(r.ctx, r.principal.AccountID, *f.PortfolioID); err != nil {
 			return err
@@ -354,16 +351,11 @@ func (s *Server) listPortfolios(r *request) error {
 		return err
 	}
 	l := s.list(r, "portfolios", "")
-	var after *time.Time
-	var afterID uuid.UUID
 	var pos timeIDPosition
-	ok, err := l.resume(cur, &pos)
-	if err != nil {
+	if err := l.resume(cur, &pos); err != nil {
 		return err
 	}
-	if ok {
-		after, afterID = &pos.T, pos.ID
-	}
+	after, afterID := pos.after()
 	rows, err := s.led.ListPortfolios(r.ctx, r.principal.AccountID, after, afterID, limit)
 	if err != nil {
 		return err
