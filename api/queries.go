@@ -368,7 +368,7 @@ func (s *Server) siteForQuery(r *request, sel selector) (ledger.Site, error) {
 		site = saved
 	}
 	if site.AreaM2 > maxSiteAreaM2 {
-		return ledger.Site{}, &Problem{Code: CodeSiteIneligible, Detail: fmt.Sprintf("The site covers %.1f ha; queries are limited to sites of 40 ha before buffering.", site.AreaM2/10_000),
+		return ledger.Site{}, &Problem{Code: CodeSiteIneligible, Detail: fmt.Sprintf("The site covers %.1f ha; queries are limited to sites of %d ha before buffering.", site.AreaM2/10_000, maxSiteAreaHa),
 			FieldErrors: []FieldError{{Field: "site", Message: fmt.Sprintf("larger than %d hectares", maxSiteAreaHa)}}}
 	}
 	return site, nil

@@ -299,3 +299,18 @@ func BenchmarkPackWKB(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkShardGeometry is a matched feature's geometry as a query that
+// includes geometry reads it: its row expanded and decoded to orb values.
+func BenchmarkShardGeometry(b *testing.B) {
+	ring := benchRing(6)
+	rows := [][]byte{wkb.MustMarshal(orb.MultiPolygon{{ring}, {ring}})}
+	g, _ := newGeomStore(rows)
+	s := &shard{tile: &tiles.Tile{IDs: []string{"f"}}, geoms: g}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.geometry(0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
