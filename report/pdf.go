@@ -599,9 +599,9 @@ func (d *pdfDoc) detail(s *ReportSection, drawn sectionMap) {
 	d.SetTextColor(20, 20, 20)
 	var rs []string
 	for _, r := range s.Detail.Rings {
-		rs = append(rs, formatDistance(r))
+		rs = append(rs, Distance(r))
 	}
-	d.CellFormat(bodyW, 5, "Detail: the records keyed within "+formatDistance(s.DetailRadiusM)+" of the site boundary (rings "+
+	d.CellFormat(bodyW, 5, "Detail: the records keyed within "+Distance(s.DetailRadiusM)+" of the site boundary (rings "+
 		strings.Join(rs, ", ")+")", "", 1, "L", false, 0, "")
 	if err := d.mapImage("detail-"+s.Key, drawn, detailH); err != nil {
 		d.SetError(err)
@@ -616,7 +616,7 @@ func (d *pdfDoc) legend(s *ReportSection) {
 	var rs []string
 	for _, r := range ringRadii(s.Map.Layers) {
 		if r > 0 {
-			rs = append(rs, formatDistance(r))
+			rs = append(rs, Distance(r))
 		}
 	}
 	y := d.GetY()
@@ -630,11 +630,11 @@ func (d *pdfDoc) legend(s *ReportSection) {
 	d.SetFont("go", "", 8)
 	keys := "Numbers are map keys of the listed records (tables below)."
 	if s.Detail.Site != nil {
-		keys = "Numbers are map keys of the listed records (tables below); those within " + formatDistance(s.DetailRadiusM) +
+		keys = "Numbers are map keys of the listed records (tables below); those within " + Distance(s.DetailRadiusM) +
 			" are on the detail map."
 	}
 	d.MultiCell(bodyW-8, 4.2, "Site. Rings: search distances "+strings.Join(rs, ", ")+" from the site boundary; the map draws to "+
-		formatDistance(s.MapRadiusM)+". "+keys, "", "L", false)
+		Distance(s.MapRadiusM)+". "+keys, "", "L", false)
 	if len(s.Legend) == 0 {
 		d.para("No layer of this section has records within the distance drawn.", 8)
 	}
@@ -690,7 +690,7 @@ func (d *pdfDoc) layer(l *ReportLayer) {
 	// The heading, summary, table head and first rows stay together.
 	d.room(14 + 5*float64(min(rows, 3)))
 	d.subheading(l.Name, 1)
-	summary := statusText(*l) + " within " + formatDistance(l.RadiusM) + "; coverage " + l.Coverage
+	summary := statusText(*l) + " within " + Distance(l.RadiusM) + "; coverage " + l.Coverage
 	if l.Count != nil {
 		summary += "; " + plural(*l.Count, "record", "records") + " matched"
 	}
@@ -713,7 +713,7 @@ func (d *pdfDoc) layer(l *ReportLayer) {
 		cols[1] += rest
 	}
 	cells := func(r Row) []string {
-		dist := formatDistance(r.DistanceM)
+		dist := Distance(r.DistanceM)
 		onSite := "No"
 		if r.OnSite {
 			dist, onSite = "0 m", "Yes"

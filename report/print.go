@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/paulmach/orb"
+
+	"siteenv/geo"
 )
 
 // printScale is how much larger the print map's text is than the screen
@@ -114,10 +116,10 @@ place:
 // siteBox is the site's extent in pixels, padded a little.
 func (d *drawer) siteBox() image.Rectangle {
 	minX, minY, maxX, maxY := math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)
-	eachPoint(d.m.Site, func(p orb.Point) {
+	for p := range geo.Points(d.m.Site) {
 		x, y := d.f.px(p)
 		minX, minY, maxX, maxY = min(minX, x), min(minY, y), max(maxX, x), max(maxY, y)
-	})
+	}
 	return image.Rect(int(minX)-6, int(minY)-6, int(maxX)+7, int(maxY)+7)
 }
 
@@ -233,11 +235,11 @@ func (d *drawer) anchor(g orb.Geometry) (float64, float64, bool) {
 	}
 	switch g := g.(type) {
 	case orb.Point, orb.MultiPoint:
-		eachPoint(g, func(p orb.Point) {
+		for p := range geo.Points(g) {
 			if d.f.inside(p) {
 				consider(d.f.px(p))
 			}
-		})
+		}
 	case orb.LineString, orb.MultiLineString:
 		for _, l := range linesOf(g) {
 			for _, xy := range d.f.lines(l) {

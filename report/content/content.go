@@ -409,8 +409,8 @@ func overviewLine(rs report.ReportSection, layers []Layer, sec []int) report.Ove
 		line.Finding = "On site"
 		line.Detail = strings.Join(onSite, "; ")
 	case found > 0:
-		line.Finding = "Within " + Distance(Bands[BandOf(nearest)].MaxM)
-		line.Detail = "nearest " + Distance(nearest)
+		line.Finding = "Within " + report.Distance(Bands[BandOf(nearest)].MaxM)
+		line.Detail = "nearest " + report.Distance(nearest)
 	case searched > 0:
 		line.Finding = "None found"
 	case unknown > 0:

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -151,12 +150,4 @@ func keyFieldNames(props map[string]any, n int) []string {
 	}
 	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a, b)) })
 	return keys[:min(len(keys), n)]
-}
-
-// Distance writes metres as "75 m", "1.2 km".
-func Distance(m float64) string {
-	if m >= 1000 {
-		return strconv.FormatFloat(math.Round(m/100)/10, 'f', -1, 64) + " km"
-	}
-	return strconv.FormatFloat(math.Round(m), 'f', -1, 64) + " m"
 }

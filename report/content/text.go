@@ -104,7 +104,7 @@ func Text(doc report.Report) []Section {
 				continue
 			}
 			fmt.Fprintf(&b, "%s (%s)\nOutcome: %s", l.Name, l.ID, StatusText(l.Status, l.Reason))
-			fmt.Fprintf(&b, "; matched: %s within %s; coverage: %s.\n", countText(l.Count), Distance(l.RadiusM), l.Coverage)
+			fmt.Fprintf(&b, "; matched: %s within %s; coverage: %s.\n", countText(l.Count), report.Distance(l.RadiusM), l.Coverage)
 			if l.ReleaseID != "" {
 				fmt.Fprintf(&b, "Release %s, schema %s.\n", l.ReleaseID, l.SchemaVersion)
 			}
@@ -186,7 +186,7 @@ func rowText(r report.Row, note string) string {
 	if !r.OnSite {
 		dir = Direction(r.BearingDeg)
 	}
-	return fmt.Sprintf("[%d] %s: %s %s%s%s\n", r.Key, r.ID, Distance(r.DistanceM), dir, note, fieldsText(r.Fields))
+	return fmt.Sprintf("[%d] %s: %s %s%s%s\n", r.Key, r.ID, report.Distance(r.DistanceM), dir, note, fieldsText(r.Fields))
 }
 
 func fieldsText(fs []report.Field) string {
