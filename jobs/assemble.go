@@ -75,7 +75,7 @@ func evidence(in content.Input, out content.Output, site ledger.Site, built time
 	for i, l := range in.Layers {
 		f := out.Layers[i]
 		e := EvidenceLayer{LayerID: l.ID, Name: l.Name, SectionKey: l.SectionKey, SectionName: sectionOf(l),
-			RadiusM: l.RadiusM, DataStatus: l.Status, Coverage: l.Coverage, MapRadiusM: f.MapRadiusM,
+			RadiusM: l.RadiusM, DataStatus: l.Status, Coverage: l.Coverage, MapRadiusM: f.MapRadiusM, DetailM: f.DetailM,
 			Provenance: []EvidenceProvenance{}, Features: []EvidenceFeature{}, NotDrawn: []int{}}
 		if l.Count != nil {
 			n := int64(*l.Count)
@@ -100,7 +100,11 @@ func evidence(in content.Input, out content.Output, site ledger.Site, built time
 			}
 		}
 		for _, lf := range f.Listed {
-			ef := EvidenceFeature{FeatureID: lf.FeatureID, DistanceM: lf.DistanceM, MapKey: lf.Key, OnSite: lf.OnSite, Drawn: lf.Drawn, Band: lf.Band}
+			ef := EvidenceFeature{FeatureID: lf.FeatureID, DistanceM: lf.DistanceM, MapKey: lf.Key, OnSite: lf.OnSite, Drawn: lf.Drawn, Band: lf.Band,
+				Listed: "appendix"}
+			if lf.Card {
+				ef.Listed = "card"
+			}
 			if b := lf.BearingDeg; !math.IsNaN(b) {
 				ef.BearingDeg = &b
 			}

@@ -47,9 +47,6 @@ const (
 	// relevant), capped at 10 km: engine.MaxRadiusM, the farthest any query
 	// may reach, so a report never states more than a query could check.
 	ReportRadiusCapM = engine.MaxRadiusM
-	// ReportNearest is how many features a report lists per layer, nearest
-	// first (the PDF's tables, the map keys and the evidence's features).
-	ReportNearest = content.Listed
 	// MaxPDFBytes is the largest report PDF: the contract's 100 MiB
 	// artifact limit. A larger one fails the report output_too_large.
 	MaxPDFBytes = artifacts.MaxSize

@@ -71,6 +71,10 @@ type Layer struct {
 	// Keys, when set, hold a map key per feature (parallel to Features;
 	// 0: none): the report's numbers that tie a table row to its mark.
 	Keys []int
+	// Minor, parallel to Keys: a key printed only where it fits clear of
+	// every other label and mark (a record of the appendix, beyond the
+	// detail distance); the others are placed whatever it takes.
+	Minor []bool
 }
 
 // Map is everything a map image shows.
@@ -259,6 +263,11 @@ type drawer struct {
 	// drawn last (print maps).
 	taken      []image.Rectangle
 	ringLabels []ringLabel
+	// marks are the boxes of the point marks drawn, which no label may
+	// cover; keyBoxes the key labels placed (print maps).
+	marks     []image.Rectangle
+	keyBoxes  []image.Rectangle
+	ringBoxes []image.Rectangle
 }
 
 func (d *drawer) path() *path {
@@ -587,6 +596,8 @@ func (d *drawer) markers(xy []float64, st style, r float64) {
 			continue
 		}
 		seen[k/64] |= 1 << (k % 64)
+		m := int(math.Ceil(r + 1.2))
+		d.marks = append(d.marks, image.Rect(int(x)-m, int(y)-m, int(x)+m+1, int(y)+m+1))
 		addMarker(edge.p, st.shape, x, y, r+1.2)
 		addMarker(body.p, st.shape, x, y, r)
 	}

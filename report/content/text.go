@@ -108,14 +108,14 @@ func Text(doc report.Report) []Section {
 			if l.ReleaseID != "" {
 				fmt.Fprintf(&b, "Release %s, schema %s.\n", l.ReleaseID, l.SchemaVersion)
 			}
-			for _, r := range l.Rows {
-				b.WriteString(rowText(r, ""))
+			if len(l.Cards)+len(l.Appendix) > 0 {
+				fmt.Fprintf(&b, "Detail distance %s.\n", report.Distance(l.DetailM))
 			}
-			for _, r := range l.NotDrawn {
-				b.WriteString(rowText(r, " (not drawn: beyond the map)"))
+			for _, r := range l.Cards {
+				b.WriteString(rowText(r, drawnNote(r)))
 			}
-			if l.Unlisted > 0 {
-				fmt.Fprintf(&b, "%s more counted, not listed.\n", formatInt(l.Unlisted))
+			for _, r := range l.Appendix {
+				b.WriteString(rowText(r, " (appendix)"+drawnNote(r)))
 			}
 			b.WriteString("\n")
 		}
@@ -179,6 +179,13 @@ func more(listed, count int) string {
 		return fmt.Sprintf(" and %d more", count-listed)
 	}
 	return ""
+}
+
+func drawnNote(r report.Row) string {
+	if r.Drawn {
+		return ""
+	}
+	return " (not drawn: beyond the map)"
 }
 
 func rowText(r report.Row, note string) string {
