@@ -8,12 +8,13 @@ import (
 
 	"github.com/paulmach/orb"
 
+	"siteenv/geo"
 	"siteenv/geo/austates"
 )
 
 // reportJurisdiction decides a report's jurisdiction from the site's
-// boundary: the states and territories containing its vertices and its
-// centroid (points offshore count for none). Exactly one of the contract's
+// boundary: the states and territories its vertices and centroid lie in
+// or within 3 nautical miles of (austates.StatesOf). Exactly one of the contract's
 // eight is the site's jurisdiction, and a given one must equal it. None, or
 // several (a site across a border, or in Jervis Bay Territory, which is not
 // one of the eight), leave it undetermined: the order must name one, and
