@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/paulmach/orb"
 
 	"siteenv/engine"
+	"siteenv/geo/austates"
 	"siteenv/ledger"
 	"siteenv/report"
 	"siteenv/report/content"
@@ -23,7 +25,8 @@ func assembleInput(rep ledger.Report, revID uuid.UUID, number int, built time.Ti
 		name = *site.Name
 	}
 	in := content.Input{ReportID: rep.ID.String(), RevisionID: revID.String(), Revision: number, Built: built, Parcels: parcels,
-		Site: content.Site{ID: site.ID.String(), Name: name, AreaM2: site.AreaM2, Jurisdiction: jurisdiction, Geometry: siteGeom}}
+		Site: content.Site{ID: site.ID.String(), Name: name, AreaM2: site.AreaM2, Jurisdiction: jurisdiction, Geometry: siteGeom,
+			JurisdictionNamed: jurisdiction != "" && !slices.Equal(austates.StatesOf(siteGeom), []string{jurisdiction})}}
 	if rep.PurchaseID != nil {
 		in.ReceiptID = rep.PurchaseID.String()
 	}

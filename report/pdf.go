@@ -458,10 +458,10 @@ func (d *pdfDoc) linkFor(key string, i int) int {
 			return d.links[j]
 		}
 	}
-	if i < len(d.links) {
+	if key == "" && i < len(d.links) {
 		return d.links[i]
 	}
-	return 0
+	return 0 // a theme the report has no section of (a register not held)
 }
 
 // bandLabels head the profile's band columns.
@@ -745,12 +745,12 @@ func (d *pdfDoc) card(r Row) {
 	d.SetFillColor(232, 232, 232)
 	d.SetDrawColor(150, 150, 150)
 	d.Rect(x, y, bodyW, 5.2, "FD")
-	dist := Distance(r.DistanceM)
+	where := Distance(r.DistanceM) + "  " + direction(r.BearingDeg)
 	if r.OnSite {
-		dist = "on site"
+		where = "on site"
 	}
 	head := fmt.Sprintf("%d", r.Key)
-	rest := fmt.Sprintf("%s  ·  %s  %s", r.ID, dist, direction(r.BearingDeg))
+	rest := fmt.Sprintf("%s  ·  %s", r.ID, where)
 	if !r.Drawn {
 		rest += "  ·  beyond the map's frame"
 	}

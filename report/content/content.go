@@ -69,6 +69,17 @@ type Input struct {
 	// Parcels are the cadastral parcels near the site (map context; those
 	// making up the site give its lot/plan and address).
 	Parcels []Parcel
+	// Held is every layer the service holds (with a current release), of
+	// any jurisdiction, in or out of the order: the kinds of register the
+	// service keeps, from which Gaps names those it holds none of here.
+	// Nil: the order's layers stand in for it.
+	Held []Held
+}
+
+// Held is one layer of the service's catalogue, as Gaps reads it.
+type Held struct {
+	SectionKey, SectionName string
+	Jurisdictions           []string
 }
 
 // Site is the site as saved.
@@ -77,7 +88,11 @@ type Site struct {
 	Name         string // the site's name, or its id when it has none
 	AreaM2       float64
 	Jurisdiction string // "" when unknown
-	Geometry     orb.Geometry
+	// JurisdictionNamed: the customer named the jurisdiction in the order
+	// (the site's boundary does not determine one: across a border, or
+	// offshore).
+	JurisdictionNamed bool
+	Geometry          orb.Geometry
 	// References: the client's external references ("namespace: ref").
 	References []string
 }
@@ -184,6 +199,9 @@ func Build(in Input) Output {
 	doc.Site = report.ReportSite{Name: in.Site.Name, Reference: strings.Join(in.Site.References, "; "), Addresses: loc.Addresses,
 		LotPlans: loc.LotPlans, Lon: loc.Lon, Lat: loc.Lat, MGAZone: loc.MGAZone, Easting: loc.Easting, Northing: loc.Northing,
 		AreaM2: in.Site.AreaM2, Jurisdiction: in.Site.Jurisdiction, Built: localTime(in.Built, loc.TimeZone)}
+	if in.Site.JurisdictionNamed && in.Site.Jurisdiction != "" {
+		doc.Site.Jurisdiction += " (named by the customer in the order: the site's boundary does not determine it)"
+	}
 
 	var parcels []orb.Geometry
 	for _, p := range in.Parcels {
@@ -312,10 +330,18 @@ func Build(in Input) Output {
 	for _, g := range Gaps(in) {
 		note := "the service holds no " + in.Site.Jurisdiction + " register of this kind (its " + strings.ToLower(g.Section) +
 			" registers cover " + strings.Join(g.Others, ", ") + " only): no records here is not a clean result"
+		found := false
 		for i := range doc.Overview {
 			if doc.Overview[i].Key == g.Key {
 				doc.Overview[i].Detail = strings.TrimPrefix(doc.Overview[i].Detail+"; ", "; ") + note
+				found = true
 			}
+		}
+		if !found {
+			// A theme none of the order's layers is of: the overview still
+			// names it, so that its absence is never read as a clean page.
+			doc.Overview = append(doc.Overview, report.OverviewLine{Section: g.Section, Key: g.Key, Finding: "Not held",
+				Detail: "no " + in.Site.Jurisdiction + " register: " + note})
 		}
 		for i := range doc.Sections {
 			if doc.Sections[i].Key == g.Key {
@@ -413,6 +439,8 @@ func overviewLine(rs report.ReportSection, layers []Layer, sec []int) report.Ove
 	line := report.OverviewLine{Section: rs.Name, Key: rs.Key}
 	nearest, searched, unknown, found := math.Inf(1), 0, 0, 0
 	var onSite []string
+	var nearestKind string
+	nearestBearing := math.NaN()
 	for _, i := range sec {
 		l := &layers[i]
 		switch {
@@ -425,7 +453,10 @@ func overviewLine(rs report.ReportSection, layers []Layer, sec []int) report.Ove
 		searched++
 		if l.Status == "data_present" && len(l.Features) > 0 {
 			found += *l.Count
-			nearest = math.Min(nearest, l.Features[0].DistanceM)
+			if l.Features[0].DistanceM < nearest {
+				nearest, nearestKind = l.Features[0].DistanceM, l.Name
+				nearestBearing = bearingOf(rs, l.ID, l.Features[0].ID)
+			}
 			if l.Features[0].DistanceM == 0 {
 				onSite = append(onSite, l.Name)
 			}
@@ -437,7 +468,10 @@ func overviewLine(rs report.ReportSection, layers []Layer, sec []int) report.Ove
 		line.Detail = strings.Join(onSite, "; ")
 	case found > 0:
 		line.Finding = "Within " + report.Distance(Bands[BandOf(nearest)].MaxM)
-		line.Detail = "nearest " + report.Distance(nearest)
+		line.Detail = "nearest: a record of " + nearestKind + ", " + report.Distance(nearest)
+		if !math.IsNaN(nearestBearing) {
+			line.Detail += " " + Direction(nearestBearing)
+		}
 	case searched > 0:
 		line.Finding = "None found"
 	case unknown > 0:
@@ -454,6 +488,22 @@ func overviewLine(rs report.ReportSection, layers []Layer, sec []int) report.Ove
 		line.Detail += "; " + plural(unknown, "layer", "layers") + " unavailable"
 	}
 	return line
+}
+
+// bearingOf is the bearing of a feature as the section's rows give it
+// (NaN when not found or on site).
+func bearingOf(rs report.ReportSection, layerID, featureID string) float64 {
+	for _, l := range rs.Layers {
+		if l.ID != layerID {
+			continue
+		}
+		for _, r := range append(slices.Clone(l.Cards), l.Appendix...) {
+			if r.ID == featureID {
+				return r.BearingDeg
+			}
+		}
+	}
+	return math.NaN()
 }
 
 func coverageText(l *Layer) string {

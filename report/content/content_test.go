@@ -302,3 +302,64 @@ func TestDetailMap(t *testing.T) {
 		t.Errorf("a 500 m map got a detail map to %v m", s.DetailRadiusM)
 	}
 }
+
+// TestGapsFromTheWholeCatalogue: an NT order holds only national layers
+// (as the order's scope gives it), yet the report names every theme the
+// service holds state registers of for other states but none for the NT,
+// from the whole catalogue: on the overview (a line of its own for a theme
+// with no section), in the section and in the limitations. National
+// layers do not fill a gap; one state's regional layer makes none.
+func TestGapsFromTheWholeCatalogue(t *testing.T) {
+	in := sampleInput()
+	in.Layers = []Layer{
+		layer("pfas", "contamination", 2000, []string{"AUS"}, points("P", 300)),
+		layer("gauges", "flood", 2000, []string{"AUS"}, points("G", 100)),
+	}
+	in.Held = []Held{
+		{SectionKey: "contamination", SectionName: "Contamination", Jurisdictions: []string{"AUS"}},
+		{SectionKey: "contamination", SectionName: "Contamination", Jurisdictions: []string{"NSW"}},
+		{SectionKey: "contamination", SectionName: "Contamination", Jurisdictions: []string{"QLD"}},
+		{SectionKey: "flood", SectionName: "Flooding", Jurisdictions: []string{"AUS"}},
+		{SectionKey: "flood", SectionName: "Flooding", Jurisdictions: []string{"NSW"}},
+		{SectionKey: "flood", SectionName: "Flooding", Jurisdictions: []string{"QLD"}},
+		{SectionKey: "bushfire", SectionName: "Bushfire", Jurisdictions: []string{"NSW"}},
+		{SectionKey: "bushfire", SectionName: "Bushfire", Jurisdictions: []string{"VIC"}},
+		{SectionKey: "biodiversity", SectionName: "Biodiversity", Jurisdictions: []string{"QLD"}},
+		{SectionKey: "heritage", SectionName: "Heritage", Jurisdictions: []string{"NT"}},
+		{SectionKey: "heritage", SectionName: "Heritage", Jurisdictions: []string{"VIC"}},
+	}
+	out := Build(in)
+	var gaps []string
+	for _, g := range Gaps(in) {
+		gaps = append(gaps, g.Key)
+	}
+	if want := []string{"bushfire", "contamination", "flood"}; !slices.Equal(gaps, want) {
+		t.Errorf("gaps %v, want %v", gaps, want)
+	}
+	lines := map[string]report.OverviewLine{}
+	for _, o := range out.Doc.Overview {
+		lines[o.Key] = o
+	}
+	for _, k := range []string{"bushfire", "contamination", "flood"} {
+		if !strings.Contains(lines[k].Detail, "holds no NT register") {
+			t.Errorf("overview %s: %+v", k, lines[k])
+		}
+	}
+	if lines["bushfire"].Finding != "Not held" {
+		t.Errorf("the bushfire theme, without a section, reads %+v", lines["bushfire"])
+	}
+	if d := lines["flood"].Detail; !strings.Contains(d, "a record of Layer gauges, 100 m E") {
+		t.Errorf("the flood line does not say what was found: %q", d)
+	}
+	for _, s := range out.Doc.Sections {
+		if !strings.Contains(s.Warning, "No NT register") {
+			t.Errorf("section %s does not warn: %q", s.Key, s.Warning)
+		}
+	}
+	lim := strings.Join(out.Doc.Limitations, " ")
+	for _, name := range []string{"Bushfire", "Contamination", "Flooding"} {
+		if !strings.Contains(lim, name+" (the service's") {
+			t.Errorf("the limitations do not name %s: %s", name, lim)
+		}
+	}
+}
