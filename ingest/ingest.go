@@ -82,6 +82,15 @@ type Options struct {
 	// CreatedBy is the manifest's created_by. Default "siteenv ingest".
 	CreatedBy string
 
+	// Repair makes invalid polygons valid (geo.MakeValid, as PostGIS
+	// ST_MakeValid does) instead of rejecting them; Summary.Repaired
+	// counts them. Default false: an invalid polygon is a reject, with the
+	// reason and location geo.Validate gives.
+	Repair bool
+	// DropUnknownFields drops source columns outside the layer's field
+	// schema, as the layer's "unknown_fields": "drop" does.
+	DropUnknownFields bool
+
 	onSpill func() // tests: called when the sorter spills a run
 }
 
@@ -95,10 +104,18 @@ type Summary struct {
 	Bytes     int64  `json:"bytes"`
 	// AlreadyPublished is true when the release already existed in the
 	// store: re-ingesting identical input is a no-op.
-	AlreadyPublished bool    `json:"already_published"`
-	RejectsFile      string  `json:"rejects_file,omitempty"`
-	ElapsedS         float64 `json:"elapsed_s"`
-	FeaturesPerS     float64 `json:"features_per_s"`
+	AlreadyPublished bool `json:"already_published"`
+	// Repaired counts features whose invalid polygon was made valid
+	// (Options.Repair).
+	Repaired int64 `json:"repaired"`
+	// DroppedFields lists the source columns dropped as outside the
+	// schema; RenamedFields the columns renamed by field_map (source ->
+	// field).
+	DroppedFields []string          `json:"dropped_fields,omitempty"`
+	RenamedFields map[string]string `json:"renamed_fields,omitempty"`
+	RejectsFile   string            `json:"rejects_file,omitempty"`
+	ElapsedS      float64           `json:"elapsed_s"`
+	FeaturesPerS  float64           `json:"features_per_s"`
 }
 
 // Row is one source feature before validation (readers and generators
@@ -148,6 +165,7 @@ type config struct {
 	allowed    map[string]bool
 	idInSchema bool
 	workers    int
+	fields     *fieldPolicy
 }
 
 // WithDefaults returns o with every zero field set to its default.
@@ -230,6 +248,7 @@ func (o Options) config() (*config, error) {
 		_, c.idInSchema = c.schema.Lookup(c.IDProperty)
 	}
 	c.workers = max(1, runtime.GOMAXPROCS(0))
+	c.fields = newFieldPolicy(c.schema, o.Layer.FieldMap, o.DropUnknownFields || o.Layer.UnknownFields == UnknownFieldsDrop)
 	return c, nil
 }
 
@@ -350,8 +369,9 @@ func run(ctx context.Context, cfg *config, totalBytes int64, src func(context.Co
 
 	srt := newSorter(tmp, cfg.MemoryBudget)
 	srt.onSpill = cfg.onSpill
-	features, rejected, err := read(ctx, cfg, srt, rejects, prog, src)
+	features, rejected, err := read(ctx, cfg, srt, rejects, prog, src, &sum.Repaired)
 	sum.Features, sum.Rejected = features, rejected
+	sum.DroppedFields, sum.RenamedFields = cfg.fields.report()
 	if err != nil {
 		return sum, err
 	}

@@ -41,6 +41,8 @@ func ingestCmd(ctx context.Context, set settings, args []string, stdout, stderr 
 	idProp := fs.String("id-property", "", "property holding each feature's unique id")
 	maxRejects := fs.Int64("max-rejects", 0, "abort without publishing when more rows are rejected")
 	rejects := fs.String("rejects", "", "rejects CSV (file,row,reason); default <layer_id>.rejects.csv")
+	repair := fs.Bool("repair", false, "make invalid polygons valid as PostGIS ST_MakeValid does (a bowtie becomes two triangles) instead of rejecting them")
+	dropUnknown := fs.Bool("drop-unknown-fields", false, "drop source columns that are not fields of the layer's field_schema (listed in the summary)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
@@ -66,6 +68,7 @@ func ingestCmd(ctx context.Context, set settings, args []string, stdout, stderr 
 	}
 	sum, err := ingest.Run(ctx, ingest.Options{
 		Layer: def, SourceCRS: *srcCRS, Table: *table, IDProperty: *idProp, MaxRejects: *maxRejects, RejectsPath: *rejects, MemoryBudget: set.IngestMemory,
+		Repair: *repair, DropUnknownFields: *dropUnknown,
 		Store: st, Publisher: ingest.LedgerPublisher{Ledger: e.led, Stage: *stage, Actor: actor("siteenv ingest")}, Progress: os.Stderr,
 	}, fs.Args()...)
 	if err != nil {
