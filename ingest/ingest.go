@@ -105,6 +105,9 @@ type Summary struct {
 	// AlreadyPublished is true when the release already existed in the
 	// store: re-ingesting identical input is a no-op.
 	AlreadyPublished bool `json:"already_published"`
+	// SameInput is true when the inputs' digest matched an earlier run's:
+	// its release was published again without a row being read.
+	SameInput bool `json:"same_input"`
 	// Repaired counts features whose invalid polygon was made valid
 	// (Options.Repair).
 	Repaired int64 `json:"repaired"`
@@ -292,7 +295,16 @@ func Run(ctx context.Context, opt Options, files ...string) (Summary, error) {
 		inputs[i] = input{name: name, format: format, size: st.Size()}
 		total += st.Size()
 	}
-	return run(ctx, cfg, total, func(ctx context.Context, f *feeder) error {
+	start := time.Now()
+	digest, err := inputDigest(cfg, files)
+	if err != nil {
+		return Summary{}, &FileError{File: files[0], Err: err}
+	}
+	if sum, ok, err := replayDigest(ctx, cfg, digest); err != nil || ok {
+		sum.ElapsedS = time.Since(start).Seconds()
+		return sum, err
+	}
+	sum, err := run(ctx, cfg, total, func(ctx context.Context, f *feeder) error {
 		for _, in := range inputs {
 			if err := readFile(ctx, cfg, in, f); err != nil {
 				var fe *FileError
@@ -304,6 +316,10 @@ func Run(ctx context.Context, opt Options, files ...string) (Summary, error) {
 		}
 		return nil
 	})
+	if err == nil && sum.Rejected == 0 {
+		err = recordDigest(ctx, cfg, digest, sum)
+	}
+	return sum, err
 }
 
 // RunRows is Run over an in-process feature source (used by the synthetic
