@@ -557,3 +557,37 @@ func eachTileOrdered(ctx context.Context, st store.Store, m *tiles.Manifest, map
 	}
 	return nil
 }
+
+// ReleaseFeatures returns up to limit features of a release, in tile
+// order, and whether there were more (for pictures of a release, such as
+// the review page's map).
+func ReleaseFeatures(ctx context.Context, st store.Store, layerID, releaseID string, limit int) ([]tiles.Feature, bool, error) {
+	m, err := tiles.ReadManifest(ctx, st, layerID, releaseID)
+	if err != nil {
+		return nil, false, fmt.Errorf("release %s: %w", releaseID, err)
+	}
+	var out []tiles.Feature
+	more := false
+	for _, te := range m.Tiles {
+		if len(out) >= limit {
+			more = true
+			break
+		}
+		t, err := readTile(ctx, st, te.Key)
+		if err != nil {
+			return nil, false, err
+		}
+		for i := range t.IDs {
+			if len(out) >= limit {
+				more = true
+				break
+			}
+			g, err := t.Geometry(i)
+			if err != nil {
+				return nil, false, err
+			}
+			out = append(out, tiles.Feature{ID: t.IDs[i], Geometry: g, Properties: t.Properties(i)})
+		}
+	}
+	return out, more, nil
+}

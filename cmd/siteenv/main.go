@@ -41,6 +41,7 @@ Usage:
   siteenv release diff --layer ID [--from R1] [--to R2] [--tolerance 1mm] [--out FILE.csv]
           (added / removed / changed features; default current -> newest staged)
   siteenv release promote --layer ID --release R   (make R current; also the rollback)
+  siteenv release discard --layer ID --release R   (a staged release, after review)
   siteenv review [--addr 127.0.0.1:8090]           (staged releases on a map, in a browser)
   siteenv ingest gazetteer --addresses FILE --parcels FILE
   siteenv demo [--scale small|medium|large] [--seed N]

@@ -24,7 +24,8 @@ import (
 const releaseUsage = `usage:
   siteenv release list --layer ID
   siteenv release diff --layer ID [--from R1] [--to R2] [--tolerance 1mm] [--out changes.csv|changes.parquet]
-  siteenv release promote --layer ID --release R`
+  siteenv release promote --layer ID --release R
+  siteenv release discard --layer ID --release R`
 
 // releaseCmd reviews a layer's releases: list them, compare two, make one
 // current (a staged one, or an earlier one: the rollback).
@@ -47,6 +48,8 @@ func releaseCmd(ctx context.Context, set settings, args []string, stdout, stderr
 		tol = fs.String("tolerance", "1mm", "a geometry whose vertices moved no further is unchanged (e.g. 1mm, 5cm, 0.5m; 0 for exact)")
 	case "promote":
 		rel = fs.String("release", "", "release to make current (required)")
+	case "discard":
+		rel = fs.String("release", "", "staged release to discard after review (required)")
 	default:
 		return usageError{releaseUsage}
 	}
@@ -71,7 +74,27 @@ func releaseCmd(ctx context.Context, set settings, args []string, stdout, stderr
 		}
 		return releaseDiff(ctx, e, *layer, *from, *to, *out, t, stdout)
 	}
+	if sub == "discard" {
+		return releaseDiscard(ctx, e, *layer, *rel, stdout)
+	}
 	return releasePromote(ctx, e, *layer, *rel, stdout)
+}
+
+func releaseDiscard(ctx context.Context, e *env, layer, rel string, stdout io.Writer) error {
+	err := e.led.DiscardRelease(ctx, layer, rel, actor("siteenv release discard"))
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return fmt.Errorf("layer %q has no release %q", layer, rel)
+	case errors.Is(err, ledger.ErrNotStaged):
+		return fmt.Errorf("release %q of %q is not staged: only a staged release can be discarded", rel, layer)
+	case err != nil:
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(struct {
+		LayerID   string `json:"layer_id"`
+		ReleaseID string `json:"release_id"`
+		State     string `json:"state"`
+	}{layer, rel, ledger.ReleaseDiscarded})
 }
 
 // releaseJSON is one release in `release list`.
