@@ -30,7 +30,7 @@ type nowRunner interface {
 // and the account runs fewer than its limit; queued otherwise.
 func (s *Server) admitQuery(r *request, q ledger.Query) (ledger.Query, error) {
 	lim := ledger.AdmitLimits{
-		QueryLimits: ledger.QueryLimits{MaxQueued: Limits["max_queued_queries"], MaxRetainedBytes: Limits["max_retained_result_bytes"]},
+		QueryLimits: ledger.QueryLimits{MaxQueued: maxQueuedQueries, MaxRetainedBytes: maxRetainedResultBytes},
 		PerMinute:   queryAdmissionsPerMinute,
 	}
 	if nr, ok := s.runner.(nowRunner); ok {
@@ -119,7 +119,7 @@ func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask qu
 		return false, nil
 	}
 	lim := ledger.AdmitLimits{
-		QueryLimits: ledger.QueryLimits{MaxQueued: Limits["max_queued_queries"], MaxRetainedBytes: Limits["max_retained_result_bytes"]},
+		QueryLimits: ledger.QueryLimits{MaxQueued: maxQueuedQueries, MaxRetainedBytes: maxRetainedResultBytes},
 		PerMinute:   queryAdmissionsPerMinute,
 	}
 	if nr, ok := s.runner.(nowRunner); ok {

@@ -282,7 +282,7 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 	var ne net.Error
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		p = newProblem(CodePayloadTooLarge, "The request body exceeds the 1 MiB limit.")
+		p = newProblem(CodePayloadTooLarge, "The request body exceeds the %s limit.", byteSize(MaxRequestBody))
 	case errors.As(err, &ne) && ne.Timeout():
 		p = newProblem(CodeInvalidRequest, "The request did not arrive in time: send the headers promptly, then exactly Content-Length bytes of body within %s of them.", s.cfg.BodyReadTimeout)
 	}
