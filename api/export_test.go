@@ -29,7 +29,7 @@ func InstallEcho(s *Server, count *atomic.Int64, gate <-chan struct{}) {
 			Name string
 			N    int
 		}{body.Name, body.N}
-		return s.idempotent(r, logical, func() error {
+		return s.idempotent(r, logical, nil, func() error {
 			count.Add(1)
 			if gate != nil {
 				<-gate

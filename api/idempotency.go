@@ -37,7 +37,15 @@ func (r *request) idempotencyKey() (string, error) {
 // stored and replayed byte for byte; a different logical request with the same
 // key is idempotency_conflict; a concurrent duplicate waits for the first.
 // Retryable failures (429, 5xx) are not stored, so a retry executes again.
-func (s *Server) idempotent(r *request, logical any, op func() error) error {
+//
+// A stored response is replayed only to a caller the original request's
+// checks would pass now: the route checked the key is live and holds the
+// operation's scopes, and recheck (nil: nothing more) checks the rest of
+// what the stored response reveals, the dataset restriction of every layer
+// in it above all. Keys are per integration, and a sibling key of the
+// integration may be restricted where the first was not: its refusal is
+// what a fresh request would get, not stored under the key.
+func (s *Server) idempotent(r *request, logical any, recheck func(ledger.IdemResponse) error, op func() error) error {
 	key, err := r.idempotencyKey()
 	if err != nil {
 		return err
@@ -58,6 +66,11 @@ func (s *Server) idempotent(r *request, logical any, op func() error) error {
 		case ledger.IdemMismatch:
 			return newProblem(CodeIdempotencyConflict, "This Idempotency-Key was already used for a different request; use a new key for a new request.")
 		case ledger.IdemReplay:
+			if recheck != nil {
+				if err := recheck(claim.Response); err != nil {
+					return err
+				}
+			}
 			s.replay(r, claim.Response)
 			return nil
 		case ledger.IdemFresh:

@@ -1,10 +1,13 @@
 package api
 
 import (
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+
+	"siteenv/ledger"
 )
 
 // recentKeys are the keys this replica saw authenticated moments ago: by
@@ -14,10 +17,15 @@ import (
 // work for anyone holding a bad key, so it is begun only for a key that
 // was good within recentKeyTTL. The admission still decides: a key revoked
 // meanwhile, or over its rate, is refused, its precomputed answer
-// discarded and the key forgotten.
+// discarded and the key forgotten. A key is vouched for only by a request
+// that holds the scopes of the operation precomputed (scopes: POST
+// /queries'), and a precompute begins only for layers its dataset
+// restriction permits: a read by a key that may not run the query vouches
+// for nothing.
 type recentKeys struct {
-	mu sync.Mutex
-	m  map[string]keySeen // by key hash
+	scopes []string // set once, before serving
+	mu     sync.Mutex
+	m      map[string]keySeen // by key hash
 }
 
 // keySeen is until when a key's precompute may begin, and its account and
@@ -26,6 +34,17 @@ type recentKeys struct {
 type keySeen struct {
 	until                time.Time
 	account, integration uuid.UUID
+	datasets             []string // the key's restriction (nil: none)
+}
+
+// permits is whether the key may use every layer of ids.
+func (v keySeen) permits(ids []string) bool {
+	for _, id := range ids {
+		if v.datasets != nil && !slices.Contains(v.datasets, id) {
+			return false
+		}
+	}
+	return true
 }
 
 // recentKeyTTL bounds how long a key's last authentication vouches for it;
@@ -35,15 +54,21 @@ const (
 	maxRecentKeys = 100_000
 )
 
-// vouch records that hash, the key of account's integration, was
-// authenticated at now: a precompute may begin for recentKeyTTL.
-func (k *recentKeys) vouch(hash []byte, now time.Time, account, integration uuid.UUID) {
+// vouch records that hash, the key of p, was authenticated at now: a
+// precompute may begin for recentKeyTTL when p holds the scopes of the
+// operation precomputed (else the key is not vouched for).
+func (k *recentKeys) vouch(hash []byte, now time.Time, p ledger.Principal) {
+	for _, sc := range k.scopes {
+		if !p.HasScope(sc) {
+			return
+		}
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.m == nil || len(k.m) >= maxRecentKeys {
 		k.m = make(map[string]keySeen)
 	}
-	k.m[string(hash)] = keySeen{until: now.Add(recentKeyTTL), account: account, integration: integration}
+	k.m[string(hash)] = keySeen{until: now.Add(recentKeyTTL), account: p.AccountID, integration: p.IntegrationID, datasets: p.DatasetIDs()}
 }
 
 // vouched reports whether hash was authenticated within recentKeyTTL and

@@ -215,7 +215,8 @@ func (s *Server) createQuery(r *request) error {
 	if handled, err := s.createQueryAtOnce(r, sel, logical, ask); handled || r.provisional {
 		return err // provisional: served again, authenticated (Server.serve)
 	}
-	return s.idempotent(r, logical, func() error {
+	recheck := func(ledger.IdemResponse) error { return layersPermitted(r, req.LayerIDs) }
+	return s.idempotent(r, logical, recheck, func() error {
 		site, err := s.siteForQuery(r, sel)
 		if err != nil {
 			return err
@@ -264,12 +265,11 @@ func (s *Server) freezeLayers(r *request, ask queryAsk, catalogue map[string]led
 	var frozen []ledger.FrozenLayer
 	var sections []string
 	var fe []FieldError
+	if err := layersPermitted(r, ask.layerIDs); err != nil {
+		return nil, nil, err
+	}
 	for i, id := range ask.layerIDs {
 		field := fmt.Sprintf("layer_ids[%d]", i)
-		// A layer the key may not use is answered exactly like a missing one.
-		if !r.principal.PermitsDataset(id) {
-			return nil, nil, &placedError{err: ledger.ErrNotFound, place: atLayer, field: field, name: id}
-		}
 		lr, ok := catalogue[id]
 		if !ok {
 			return nil, nil, &placedError{err: ledger.ErrNotFound, place: atLayer, field: field, name: id}
@@ -302,6 +302,19 @@ func (s *Server) freezeLayers(r *request, ask queryAsk, catalogue map[string]led
 		return nil, nil, invalid("The radius exceeds a selected layer's limit.", fe...)
 	}
 	return frozen, sections, nil
+}
+
+// layersPermitted refuses the first of a query's layers the key may not
+// use, answered exactly like a missing layer (not_found): freezeLayers'
+// first check, and a replay's (the stored response's layers are the
+// request's, its fingerprint being the same).
+func layersPermitted(r *request, layerIDs []string) error {
+	for i, id := range layerIDs {
+		if !r.principal.PermitsDataset(id) {
+			return &placedError{err: ledger.ErrNotFound, place: atLayer, field: fmt.Sprintf("layer_ids[%d]", i), name: id}
+		}
+	}
+	return nil
 }
 
 // answerQuery runs the admitted q (runQuery) and answers POST /queries: 200

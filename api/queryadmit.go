@@ -181,7 +181,7 @@ func (s *Server) refusedAdmission(r *request, w ledger.RateWindow, err error) er
 // forgets it otherwise.
 func (s *Server) vouchAdmitted(hash []byte, p ledger.Principal, err error, w ledger.RateWindow) {
 	if err == nil && w.Hits < queryAdmissionsPerMinute {
-		s.recent.vouch(hash, s.clock.Now(), p.AccountID, p.IntegrationID)
+		s.recent.vouch(hash, s.clock.Now(), p)
 	} else {
 		s.recent.forget(hash)
 	}
@@ -197,7 +197,7 @@ func (s *Server) precompute(r *request, ar ledger.AdmitRequest, site ledger.Site
 		return nil, keySeen{}
 	}
 	v, ok := s.recent.vouched(hash, s.clock.Now())
-	if !ok {
+	if !ok || !v.permits(ar.Query.LayerIDs) {
 		return nil, keySeen{}
 	}
 	q := ar.Query

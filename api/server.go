@@ -188,6 +188,11 @@ func New(cfg Config, led *ledger.Ledger) (*Server, error) {
 		metrics:    cfg.Metrics,
 	}
 	s.router = newRouter(ops, s.handlers)
+	for _, op := range ops {
+		if op.ID == "create_query" {
+			s.recent.scopes = op.Scopes // what a precomputed query's admission checks
+		}
+	}
 	s.encodeLimits()
 	if err := s.metrics.attach(s); err != nil {
 		return nil, err
