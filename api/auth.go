@@ -63,7 +63,7 @@ var keyAdmitted = map[string]bool{"create_query": true}
 
 // admitWithKey leaves the key's authentication to the operation's
 // admission, which authenticates it in the same round trip as it writes
-// (ledger.AdmitQueryBatch with Auth): the request is provisional, and its
+// (ledger.Admit with Auth): the request is provisional, and its
 // principal holds only the catalogue version the handler reads layers at
 // (the admission checks it is still current). If the admission does not
 // authenticate the key (any refusal before it, a key unknown, revoked or

@@ -25,7 +25,8 @@ type nowRunner interface {
 }
 
 // admitQuery counts the query against the account's admissions and stores
-// it, in one round trip (ledger.AdmitQuery): running, for this process to
+// it, in one round trip (ledger.Admit without a key: the request claimed
+// it, and registered the site, on the step-by-step path): running, for this process to
 // execute, when the server has a runner that runs queries in the request
 // and the account runs fewer than its limit; queued otherwise.
 func (s *Server) admitQuery(r *request, q ledger.Query) (ledger.Query, error) {
@@ -36,7 +37,7 @@ func (s *Server) admitQuery(r *request, q ledger.Query) (ledger.Query, error) {
 	if nr, ok := s.runner.(nowRunner); ok {
 		lim.MaxRunning, lim.Lease, lim.RunNow = nr.RunLimits()
 	}
-	res, err := s.led.AdmitQuery(r.ctx, q, lim)
+	res, err := s.led.Admit(r.ctx, ledger.AdmitRequest{Query: q, Limits: lim})
 	if errors.Is(err, ledger.ErrRateLimited) || err == nil || errors.Is(err, ledger.ErrCapacity) {
 		if rerr := s.checkRate(r, ledger.BucketQueryAdmissions, queryAdmissionsPerMinute, res.Window); rerr != nil {
 			return ledger.Query{}, rerr
@@ -80,7 +81,7 @@ func (s *Server) runQuery(r *request, q ledger.Query, d time.Duration) ledger.Qu
 }
 
 // createQueryAtOnce is POST /queries' admission in one round trip
-// (ledger.AdmitQueryBatch: the idempotency claim, the site's registration,
+// (ledger.Admit with the key: the idempotency claim, the site's registration,
 // its sections and the query in one pipelined transaction), for a site
 // given as a point or a geometry. handled is false when the request must
 // take the step-by-step path (s.idempotent): another kind of site, or any
@@ -140,7 +141,7 @@ func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask qu
 	if handled, err, ok := s.answerFirst(r, ar, pre, v, ask); ok {
 		return handled, err
 	}
-	res, err := s.led.AdmitQueryBatch(r.ctx, ar)
+	res, err := s.led.Admit(r.ctx, ar)
 	if errors.Is(err, ledger.ErrAdmissionCheck) {
 		s.recent.forget(hash)
 		return false, nil
@@ -266,7 +267,7 @@ func (s *Server) answerFirst(r *request, ar ledger.AdmitRequest, pre *jobs.Preco
 	// the response's own buffer serves, uncopied.
 	ar.Answer = &ledger.AdmitAnswer{Finish: ans.Finish, Activity: a, Response: ledger.IdemResponse{Status: 200,
 		ContentType: string(r.http.Response.Header.ContentType()), Body: r.http.Response.Body()}}
-	res, err := s.led.AdmitQueryBatch(r.ctx, ar)
+	res, err := s.led.Admit(r.ctx, ar)
 	if !res.Answered {
 		ans.Dropped()
 		s.resetAnswer(r)

@@ -102,7 +102,7 @@ func TestSmallQueryCostsOneRoundTrip(t *testing.T) {
 }
 
 // POST /queries leaves the key's authentication to its admission
-// (ledger.AdmitQueryBatch with Auth) once the catalogue cache is warm. A
+// (ledger.Admit with Auth) once the catalogue cache is warm. A
 // key that is unknown, revoked (after it was used), lacking a scope or a
 // dataset, or a site the key may not create, is answered exactly as when
 // the key is looked up first, and counts nothing: the account's 30
