@@ -52,7 +52,7 @@ func (s *Server) admit(r *request) error {
 	if err := s.checkRate(r, ledger.BucketReads, readsPerMinute, w); err != nil {
 		return err
 	}
-	s.recent.vouch(ledger.HashKey(key), s.clock.Now(), p)
+	s.recent.Vouch(ledger.HashKey(key), s.clock.Now(), p)
 	return nil
 }
 

@@ -10,7 +10,7 @@ import (
 )
 
 // A key that admitted a query or read moments ago has its next queries'
-// answers computed while their admission is in the ledger (precompute.go),
+// answers computed while their admission is in the ledger (queries.Vouches),
 // with the same answer; a key not seen authenticated does not (engine work for a
 // key not yet checked would be free for a bad key), and a key revoked
 // meanwhile is refused as before, its precomputed answer discarded and

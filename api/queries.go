@@ -20,6 +20,7 @@ import (
 	"siteenv/internal/phase"
 	"siteenv/jobs"
 	"siteenv/ledger"
+	"siteenv/queries"
 	"siteenv/store"
 	"siteenv/tiles"
 )
@@ -211,11 +212,11 @@ func (s *Server) createQuery(r *request) error {
 		Radius   float64
 		Geometry bool
 	}{req.Site, req.LayerIDs, *req.RadiusM, includeGeometry}
-	ask := queryAsk{layerIDs: req.LayerIDs, radiusM: *req.RadiusM, includeGeometry: includeGeometry, wait: wait, pageSize: pageSize}
+	ask := queries.Ask{LayerIDs: req.LayerIDs, RadiusM: *req.RadiusM, IncludeGeometry: includeGeometry, Wait: wait, PageSize: pageSize}
 	if handled, err := s.createQueryAtOnce(r, sel, logical, ask); handled || r.provisional {
 		return err // provisional: served again, authenticated (Server.serve)
 	}
-	recheck := func(ledger.IdemResponse) error { return layersPermitted(r, req.LayerIDs) }
+	recheck := func(ledger.IdemResponse) error { return queryError(queries.Permitted(r.principal, req.LayerIDs)) }
 	return s.idempotent(r, logical, recheck, func() error {
 		site, err := s.siteForQuery(r, sel)
 		if err != nil {
@@ -230,7 +231,7 @@ func (s *Server) createQuery(r *request) error {
 		if err != nil {
 			return err
 		}
-		frozen, _, err := s.freezeLayers(r, ask, catalogue, func(section string) bool { return sa.Granted[section] })
+		frozen, _, err := freezeLayers(r, ask, catalogue, func(section string) bool { return sa.Granted[section] })
 		if err != nil {
 			return err
 		}
@@ -246,82 +247,41 @@ func (s *Server) createQuery(r *request) error {
 	})
 }
 
-// queryAsk is what of a POST /queries request its admission and its answer
-// use.
-type queryAsk struct {
-	layerIDs        []string
-	radiusM         float64
-	includeGeometry bool
-	wait, pageSize  int
+// freezeLayers checks the request's layers and freezes them
+// (queries.Freeze), its refusals answered as Problems (queryError).
+func freezeLayers(r *request, ask queries.Ask, catalogue map[string]ledger.LayerRelease, granted func(section string) bool) ([]ledger.FrozenLayer, []string, error) {
+	frozen, sections, err := queries.Freeze(r.principal, ask, catalogue, granted)
+	return frozen, sections, queryError(err)
 }
 
-// freezeLayers checks the request's layers against the catalogue, in the
-// order of the request: a layer the key may not use or that does not exist
-// is not_found, a section the site lacks access_required (granted nil: not
-// checked; the sections that must be granted are returned instead), a
-// radius over a layer's limit invalid_request. It returns the layers as the
-// query freezes them.
-func (s *Server) freezeLayers(r *request, ask queryAsk, catalogue map[string]ledger.LayerRelease, granted func(section string) bool) ([]ledger.FrozenLayer, []string, error) {
-	var frozen []ledger.FrozenLayer
-	var sections []string
-	var fe []FieldError
-	if err := layersPermitted(r, ask.layerIDs); err != nil {
-		return nil, nil, err
+// queryError places the queries package's refusals of a request's layers
+// for problemFor: a layer not found (or not the key's) at its layer_ids
+// entry, a section not acquired, a radius over a layer's limit.
+func queryError(err error) error {
+	var le *queries.LayerError
+	var se *queries.SectionError
+	var re *queries.RadiusError
+	switch {
+	case errors.As(err, &le):
+		return &placedError{err: err, place: atLayer, field: fmt.Sprintf("layer_ids[%d]", le.Index), name: le.ID}
+	case errors.As(err, &se):
+		return &Problem{Code: CodeAccessRequired, Detail: fmt.Sprintf("Section %s must be acquired for this site before querying %s (POST /access/acquisitions).", se.Section, se.Layer),
+			FieldErrors: []FieldError{{Field: fmt.Sprintf("layer_ids[%d]", se.Index), Message: "section " + se.Section + " not acquired for this site"}}}
+	case errors.As(err, &re):
+		var fe []FieldError
+		for _, o := range re.Over {
+			fe = append(fe, FieldError{Field: "radius_m", Message: fmt.Sprintf("layer %s allows at most %g m", o.Layer, o.MaxM)})
+		}
+		return invalid("The radius exceeds a selected layer's limit.", fe...)
 	}
-	for i, id := range ask.layerIDs {
-		field := fmt.Sprintf("layer_ids[%d]", i)
-		lr, ok := catalogue[id]
-		if !ok {
-			return nil, nil, &placedError{err: ledger.ErrNotFound, place: atLayer, field: field, name: id}
-		}
-		y := lr.Layer
-		if y.SectionPrice > 0 {
-			if granted == nil {
-				sections = append(sections, y.SectionKey)
-			} else if !granted(y.SectionKey) {
-				return nil, nil, &Problem{Code: CodeAccessRequired, Detail: fmt.Sprintf("Section %s must be acquired for this site before querying %s (POST /access/acquisitions).", y.SectionKey, id),
-					FieldErrors: []FieldError{{Field: field, Message: "section " + y.SectionKey + " not acquired for this site"}}}
-			}
-		}
-		if ask.radiusM > y.RadiusMaxM {
-			fe = append(fe, FieldError{Field: "radius_m", Message: fmt.Sprintf("layer %s allows at most %g m", id, y.RadiusMaxM)})
-		}
-		fl := ledger.FrozenLayer{LayerID: id, SectionKey: y.SectionKey, SchemaVersion: y.SchemaVersion, FieldSchema: y.FieldSchema,
-			Sources: y.Sources, Coverage: y.Coverage, ReleaseID: y.CurrentReleaseID}
-		if y.CurrentReleaseID != nil {
-			// Freeze the release's own captured schema and provenance.
-			rel := lr.Release
-			if rel == nil {
-				return nil, nil, fmt.Errorf("api: layer %s: current release %s: %w", id, *y.CurrentReleaseID, ledger.ErrNotFound)
-			}
-			fl.SchemaVersion, fl.FieldSchema, fl.Sources, fl.Coverage = rel.SchemaVersion, rel.FieldSchema, rel.Sources, rel.Coverage
-		}
-		frozen = append(frozen, fl)
-	}
-	if len(fe) > 0 {
-		return nil, nil, invalid("The radius exceeds a selected layer's limit.", fe...)
-	}
-	return frozen, sections, nil
-}
-
-// layersPermitted refuses the first of a query's layers the key may not
-// use, answered exactly like a missing layer (not_found): freezeLayers'
-// first check, and a replay's (the stored response's layers are the
-// request's, its fingerprint being the same).
-func layersPermitted(r *request, layerIDs []string) error {
-	for i, id := range layerIDs {
-		if !r.principal.PermitsDataset(id) {
-			return &placedError{err: ledger.ErrNotFound, place: atLayer, field: fmt.Sprintf("layer_ids[%d]", i), name: id}
-		}
-	}
-	return nil
+	return err
 }
 
 // answerQuery runs the admitted q (runQuery) and answers POST /queries: 200
 // with the first page when it finished within the wait, else 202.
-func (s *Server) answerQuery(r *request, q ledger.Query, ask queryAsk) error {
+func (s *Server) answerQuery(r *request, q ledger.Query, ask queries.Ask) error {
 	r.resourceType, r.resourceID = "query", q.ID.String()
-	done := s.runQuery(r, q, time.Duration(ask.wait)*time.Second) // the finished row, when handed over
+	done := s.runQuery(r, q, time.Duration(ask.Wait)*time.Second) // the finished row, when handed over
 	var err error
 	if done.ID == q.ID && done.AccountID == r.principal.AccountID && finished(done.Status) {
 		q = done
@@ -348,16 +308,16 @@ func (s *Server) answerQuery(r *request, q ledger.Query, ask queryAsk) error {
 // applyPreference says that the request's Prefer: wait was honoured: it is
 // when this process ran the query (another replica's runner cannot be
 // waited on here), and wait=0 always is.
-func (s *Server) applyPreference(r *request, ask queryAsk) {
-	if r.http.Request.Header.Peek("Prefer") != nil && (s.runner != nil || ask.wait == 0) {
-		r.http.Response.Header.Set("Preference-Applied", "wait="+strconv.Itoa(ask.wait))
+func (s *Server) applyPreference(r *request, ask queries.Ask) {
+	if r.http.Request.Header.Peek("Prefer") != nil && (s.runner != nil || ask.Wait == 0) {
+		r.http.Response.Header.Set("Preference-Applied", "wait="+strconv.Itoa(ask.Wait))
 	}
 }
 
 // firstPage fills body, a finished query's view, with the first page POST
 // /queries answers.
-func (s *Server) firstPage(r *request, q ledger.Query, body *queryBody, ask queryAsk) error {
-	return s.fillPage(r, q, body, 0, 0, ask.pageSize, ask.includeGeometry, binding(strconv.FormatBool(ask.includeGeometry)))
+func (s *Server) firstPage(r *request, q ledger.Query, body *queryBody, ask queries.Ask) error {
+	return s.fillPage(r, q, body, 0, 0, ask.PageSize, ask.IncludeGeometry, binding(strconv.FormatBool(ask.IncludeGeometry)))
 }
 
 // siteForQuery resolves the selector to an active, eligible site of the account.

@@ -11,12 +11,13 @@ import (
 	"siteenv/internal/phase"
 	"siteenv/jobs"
 	"siteenv/ledger"
+	"siteenv/queries"
 )
 
 // nowRunner is the in-request part of the job runner (jobs.Runner.RunNowFrom):
 // a query admitted running in this process executes at once, beside the
 // workers, without a claim and a hand-over, from its answer begun during
-// its admission when there is one (Precompute, precompute.go).
+// its admission when there is one (Precompute; queries.Vouches).
 type nowRunner interface {
 	RunNowFrom(ctx context.Context, q ledger.Query, d time.Duration, pre *jobs.Precomputed) jobs.NowResult
 	RunLimits() (maxRunning int, lease time.Duration, ok bool)
@@ -30,13 +31,7 @@ type nowRunner interface {
 // execute, when the server has a runner that runs queries in the request
 // and the account runs fewer than its limit; queued otherwise.
 func (s *Server) admitQuery(r *request, q ledger.Query) (ledger.Query, error) {
-	lim := ledger.AdmitLimits{
-		QueryLimits: ledger.QueryLimits{MaxQueued: Limits["max_queued_queries"], MaxRetainedBytes: Limits["max_retained_result_bytes"]},
-		PerMinute:   queryAdmissionsPerMinute,
-	}
-	if nr, ok := s.runner.(nowRunner); ok {
-		lim.MaxRunning, lim.Lease, lim.RunNow = nr.RunLimits()
-	}
+	lim := s.admitLimits()
 	res, err := s.led.Admit(r.ctx, ledger.AdmitRequest{Query: q, Limits: lim})
 	if errors.Is(err, ledger.ErrRateLimited) || err == nil || errors.Is(err, ledger.ErrCapacity) {
 		if rerr := s.checkRate(r, ledger.BucketQueryAdmissions, queryAdmissionsPerMinute, res.Window); rerr != nil {
@@ -44,6 +39,17 @@ func (s *Server) admitQuery(r *request, q ledger.Query) (ledger.Query, error) {
 		}
 	}
 	return res.Query, err
+}
+
+// admitLimits are the admission's limits, the query admitted running in
+// this process when the server has a runner that runs queries in the
+// request.
+func (s *Server) admitLimits() ledger.AdmitLimits {
+	l := queries.Limits{MaxQueued: Limits["max_queued_queries"], MaxRetainedBytes: Limits["max_retained_result_bytes"], PerMinute: queryAdmissionsPerMinute}
+	if nr, ok := s.runner.(nowRunner); ok {
+		return l.Admit(nr.RunLimits)
+	}
+	return l.Admit(nil)
 }
 
 // runQuery runs q in this request when it was admitted running, and waits
@@ -91,7 +97,7 @@ func (s *Server) runQuery(r *request, q ledger.Query, d time.Duration) ledger.Qu
 // or counted then. Once the claim is fresh the request is this one's, and
 // it is answered and settled as on that path (runFirst). A small answer
 // computed before the admission is stored with it instead (answerFirst).
-func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask queryAsk) (handled bool, _ error) {
+func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask queries.Ask) (handled bool, _ error) {
 	if sel.Kind != kindPoint && sel.Kind != kindProjectedPoint && sel.Kind != kindGeometry {
 		return false, nil
 	}
@@ -111,29 +117,23 @@ func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask qu
 	if err != nil || site.AreaM2 > maxSiteAreaM2 {
 		return false, nil
 	}
-	catalogue, err := s.layersForQuery(r, ask.layerIDs)
+	catalogue, err := s.layersForQuery(r, ask.LayerIDs)
 	if err != nil {
 		return false, nil
 	}
-	frozen, sections, err := s.freezeLayers(r, ask, catalogue, nil)
+	frozen, sections, err := freezeLayers(r, ask, catalogue, nil)
 	if err != nil {
 		return false, nil
 	}
-	lim := ledger.AdmitLimits{
-		QueryLimits: ledger.QueryLimits{MaxQueued: Limits["max_queued_queries"], MaxRetainedBytes: Limits["max_retained_result_bytes"]},
-		PerMinute:   queryAdmissionsPerMinute,
-	}
-	if nr, ok := s.runner.(nowRunner); ok {
-		lim.MaxRunning, lim.Lease, lim.RunNow = nr.RunLimits()
-	}
+	lim := s.admitLimits()
 	ar := ledger.AdmitRequest{Integration: r.principal.IntegrationID, IdemKey: key, Operation: r.op.ID,
 		Fingerprint: fp, Site: site, CreateSite: r.principal.HasScope(ledger.ScopeSitesWrite), Sections: sections,
-		Query: ledger.Query{AccountID: r.principal.AccountID, IntegrationID: r.principal.IntegrationID, RadiusM: ask.radiusM,
-			LayerIDs: ask.layerIDs, IncludeGeometry: ask.includeGeometry, Frozen: frozen},
+		Query: ledger.Query{AccountID: r.principal.AccountID, IntegrationID: r.principal.IntegrationID, RadiusM: ask.RadiusM,
+			LayerIDs: ask.LayerIDs, IncludeGeometry: ask.IncludeGeometry, Frozen: frozen},
 		Limits: lim}
 	if r.provisional {
 		// The key is authenticated by the admission (admitWithKey).
-		ar.Auth = &ledger.AdmitAuth{KeyHash: r.keyHash, Scopes: r.op.Scopes, Datasets: ask.layerIDs, Catalogue: r.principal.Catalogue}
+		ar.Auth = &ledger.AdmitAuth{KeyHash: r.keyHash, Scopes: r.op.Scopes, Datasets: ask.LayerIDs, Catalogue: r.principal.Catalogue}
 	}
 	hash := r.keyHash
 	pre, v := s.precompute(r, ar, site, hash)
@@ -143,7 +143,7 @@ func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask qu
 	}
 	res, err := s.led.Admit(r.ctx, ar)
 	if errors.Is(err, ledger.ErrAdmissionCheck) {
-		s.recent.forget(hash)
+		s.recent.Forget(hash)
 		return false, nil
 	}
 	if err != nil && res.Token == uuid.Nil {
@@ -178,28 +178,28 @@ func (s *Server) refusedAdmission(r *request, w ledger.RateWindow, err error) er
 }
 
 // vouchAdmitted vouches for the key of an admission that authenticated it
-// (recentKeys) when it was admitted with room left in its rate, and
+// (queries.Vouches) when it was admitted with room left in its rate, and
 // forgets it otherwise.
 func (s *Server) vouchAdmitted(hash []byte, p ledger.Principal, err error, w ledger.RateWindow) {
 	if err == nil && w.Hits < queryAdmissionsPerMinute {
-		s.recent.vouch(hash, s.clock.Now(), p)
+		s.recent.Vouch(hash, s.clock.Now(), p)
 	} else {
-		s.recent.forget(hash)
+		s.recent.Forget(hash)
 	}
 }
 
 // precompute begins ar's query's answer before its admission
 // (jobs.Runner.Precompute) when the request's key was seen authenticated
-// moments ago on this replica (recentKeys); nil otherwise. The key's vouch
+// moments ago on this replica (queries.Vouches); nil otherwise. The key's vouch
 // comes with it.
-func (s *Server) precompute(r *request, ar ledger.AdmitRequest, site ledger.Site, hash []byte) (*jobs.Precomputed, keySeen) {
+func (s *Server) precompute(r *request, ar ledger.AdmitRequest, site ledger.Site, hash []byte) (*jobs.Precomputed, queries.Seen) {
 	nr, ok := s.runner.(nowRunner)
 	if !ok || !ar.Limits.RunNow || !r.provisional {
-		return nil, keySeen{}
+		return nil, queries.Seen{}
 	}
-	v, ok := s.recent.vouched(hash, s.clock.Now())
-	if !ok || !v.permits(ar.Query.LayerIDs) {
-		return nil, keySeen{}
+	v, ok := s.recent.Vouched(hash, s.clock.Now())
+	if !ok || !v.Permits(ar.Query.LayerIDs) {
+		return nil, queries.Seen{}
 	}
 	q := ar.Query
 	q.SiteGeometry = site.Geometry
@@ -233,16 +233,16 @@ const (
 // crash after the relaxed commit loses what any relaxed admission loses
 // (docs/operations.md, Durability); the result is not stored as a file
 // (jobs.Answered.Stored): a results page computes it again.
-func (s *Server) answerFirst(r *request, ar ledger.AdmitRequest, pre *jobs.Precomputed, v keySeen, ask queryAsk) (handled bool, _ error, ok bool) {
+func (s *Server) answerFirst(r *request, ar ledger.AdmitRequest, pre *jobs.Precomputed, v queries.Seen, ask queries.Ask) (handled bool, _ error, ok bool) {
 	nr, isNow := s.runner.(nowRunner)
 	if pre == nil || !isNow || ar.Auth == nil {
 		return false, nil, false
 	}
 	q := ar.Query
-	q.ID, q.AccountID, q.IntegrationID = uuid.New(), v.account, v.integration
+	q.ID, q.AccountID, q.IntegrationID = uuid.New(), v.Account, v.Integration
 	q.SiteID, q.SiteGeometry = uuid.New(), ar.Site.Geometry
 	tw := r.phases.Start()
-	ans, ok := nr.AnswerFirst(pre, q, s.answerWait, ask.pageSize, answerFirstBytes)
+	ans, ok := nr.AnswerFirst(pre, q, s.answerWait, ask.PageSize, answerFirstBytes)
 	r.phases.Done(phase.Wait, tw)
 	if !ok {
 		return false, nil, false
@@ -274,7 +274,7 @@ func (s *Server) answerFirst(r *request, ar ledger.AdmitRequest, pre *jobs.Preco
 	}
 	switch {
 	case errors.Is(err, ledger.ErrAdmissionCheck):
-		s.recent.forget(r.keyHash)
+		s.recent.Forget(r.keyHash)
 		return false, nil, true
 	case err != nil && res.Token == uuid.Nil:
 		return true, err, true // nothing claimed: the ledger failed

@@ -25,6 +25,7 @@ import (
 	"siteenv/internal/phase"
 	"siteenv/jobs"
 	"siteenv/ledger"
+	"siteenv/queries"
 	"siteenv/store"
 )
 
@@ -146,8 +147,8 @@ type Server struct {
 	ready    readiness
 	// finished caches finished queries' immutable rows (querycache.go).
 	finished finishedQueries
-	// recent are the keys that admitted a query moments ago (precompute.go).
-	recent recentKeys
+	// recent are the keys that admitted a query moments ago (queries.Vouches).
+	recent queries.Vouches
 	// answerWait is answerFirstWait (tests that hold answers first to it
 	// wait longer: SetAnswerFirstWait).
 	answerWait time.Duration
@@ -190,7 +191,7 @@ func New(cfg Config, led *ledger.Ledger) (*Server, error) {
 	s.router = newRouter(ops, s.handlers)
 	for _, op := range ops {
 		if op.ID == "create_query" {
-			s.recent.scopes = op.Scopes // what a precomputed query's admission checks
+			s.recent.Scopes = op.Scopes // what a precomputed query's admission checks
 		}
 	}
 	s.encodeLimits()
@@ -332,7 +333,7 @@ type request struct {
 	// answered, stored with its idempotent response (runFirst); nil: none.
 	pendingFinish *jobs.PendingFinish
 	// precomputed is the query's answer begun while its admission was in
-	// the ledger (precompute.go), for the attempt that runs it.
+	// the ledger (Server.precompute), for the attempt that runs it.
 	precomputed *jobs.Precomputed
 	// keyHash is the bearer key's hash while the key is not yet
 	// authenticated: its operation's admission authenticates it in the same
