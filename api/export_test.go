@@ -64,7 +64,10 @@ func SetQueryBackend(s *Server, st store.Store, runner QueryRunner) {
 func SetMapEngine(s *Server, eng *engine.Engine) { s.engine = eng }
 
 // SetIdempotencyWait sets how long a duplicate waits for its first request.
-func SetIdempotencyWait(s *Server, d time.Duration) { s.cfg.IdempotencyWait = d }
+func SetIdempotencyWait(s *Server, d time.Duration) {
+	s.cfg.IdempotencyWait = d
+	s.queries.SetIdempotencyWait(d)
+}
 
 // SetAnswerFirstWait sets how long POST /queries waits for an answer
 // computed before its admission (answerFirstWait): a test that counts

@@ -216,7 +216,7 @@ func (s *Server) createQuery(r *request) error {
 	if handled, err := s.createQueryAtOnce(r, sel, logical, ask); handled || r.provisional {
 		return err // provisional: served again, authenticated (Server.serve)
 	}
-	recheck := func(ledger.IdemResponse) error { return queryError(queries.Permitted(r.principal, req.LayerIDs)) }
+	recheck := func(ledger.IdemResponse) error { return queries.Permitted(r.principal, req.LayerIDs) }
 	return s.idempotent(r, logical, recheck, func() error {
 		site, err := s.siteForQuery(r, sel)
 		if err != nil {
@@ -231,7 +231,7 @@ func (s *Server) createQuery(r *request) error {
 		if err != nil {
 			return err
 		}
-		frozen, _, err := freezeLayers(r, ask, catalogue, func(section string) bool { return sa.Granted[section] })
+		frozen, _, err := queries.Freeze(r.principal, ask, catalogue, func(section string) bool { return sa.Granted[section] })
 		if err != nil {
 			return err
 		}
@@ -247,36 +247,6 @@ func (s *Server) createQuery(r *request) error {
 	})
 }
 
-// freezeLayers checks the request's layers and freezes them
-// (queries.Freeze), its refusals answered as Problems (queryError).
-func freezeLayers(r *request, ask queries.Ask, catalogue map[string]ledger.LayerRelease, granted func(section string) bool) ([]ledger.FrozenLayer, []string, error) {
-	frozen, sections, err := queries.Freeze(r.principal, ask, catalogue, granted)
-	return frozen, sections, queryError(err)
-}
-
-// queryError places the queries package's refusals of a request's layers
-// for problemFor: a layer not found (or not the key's) at its layer_ids
-// entry, a section not acquired, a radius over a layer's limit.
-func queryError(err error) error {
-	var le *queries.LayerError
-	var se *queries.SectionError
-	var re *queries.RadiusError
-	switch {
-	case errors.As(err, &le):
-		return &placedError{err: err, place: atLayer, field: fmt.Sprintf("layer_ids[%d]", le.Index), name: le.ID}
-	case errors.As(err, &se):
-		return &Problem{Code: CodeAccessRequired, Detail: fmt.Sprintf("Section %s must be acquired for this site before querying %s (POST /access/acquisitions).", se.Section, se.Layer),
-			FieldErrors: []FieldError{{Field: fmt.Sprintf("layer_ids[%d]", se.Index), Message: "section " + se.Section + " not acquired for this site"}}}
-	case errors.As(err, &re):
-		var fe []FieldError
-		for _, o := range re.Over {
-			fe = append(fe, FieldError{Field: "radius_m", Message: fmt.Sprintf("layer %s allows at most %g m", o.Layer, o.MaxM)})
-		}
-		return invalid("The radius exceeds a selected layer's limit.", fe...)
-	}
-	return err
-}
-
 // answerQuery runs the admitted q (runQuery) and answers POST /queries: 200
 // with the first page when it finished within the wait, else 202.
 func (s *Server) answerQuery(r *request, q ledger.Query, ask queries.Ask) error {
@@ -285,7 +255,7 @@ func (s *Server) answerQuery(r *request, q ledger.Query, ask queries.Ask) error 
 	var err error
 	if done.ID == q.ID && done.AccountID == r.principal.AccountID && finished(done.Status) {
 		q = done
-		if r.pendingFinish == nil { // else cached once stored (runFirst)
+		if r.pending.Finish == nil { // else cached once stored (queries.Service.Settle)
 			s.finished.put(q)
 		}
 	} else if q, err = s.query(r, q.ID); err != nil {
@@ -301,7 +271,13 @@ func (s *Server) answerQuery(r *request, q ledger.Query, ask queries.Ask) error 
 	if err := s.firstPage(r, q, &body, ask); err != nil {
 		return err
 	}
-	r.wholeAnswer = !body.Page.HasMore
+	if !body.Page.HasMore {
+		// Every feature is in the answer: its finish may be stored behind
+		// it, awaited by the key's next read (queries.Service.WaitBehind).
+		if key, err := bearer(r); err == nil {
+			r.pending.Whole, r.pending.BehindKey = true, string(ledger.HashKey(key))
+		}
+	}
 	return r.writeQuery(200, &body)
 }
 

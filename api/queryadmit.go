@@ -57,7 +57,7 @@ func (s *Server) admitLimits() ledger.AdmitLimits {
 // waited for as before. It returns the finished row when one was handed
 // over (its ID is then q's), else the zero Query: the caller reads the
 // ledger. A finish handed over by the in-request attempt is the request's
-// to store (r.pendingFinish, runFirst) and its row is returned.
+// to store (r.pending, queries.Service.Settle) and its row is returned.
 func (s *Server) runQuery(r *request, q ledger.Query, d time.Duration) ledger.Query {
 	if s.runner == nil {
 		return ledger.Query{}
@@ -67,14 +67,14 @@ func (s *Server) runQuery(r *request, q ledger.Query, d time.Duration) ledger.Qu
 		res := nr.RunNowFrom(r.ctx, q, d, r.precomputed)
 		if res.Accepted {
 			if res.Finish != nil {
-				r.pendingFinish = res.Finish
+				r.pending.Finish = res.Finish
 				return res.Finish.Row
 			}
 			return res.Row
 		}
 		// The runner is stopping: hand the query to the queue, where a
 		// worker of this or another replica claims it.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), claimSettleTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), queries.SettleTimeout)
 		defer cancel()
 		if _, err := s.led.RequeueQuery(ctx, q.ID); err != nil {
 			s.log.Warn("requeue of a query admitted running failed; its attempt lapses and the janitor requeues it",
@@ -105,7 +105,7 @@ func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask qu
 	if err != nil {
 		return false, nil
 	}
-	fp, err := idemFingerprint(r, logical)
+	fp, err := queries.Fingerprint(r.op.ID, logical)
 	if err != nil {
 		return false, nil
 	}
@@ -121,7 +121,7 @@ func (s *Server) createQueryAtOnce(r *request, sel selector, logical any, ask qu
 	if err != nil {
 		return false, nil
 	}
-	frozen, sections, err := freezeLayers(r, ask, catalogue, nil)
+	frozen, sections, err := queries.Freeze(r.principal, ask, catalogue, nil)
 	if err != nil {
 		return false, nil
 	}

@@ -152,8 +152,9 @@ type Server struct {
 	// answerWait is answerFirstWait (tests that hold answers first to it
 	// wait longer: SetAnswerFirstWait).
 	answerWait time.Duration
-	// behind are the finishes stored behind their answers (finishbehind.go).
-	behind finishesBehind
+	// queries is the query use case and the idempotency of every operation
+	// that takes an Idempotency-Key.
+	queries *queries.Service
 	// catalogue caches catalogue reads of one version (cataloguecache.go).
 	catalogue catalogueCache
 	// limitsJSON is GET /context's limits, encoded (encodeLimits).
@@ -189,6 +190,8 @@ func New(cfg Config, led *ledger.Ledger) (*Server, error) {
 		metrics:    cfg.Metrics,
 	}
 	s.router = newRouter(ops, s.handlers)
+	s.queries = queries.New(queries.Config{Ledger: led, Logger: cfg.Logger, IdempotencyWait: cfg.IdempotencyWait,
+		Finished: func(q ledger.Query) { s.finished.put(q) }})
 	for _, op := range ops {
 		if op.ID == "create_query" {
 			s.recent.Scopes = op.Scopes // what a precomputed query's admission checks
@@ -329,9 +332,9 @@ type request struct {
 	// prefetch is the handler's first read, made with the key lookup
 	// (Server.prefetchFor); nil: none.
 	prefetch ledger.Prefetch
-	// pendingFinish is the finish of a query this request ran and
-	// answered, stored with its idempotent response (runFirst); nil: none.
-	pendingFinish *jobs.PendingFinish
+	// pending is the answer of a query this request ran, whose finish is
+	// stored with its idempotent response (queries.Service.Settle).
+	pending queries.Pending
 	// precomputed is the query's answer begun while its admission was in
 	// the ledger (Server.precompute), for the attempt that runs it.
 	precomputed *jobs.Precomputed
@@ -344,9 +347,6 @@ type request struct {
 	// authenticated: the request is being served again after its
 	// provisional pass, with the key authenticated first.
 	authenticated bool
-	// wholeAnswer: POST /queries answered 200 with every feature in its
-	// page; its finish is stored behind the answer (finishbehind.go).
-	wholeAnswer bool
 }
 
 // Handle is the fasthttp handler.
@@ -450,6 +450,23 @@ func (s *Server) serveRoute(r *request, rt *route) error {
 	}
 	return rt.handler(s, r)
 }
+
+// waitBehind makes a request wait for the finishes stored behind the
+// answers of earlier requests with its key (queries.Service.WaitBehind),
+// so a client reads its own answers; POST /queries itself does not read
+// them.
+func (s *Server) waitBehind(r *request) {
+	if !s.queries.Behind() || r.op.ID == "create_query" {
+		return
+	}
+	if key, err := bearer(r); err == nil {
+		s.queries.WaitBehind(r.ctx, string(ledger.HashKey(key)))
+	}
+}
+
+// WaitFinishesBehind waits until every finish stored behind its answer is
+// stored (tests).
+func (s *Server) WaitFinishesBehind() { s.queries.WaitFinishesBehind() }
 
 // writeJSON writes a successful JSON body.
 func (r *request) writeJSON(status int, v any) error {
