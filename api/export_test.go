@@ -57,6 +57,7 @@ func InstallEcho(s *Server, count *atomic.Int64, gate <-chan struct{}) {
 // around the harness's ledger).
 func SetQueryBackend(s *Server, st store.Store, runner QueryRunner) {
 	s.store, s.runner = st, runner
+	s.queries.SetRunner(runner)
 	s.encodeLimits()
 }
 
@@ -73,4 +74,4 @@ func SetIdempotencyWait(s *Server, d time.Duration) {
 // computed before its admission (answerFirstWait): a test that counts
 // answers stored with their admission waits long enough for every one,
 // whatever the machine's load.
-func SetAnswerFirstWait(s *Server, d time.Duration) { s.answerWait = d }
+func SetAnswerFirstWait(s *Server, d time.Duration) { s.queries.SetAnswerWait(d) }

@@ -213,45 +213,19 @@ func (s *Server) createQuery(r *request) error {
 		Geometry bool
 	}{req.Site, req.LayerIDs, *req.RadiusM, includeGeometry}
 	ask := queries.Ask{LayerIDs: req.LayerIDs, RadiusM: *req.RadiusM, IncludeGeometry: includeGeometry, Wait: wait, PageSize: pageSize}
-	if handled, err := s.createQueryAtOnce(r, sel, logical, ask); handled || r.provisional {
-		return err // provisional: served again, authenticated (Server.serve)
+	fp, err := queries.Fingerprint(r.op.ID, logical)
+	if err != nil {
+		return err
 	}
-	recheck := func(ledger.IdemResponse) error { return queries.Permitted(r.principal, req.LayerIDs) }
-	return s.idempotent(r, logical, recheck, func() error {
-		site, err := s.siteForQuery(r, sel)
-		if err != nil {
-			return err
-		}
-		sa, err := s.led.SiteAccess(r.ctx, r.principal.AccountID, site.ID)
-		if err != nil {
-			return err
-		}
-		// Every layer and its current release in one round trip.
-		catalogue, err := s.layersForQuery(r, req.LayerIDs)
-		if err != nil {
-			return err
-		}
-		frozen, _, err := queries.Freeze(r.principal, ask, catalogue, func(section string) bool { return sa.Granted[section] })
-		if err != nil {
-			return err
-		}
-		// Every refusal above (400, 403, 404, 422) came before the admission
-		// is counted: only a request that can run uses one.
-		q, err := s.admitQuery(r, ledger.Query{AccountID: r.principal.AccountID, IntegrationID: r.principal.IntegrationID,
-			SiteID: site.ID, SiteGeometry: site.Geometry, RadiusM: *req.RadiusM, LayerIDs: req.LayerIDs,
-			IncludeGeometry: includeGeometry, Frozen: frozen})
-		if err != nil {
-			return err
-		}
-		return s.answerQuery(r, q, ask)
-	})
+	// The use case, once: it answers through the request (queryCall).
+	return s.queries.Admit(queryCall{call{s, r}, sel}, fp, ask, &r.pending)
 }
 
-// answerQuery runs the admitted q (runQuery) and answers POST /queries: 200
-// with the first page when it finished within the wait, else 202.
-func (s *Server) answerQuery(r *request, q ledger.Query, ask queries.Ask) error {
+// answerQuery answers POST /queries for the admitted q: 200 with the
+// first page when it finished within the wait (done: the finished row the
+// run handed over, or zero), else 202.
+func (s *Server) answerQuery(r *request, q, done ledger.Query, ask queries.Ask) error {
 	r.resourceType, r.resourceID = "query", q.ID.String()
-	done := s.runQuery(r, q, time.Duration(ask.Wait)*time.Second) // the finished row, when handed over
 	var err error
 	if done.ID == q.ID && done.AccountID == r.principal.AccountID && finished(done.Status) {
 		q = done

@@ -45,7 +45,7 @@ func TestRefusedQueriesUseNoAdmission(t *testing.T) {
 // answer is computed first (the key was seen moments ago), and the
 // admission stores it (the key's authentication, the claim done with the
 // response, the site, sections, count, the query finished and the audit
-// record in one statement: answerFirst). Nothing is left to
+// record in one statement: queries.Service.answerFirst). Nothing is left to
 // store behind the answer: the query reads finished at once. That holds
 // for a combination of layers never asked before, once each layer has
 // been (the catalogue cache and the frozen layers stored are a layer's,

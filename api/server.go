@@ -23,7 +23,6 @@ import (
 	"siteenv/clock"
 	"siteenv/engine"
 	"siteenv/internal/phase"
-	"siteenv/jobs"
 	"siteenv/ledger"
 	"siteenv/queries"
 	"siteenv/store"
@@ -147,11 +146,6 @@ type Server struct {
 	ready    readiness
 	// finished caches finished queries' immutable rows (querycache.go).
 	finished finishedQueries
-	// recent are the keys that admitted a query moments ago (queries.Vouches).
-	recent queries.Vouches
-	// answerWait is answerFirstWait (tests that hold answers first to it
-	// wait longer: SetAnswerFirstWait).
-	answerWait time.Duration
 	// queries is the query use case and the idempotency of every operation
 	// that takes an Idempotency-Key.
 	queries *queries.Service
@@ -175,28 +169,30 @@ func New(cfg Config, led *ledger.Ledger) (*Server, error) {
 		return nil, fmt.Errorf("api: embedded OpenAPI document: %w", err)
 	}
 	s := &Server{
-		answerWait: answerFirstWait,
-		cfg:        cfg,
-		led:        led,
-		log:        cfg.Logger,
-		clock:      cfg.Clock,
-		cursors:    newCursorCodec(cfg.Secret, cfg.Clock, cfg.CursorTTL),
-		store:      cfg.Store,
-		runner:     cfg.Runner,
-		engine:     cfg.Engine,
-		phases:     cfg.Phases,
-		mapSlots:   make(slots, cfg.MapRenders),
-		handlers:   handlers(),
-		metrics:    cfg.Metrics,
+		cfg:      cfg,
+		led:      led,
+		log:      cfg.Logger,
+		clock:    cfg.Clock,
+		cursors:  newCursorCodec(cfg.Secret, cfg.Clock, cfg.CursorTTL),
+		store:    cfg.Store,
+		runner:   cfg.Runner,
+		engine:   cfg.Engine,
+		phases:   cfg.Phases,
+		mapSlots: make(slots, cfg.MapRenders),
+		handlers: handlers(),
+		metrics:  cfg.Metrics,
 	}
 	s.router = newRouter(ops, s.handlers)
-	s.queries = queries.New(queries.Config{Ledger: led, Logger: cfg.Logger, IdempotencyWait: cfg.IdempotencyWait,
-		Finished: func(q ledger.Query) { s.finished.put(q) }})
+	var scopes []string
 	for _, op := range ops {
 		if op.ID == "create_query" {
-			s.recent.Scopes = op.Scopes // what a precomputed query's admission checks
+			scopes = op.Scopes // what a precomputed query's admission checks
 		}
 	}
+	s.queries = queries.New(queries.Config{Ledger: led, Logger: cfg.Logger, IdempotencyWait: cfg.IdempotencyWait,
+		Finished: func(q ledger.Query) { s.finished.put(q) }, Clock: cfg.Clock, Scopes: scopes,
+		Limits: queries.Limits{MaxQueued: Limits["max_queued_queries"], MaxRetainedBytes: Limits["max_retained_result_bytes"], PerMinute: queryAdmissionsPerMinute}})
+	s.queries.SetRunner(cfg.Runner)
 	s.encodeLimits()
 	if err := s.metrics.attach(s); err != nil {
 		return nil, err
@@ -335,9 +331,6 @@ type request struct {
 	// pending is the answer of a query this request ran, whose finish is
 	// stored with its idempotent response (queries.Service.Settle).
 	pending queries.Pending
-	// precomputed is the query's answer begun while its admission was in
-	// the ledger (Server.precompute), for the attempt that runs it.
-	precomputed *jobs.Precomputed
 	// keyHash is the bearer key's hash while the key is not yet
 	// authenticated: its operation's admission authenticates it in the same
 	// round trip (admitWithKey). Until then provisional is true and
@@ -404,11 +397,12 @@ func (s *Server) serve(r *request) error {
 	s.waitBehind(r)
 	err := s.serveRoute(r, rt)
 	if r.provisional {
-		// The key was not authenticated by the admission (any refusal, a
-		// check that failed, another kind of site): nothing was written,
-		// and the request is served again with the key authenticated
-		// first, as every other operation is, so that it is answered as
-		// it would have been.
+		// The request was refused before its use case was called (the
+		// queries package authenticates a provisional key itself on every
+		// path: queries.Service.Admit): nothing was written, and the
+		// request is served again with the key authenticated first, as
+		// every other operation is, so that it is answered as it would
+		// have been.
 		s.resetProvisional(r)
 		err = s.serveRoute(r, rt)
 	}
