@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/geojson"
 
 	"siteenv/geo"
 	"siteenv/geo/austates"
@@ -21,11 +20,11 @@ import (
 // one of the eight), leave it undetermined: the order must name one, and
 // when the site touches several it must be one of them.
 func reportJurisdiction(geometry json.RawMessage, given string) (string, error) {
-	g, err := geojson.UnmarshalGeometry(geometry)
+	g, err := geo.DecodeStored("site boundary", geometry)
 	if err != nil {
-		return "", fmt.Errorf("api: stored site geometry: %w", err)
+		return "", err
 	}
-	found := siteStates(g.Geometry())
+	found := siteStates(g)
 	if len(found) == 1 && slices.Contains(jurisdictions, found[0]) {
 		if given != "" && given != found[0] {
 			return "", &Problem{Code: CodeReportJurisdictionConflict,

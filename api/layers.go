@@ -7,9 +7,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/geojson"
 
 	"siteenv/engine"
+	"siteenv/geo"
 	"siteenv/ledger"
 	"siteenv/tiles"
 )
@@ -47,8 +47,9 @@ type siteContext struct {
 	geometry orb.Geometry
 }
 
-// layerView renders a layer for this site (nil: no site).
-func layerView(y ledger.Layer, site *siteContext) layerBody {
+// layerView renders a layer for this site (nil: no site, and no error:
+// only a site's coverage is decoded).
+func layerView(y ledger.Layer, site *siteContext) (layerBody, error) {
 	b := layerBody{
 		LayerID: y.ID, SectionKey: y.SectionKey, SectionName: y.SectionName, Name: y.Name, Description: y.Description,
 		SchemaVersion: y.SchemaVersion, FieldSchema: y.FieldSchema, Units: y.Units, RadiusMaxM: y.RadiusMaxM,
@@ -79,15 +80,17 @@ func layerView(y ledger.Layer, site *siteContext) layerBody {
 		if y.SectionPrice == 0 || site.access.Granted[y.SectionKey] {
 			b.Access = "already_available"
 		}
-		var cover orb.Geometry
-		if len(y.Coverage) > 0 {
-			if g, err := geojson.UnmarshalGeometry(y.Coverage); err == nil {
-				cover = g.Geometry()
-			}
+		k := geo.CoverageKey{Layer: y.ID}
+		if y.CurrentReleaseID != nil {
+			k.Release = *y.CurrentReleaseID
+		}
+		cover, err := geo.DecodeCoverage(k, y.Coverage)
+		if err != nil {
+			return layerBody{}, err
 		}
 		b.Coverage = string(engine.CoverageOf(site.geometry, cover))
 	}
-	return b
+	return b, nil
 }
 
 // loadSite reads the optional site_id a catalogue read is evaluated for.
@@ -99,11 +102,11 @@ func (s *Server) loadSite(r *request, id *uuid.UUID) (*siteContext, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, err := geojson.UnmarshalGeometry(sa.Geometry)
+	g, err := geo.DecodeStored("boundary of site "+id.String(), sa.Geometry)
 	if err != nil {
 		return nil, err
 	}
-	return &siteContext{access: sa, geometry: g.Geometry()}, nil
+	return &siteContext{access: sa, geometry: g}, nil
 }
 
 type layersBody struct {
@@ -154,7 +157,11 @@ func (s *Server) listLayers(r *request) error {
 			body.Page = page{HasMore: true, NextCursor: &next}
 			break
 		}
-		body.Layers = append(body.Layers, layerView(y, site))
+		b, err := layerView(y, site)
+		if err != nil {
+			return err
+		}
+		body.Layers = append(body.Layers, b)
 	}
 	return r.writeJSON(200, body)
 }
@@ -223,7 +230,11 @@ func (s *Server) renderLayerPage(rows []ledger.Layer, limit int) (layerPage, err
 		if i > 0 {
 			lp.body = append(lp.body, ',')
 		}
-		j, err := marshalNoEscape(layerView(y, nil))
+		b, err := layerView(y, nil)
+		if err != nil {
+			return layerPage{}, err
+		}
+		j, err := marshalNoEscape(b)
 		if err != nil {
 			return layerPage{}, err
 		}
@@ -276,7 +287,11 @@ func (s *Server) getLayer(r *request) error {
 	if err != nil {
 		return err
 	}
-	return r.writeJSON(200, layerResponse{APIVersion: "1", Layer: layerView(y, site)})
+	b, err := layerView(y, site)
+	if err != nil {
+		return err
+	}
+	return r.writeJSON(200, layerResponse{APIVersion: "1", Layer: b})
 }
 
 func (s *Server) getLayerSchema(r *request) error {

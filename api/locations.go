@@ -167,19 +167,21 @@ func addressSuggestion(rank int, a ledger.Address) suggestion {
 type parcel struct {
 	ledger.Parcel
 	geom orb.Geometry // canonical Polygon or MultiPolygon
+	raw  orb.Geometry // as stored
 }
 
 func decodeParcel(p ledger.Parcel) (parcel, error) {
-	g, err := geojson.UnmarshalGeometry(p.Geometry)
+	what := "parcel " + p.Jurisdiction + " " + p.CadastreID
+	g, err := geo.DecodeStored(what, p.Geometry)
 	if err != nil {
-		return parcel{}, fmt.Errorf("api: parcel %s %s: %w", p.Jurisdiction, p.CadastreID, err)
+		return parcel{}, err
 	}
-	switch g.Geometry().(type) {
+	switch g.(type) {
 	case orb.Polygon, orb.MultiPolygon:
 	default:
-		return parcel{}, fmt.Errorf("api: parcel %s %s: geometry is a %s", p.Jurisdiction, p.CadastreID, g.Geometry().GeoJSONType())
+		return parcel{}, &geo.StoredError{What: what, Reason: "a " + g.GeoJSONType() + ", not a Polygon or MultiPolygon"}
 	}
-	return parcel{Parcel: p, geom: geo.Canonical(g.Geometry())}, nil
+	return parcel{Parcel: p, geom: geo.Canonical(g), raw: g}, nil
 }
 
 // label names a parcel by its identifier and, when it has one, its address.
@@ -441,8 +443,7 @@ func (s *Server) parcelsContaining(r *request, pt orb.Point) ([]parcel, error) {
 		}
 		// The raw geometry: canonical rounding must not move the boundary
 		// across the point.
-		raw, _ := geojson.UnmarshalGeometry(row.Geometry)
-		if geo.PolygonalContains(raw.Geometry(), pt) {
+		if geo.PolygonalContains(p.raw, pt) {
 			out = append(out, p)
 		}
 	}
@@ -469,16 +470,16 @@ func (s *Server) resolveSite(r *request, sel selector) (resolution, error) {
 	if err != nil {
 		return resolution{}, err
 	}
-	g, err := geojson.UnmarshalGeometry(site.Geometry)
+	g, err := geo.DecodeStored("boundary of site "+site.ID.String(), site.Geometry)
 	if err != nil {
-		return resolution{}, fmt.Errorf("api: site %s geometry: %w", site.ID, err)
+		return resolution{}, err
 	}
 	r.resourceType, r.resourceID = "site", site.ID.String()
-	pt, area, id := geo.RepresentativePoint(g.Geometry()), site.AreaM2, site.ID
+	pt, area, id := geo.RepresentativePoint(g), site.AreaM2, site.ID
 	res := resolution{status: statusResolved, point: &pt, site: selBody, area: &area, existing: &id}
-	switch g.Geometry().(type) {
+	switch g.(type) {
 	case orb.Polygon, orb.MultiPolygon:
-		res.boundary = g.Geometry()
+		res.boundary = g
 	}
 	return res, nil
 }

@@ -13,9 +13,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/geojson"
 
 	"siteenv/engine"
+	"siteenv/geo"
 	"siteenv/ledger"
 	"siteenv/report"
 	"siteenv/tiles"
@@ -165,11 +165,11 @@ func (s *Server) gatherMap(r *request, id uuid.UUID, key string) (mapInput, erro
 			Detail:      fmt.Sprintf("Section %s must be acquired for this site before its map can be downloaded (POST /access/acquisitions with section_keys [%q]).", key, key),
 			FieldErrors: []FieldError{{Field: "section_key", Message: "section " + key + " not acquired for this site"}}}
 	}
-	g, err := geojson.UnmarshalGeometry(site.Geometry)
+	g, err := geo.DecodeStored("boundary of site "+site.ID.String(), site.Geometry)
 	if err != nil {
-		return mapInput{}, fmt.Errorf("api: site %s geometry: %w", site.ID, err)
+		return mapInput{}, err
 	}
-	in := mapInput{site: site, geom: g.Geometry(), section: layers[0].SectionName}
+	in := mapInput{site: site, geom: g, section: layers[0].SectionName}
 	if in.section == "" {
 		in.section = key
 	}
@@ -181,10 +181,8 @@ func (s *Server) gatherMap(r *request, id uuid.UUID, key string) (mapInput, erro
 				return mapInput{}, err
 			}
 			ml.release = &rel
-			if len(rel.Coverage) > 0 && string(rel.Coverage) != "null" {
-				if g, err := geojson.UnmarshalGeometry(rel.Coverage); err == nil {
-					ml.coverage = g.Geometry()
-				}
+			if ml.coverage, err = geo.DecodeCoverage(geo.CoverageKey{Layer: y.ID, Release: rel.ReleaseID}, rel.Coverage); err != nil {
+				return mapInput{}, err
 			}
 		}
 		in.layers = append(in.layers, ml)
@@ -307,9 +305,11 @@ func (s *Server) renderInput(r *request, in mapInput, date time.Time) (report.Ma
 		m.Layers = append(m.Layers, ml)
 	}
 	for _, p := range in.parcels {
-		if g, err := geojson.UnmarshalGeometry(p.Geometry); err == nil {
-			m.Parcels = append(m.Parcels, g.Geometry())
+		g, err := geo.DecodeStored("parcel "+p.Jurisdiction+" "+p.CadastreID, p.Geometry)
+		if err != nil {
+			return report.Map{}, err
 		}
+		m.Parcels = append(m.Parcels, g)
 	}
 	return m, nil
 }

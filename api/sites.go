@@ -77,11 +77,11 @@ func (s *Server) boundary(r *request, sel selector, field string) (orb.Geometry,
 				fe = append(fe, FieldError{Field: fmt.Sprintf("%s.cadastre_ids[%d]", field, i), Message: "no such parcel in " + sel.Jurisdiction})
 				continue
 			}
-			g, err := geojson.UnmarshalGeometry(raw)
+			g, err := geo.DecodeStored("parcel "+sel.Jurisdiction+" "+id, raw)
 			if err != nil {
 				return nil, nil, err
 			}
-			parts = append(parts, g.Geometry())
+			parts = append(parts, g)
 		}
 		if len(fe) > 0 {
 			return nil, nil, &Problem{Code: CodeCadastreIncomplete, Detail: fmt.Sprintf("%d of the %d parcels were not found; check the identifiers and the jurisdiction.", len(fe), len(sel.CadastreIDs)), FieldErrors: fe}

@@ -92,12 +92,23 @@ type APIOptions struct {
 	// SmallQueries of the small-query mix (smallmix.go), run with every
 	// client count after the mix; 0: none.
 	SmallQueries int
+	// FreshQueries of the fresh mix (freshmix.go: every query about a new
+	// site), run with every client count after the small mix; 0: none.
+	FreshQueries int
+	// Markdown, when set, receives the fresh mix's table as markdown
+	// (APIReport.Markdown), for docs/benchmarks.md; Command is the command
+	// line it names.
+	Markdown io.Writer
+	Command  string
 	// MaxFeaturesPerLayer keeps only the first features of each layer
 	// (tests use a few hundred). Default 0: all.
 	MaxFeaturesPerLayer int64
 	// EngineMemory is the engine's memory budget (engine.Options). Default
 	// DefaultEngineMemory; the CLI passes SITEENV_ENGINE_MEMORY.
 	EngineMemory int64
+	// KeepDir and MemoryLimitSet are EngineOptions'.
+	KeepDir        string
+	MemoryLimitSet bool
 	// CPUProfile, when set, receives a CPU profile (runtime/pprof) of the
 	// first API pass: client and server, which share this process.
 	// ReadCPUProfile likewise of the read pass.
@@ -150,6 +161,8 @@ func (o APIOptions) validate() error {
 		return fmt.Errorf("bench: reads must not be negative")
 	case o.SmallQueries < 0:
 		return fmt.Errorf("bench: small queries must not be negative")
+	case o.FreshQueries < 0:
+		return fmt.Errorf("bench: fresh queries must not be negative")
 	case o.EngineMemory < 0:
 		return fmt.Errorf("bench: negative EngineMemory")
 	}
@@ -748,12 +761,15 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 	if err := r.write(); err != nil {
 		return nil, err
 	}
+	if opt.Markdown != nil && r.FreshQueries > 0 {
+		r.Markdown(opt.Markdown, opt.Command)
+	}
 	return r, nil
 }
 
 func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, error) {
 	log := opt.Logger
-	w, err := prepareWorkload(ctx, "api", opt.WorkDir, opt.Scale, opt.Seed, opt.Queries, opt.MaxFeaturesPerLayer, log)
+	w, err := prepareWorkload(ctx, "api", opt.WorkDir, opt.KeepDir, opt.Scale, opt.Seed, opt.Queries, opt.MaxFeaturesPerLayer, log)
 	if w.dir != "" {
 		defer os.RemoveAll(w.dir)
 	}
@@ -788,7 +804,23 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 	if err != nil {
 		return nil, err
 	}
-	_, restore := boundHeap(ds.features, opt.EngineMemory, log)
+	nFresh := opt.FreshQueries
+	if len(w.anchors) == 0 {
+		nFresh = 0
+	}
+	fresh, err := makeFreshMix(nFresh, w.anchors, len(ds.layers), opt.Seed)
+	if err != nil {
+		return nil, err
+	}
+	freshReqs, err := apiQueries(ds, fresh)
+	if err != nil {
+		return nil, err
+	}
+	nFreshKeys := 0
+	if nFresh > 0 {
+		nFreshKeys = freshKeys * len(opt.Clients)
+	}
+	_, restore := boundHeap(ds.features, opt.EngineMemory, opt.MemoryLimitSet, log)
 	defer restore()
 	var bs budgetStats
 	if bs.ColdP50, bs.ColdMax, bs.ColdLoads, err = coldCost(ctx, ds.store, opt.EngineMemory, engineRequests(ds, qs)); err != nil {
@@ -808,7 +840,7 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 	log.Info("bench: starting the API (durable ledger, accounts, server)")
 	nw := min(warmupQueries, len(qs))
 	nSeq := min(opt.Reads, sequentialReads)
-	a, err := startAPI(ctx, dir, g, ds, e, nw+len(opt.Clients)*(len(qs)+len(small)), readAccounts(opt.Reads)+readAccounts(nSeq), log)
+	a, err := startAPI(ctx, dir, g, ds, e, nw+len(opt.Clients)*(len(qs)+len(small))+nFreshKeys, readAccounts(opt.Reads)+readAccounts(nSeq), log)
 	if err != nil {
 		return nil, err
 	}
@@ -832,7 +864,7 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 	if err := pg.load(ctx, ds, 2); err != nil {
 		return nil, err
 	}
-	if err := pg.openQueryConns(ctx, maxClients, append(slices.Clip(qs), small...)); err != nil {
+	if err := pg.openQueryConns(ctx, maxClients, append(append(slices.Clip(qs), small...), fresh...)); err != nil {
 		return nil, err
 	}
 	if err := settle(ctx, log, a.cluster.DSN("siteenv"), pg.cluster.DSN("bench")); err != nil {
@@ -886,6 +918,7 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 		}
 		_, used0 := a.runner.PrecomputeCounts()
 		first0 := a.runner.AnsweredFirst()
+		heap0 := heapInUse()
 		ap, err := a.apiPass(ctx, reqs, keys, c, run+"-"+strconv.Itoa(k), st, ao, rs)
 		if k == 0 && opt.CPUProfile != nil {
 			pprof.StopCPUProfile()
@@ -904,6 +937,7 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 		if err != nil {
 			return nil, err
 		}
+		heap1 := heapInUse()
 		log.Info("bench: PostGIS pass", "queries", len(qs), "clients", c)
 		pp, err := postgisPass(ctx, pg, ds, qs, c, po)
 		if err != nil {
@@ -912,7 +946,8 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 		pp.busy = true // queries/s as the API's
 
 		r.Passes = append(r.Passes, apiPassReport{Clients: c, API: ap.summary(), PostGIS: pp.summary(), Phases: phases,
-			Ledger: after.minus(before), CreateServer: create, Precomputed: used1 - used0, AnsweredFirst: first1 - first0})
+			Ledger: after.minus(before), CreateServer: create, Precomputed: used1 - used0, AnsweredFirst: first1 - first0,
+			HeapBefore: heap0, HeapAfter: heap1})
 		if k == 0 {
 			r.apiLat, r.pgLat = ap.lat, pp.lat
 		}
@@ -950,6 +985,7 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 			}
 			_, used0 := a.runner.PrecomputeCounts()
 			first0 := a.runner.AnsweredFirst()
+			heap0 := heapInUse()
 			ap, err := a.apiPass(ctx, smallReqs, keys, c, run+"-small-"+strconv.Itoa(k), st, ao, nil)
 			if err != nil {
 				return nil, fmt.Errorf("bench: API, small-query mix: %w", err)
@@ -962,6 +998,7 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 			if err != nil {
 				return nil, err
 			}
+			heap1 := heapInUse()
 			log.Info("bench: PostGIS pass, small-query mix", "queries", len(small), "clients", c)
 			pp, err := postgisPass(ctx, pg, ds, small, c, po)
 			if err != nil {
@@ -969,9 +1006,18 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 			}
 			pp.busy = true
 			r.SmallPasses = append(r.SmallPasses, apiPassReport{Clients: c, API: ap.summary(), PostGIS: pp.summary(), Phases: phases,
-				Ledger: after.minus(before), CreateServer: create, Precomputed: used1 - used0, AnsweredFirst: first1 - first0})
+				Ledger: after.minus(before), CreateServer: create, Precomputed: used1 - used0, AnsweredFirst: first1 - first0,
+				HeapBefore: heap0, HeapAfter: heap1})
 		}
 		if r.SmallComparison, err = compare(ctx, e, pg, ds, small, smallAPI, smallPG); err != nil {
+			return nil, err
+		}
+	}
+	if len(fresh) > 0 {
+		log.Info("bench: API and PostGIS passes, fresh mix", "queries", len(fresh), "clients", opt.Clients)
+		r.FreshQueries = len(fresh)
+		base := nw + len(opt.Clients)*(len(qs)+len(small))
+		if r.FreshPasses, r.FreshComparison, err = a.freshPasses(ctx, pg, ds, fresh, freshReqs, a.keys[base:base+nFreshKeys], opt.Clients, run, st); err != nil {
 			return nil, err
 		}
 	}

@@ -27,7 +27,7 @@ func TestAPIAgreesWithPostGIS(t *testing.T) {
 	var logs bytes.Buffer
 	dir := traversableTempDir(t)
 	r, err := RunAPI(ctx, APIOptions{
-		WorkDir: dir, Scale: synth.Small, Seed: 7, Queries: 40, Clients: []int{1, 2}, Reads: 200, SmallQueries: 20,
+		WorkDir: dir, Scale: synth.Small, Seed: 7, Queries: 40, Clients: []int{1, 2}, Reads: 200, SmallQueries: 20, FreshQueries: 30,
 		MaxFeaturesPerLayer: 500, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if errors.Is(err, ErrNoPostGIS) {
@@ -90,6 +90,26 @@ func TestAPIAgreesWithPostGIS(t *testing.T) {
 		!strings.Contains(out.String(), "small mix p50, 1 client") {
 		t.Errorf("small-query mix: %d queries, %d passes, %+v", r.SmallQueries, len(r.SmallPasses), sc)
 	}
+	// The fresh mix: each pass's queries sorted into every answer-size
+	// bucket, the server's heap read around it, and the markdown table.
+	if fc := r.FreshComparison; r.FreshQueries != 30 || len(r.FreshPasses) != 2 || fc.Compared == 0 {
+		t.Errorf("fresh mix: %d queries, %d passes, %+v", r.FreshQueries, len(r.FreshPasses), fc)
+	}
+	for _, p := range r.FreshPasses {
+		n := 0
+		for _, b := range p.Buckets {
+			n += b.Queries
+		}
+		if len(p.Buckets) != len(sizeBuckets) || n != r.FreshQueries || p.HeapBefore == 0 || p.HeapAfter == 0 || p.Precomputed == 0 {
+			t.Errorf("fresh pass with %d clients: %d bucketed, %+v", p.Clients, n, p)
+		}
+	}
+	var md strings.Builder
+	r.Markdown(&md, "bench api test")
+	if !strings.Contains(md.String(), "| 1-9 |") || !strings.Contains(md.String(), "| whole mix p50 |") {
+		t.Errorf("markdown table:\n%s", md.String())
+	}
+	t.Log("\n" + md.String())
 	if r.ContextServer1.P50 <= 0 || r.LayersServer1.P50 <= 0 || r.SequentialReads != 200 {
 		t.Errorf("sequential reads not measured: %d, %+v %+v", r.SequentialReads, r.ContextServer1, r.LayersServer1)
 	}

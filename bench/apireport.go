@@ -28,6 +28,12 @@ type apiPassReport struct {
 	// stored with their answer in the admission's round trip
 	// (api.answerFirst).
 	Precomputed, AnsweredFirst int64
+	// Buckets are the pass's p50s by answer size (the fresh mix's).
+	Buckets []bucketFigures
+	// HeapBefore and HeapAfter are the bench process's Go heap in use
+	// (server, engine, clients) after a collection, before and after the
+	// API pass: a server that keeps something per request grows it.
+	HeapBefore, HeapAfter uint64
 }
 
 // APIReport is what RunAPI measured.
@@ -51,9 +57,14 @@ type APIReport struct {
 	Passes []apiPassReport
 	// SmallQueries, SmallPasses and SmallComparison are the small-query
 	// mix's (smallmix.go): its size, its passes, its check.
-	SmallQueries                      int
-	SmallPasses                       []apiPassReport
-	SmallComparison                   comparison
+	SmallQueries    int
+	SmallPasses     []apiPassReport
+	SmallComparison comparison
+	// FreshQueries, FreshPasses and FreshComparison are the fresh mix's
+	// (freshmix.go).
+	FreshQueries                      int
+	FreshPasses                       []apiPassReport
+	FreshComparison                   comparison
 	Requests, Pages, Polls, Throttled int64
 	RateLimited                       int64 // of Throttled, answered 429
 	// Waited is the time clients slept on Retry-After, left out of the
@@ -87,9 +98,10 @@ type APIReport struct {
 // boundary cases.
 func (r *APIReport) Err() error {
 	c := r.Comparison
-	sc := r.SmallComparison
-	c.EngineWrong, c.CoverageWrong, c.Unexplained, c.Differing = c.EngineWrong+sc.EngineWrong, c.CoverageWrong+sc.CoverageWrong,
-		c.Unexplained+sc.Unexplained, c.Differing+sc.Differing
+	for _, sc := range []comparison{r.SmallComparison, r.FreshComparison} {
+		c.EngineWrong, c.CoverageWrong, c.Unexplained, c.Differing = c.EngineWrong+sc.EngineWrong, c.CoverageWrong+sc.CoverageWrong,
+			c.Unexplained+sc.Unexplained, c.Differing+sc.Differing
+	}
 	if c.EngineWrong+c.CoverageWrong == 0 && c.Unexplained == 0 {
 		return nil
 	}
@@ -173,6 +185,16 @@ func (r *APIReport) Print(w io.Writer) {
 		row("small mix mean"+n, ms(p.API.Mean), ms(p.PostGIS.Mean), "ms")
 		row("small mix queries/s"+n, p.API.QPS, p.PostGIS.QPS, "q/s")
 	}
+	for _, p := range r.FreshPasses {
+		n := fmt.Sprintf(", %d client", p.Clients)
+		if p.Clients > 1 {
+			n += "s"
+		}
+		row("fresh mix p50"+n, ms(p.API.P50), ms(p.PostGIS.P50), "ms")
+		row("fresh mix p99"+n, ms(p.API.P99), ms(p.PostGIS.P99), "ms")
+		row("fresh mix mean"+n, ms(p.API.Mean), ms(p.PostGIS.Mean), "ms")
+		row("fresh mix queries/s"+n, p.API.QPS, p.PostGIS.QPS, "q/s")
+	}
 	tw.Flush()
 	if r.Subdivided != nil && len(r.Passes) > 0 {
 		if p := r.Passes[0]; p.Clients == 1 {
@@ -194,6 +216,9 @@ func (r *APIReport) Print(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 
+	if r.FreshQueries > 0 {
+		r.printFresh(w)
+	}
 	if r.ReadCount > 0 {
 		fmt.Fprintf(w, "authenticated reads (GET /context and GET /layers alternately, %d clients, %d requests): %.0f reads/s; client p50 %.3f ms, p99 %.3f ms\n",
 			readClients, r.ReadCount, r.Reads.QPS, ms(r.Reads.P50), ms(r.Reads.P99))
@@ -209,12 +234,18 @@ func (r *APIReport) Print(w io.Writer) {
 		q := float64(max(r.Queries, 1))
 		fmt.Fprintf(w, "  ledger per query (every request of the pass, runner and background writers included, counted): %.2f round trips, %.2f statements; WAL %.2f writes, %.2f flushes (pg_stat_wal)\n",
 			float64(p.Ledger.Trips)/q, float64(p.Ledger.Statements)/q, float64(p.Ledger.WALWrites)/q, float64(p.Ledger.WALSyncs)/q)
+		fmt.Fprintf(w, "  heap in use (bench process, after a collection): %s before the pass, %s after\n", mib(p.HeapBefore), mib(p.HeapAfter))
 		fmt.Fprintf(w, "server-side time per phase, API pass with %d client(s), per query of the mix:\n", p.Clients)
 		printPhases(w, p.Phases, r.Queries)
 	}
 	for _, p := range r.SmallPasses {
-		fmt.Fprintf(w, "server-side time per phase, small-query mix with %d client(s), per query:\n", p.Clients)
+		fmt.Fprintf(w, "server-side time per phase, small-query mix with %d client(s), per query (heap in use %s before, %s after):\n",
+			p.Clients, mib(p.HeapBefore), mib(p.HeapAfter))
 		printPhases(w, p.Phases, r.SmallQueries)
+	}
+	for _, p := range r.FreshPasses {
+		fmt.Fprintf(w, "server-side time per phase, fresh mix with %d client(s), per query:\n", p.Clients)
+		printPhases(w, p.Phases, r.FreshQueries)
 	}
 	if r.ReadCount > 0 {
 		fmt.Fprintf(w, "server-side time per phase, read pass, per read:\n")

@@ -17,12 +17,11 @@ import (
 	"siteenv/tiles"
 )
 
-// BenchDirEnv names a directory where `bench engine` and `bench api` keep
-// the datasets they build, one per scale, seed, per-layer cap and dataset
-// version, and reuse them in later runs: the large scale takes tens of
-// minutes to generate and ingest, the queries minutes. Unset, every run
-// builds its data in its own work directory and removes it.
-const BenchDirEnv = "SITEENV_BENCH_DIR"
+// A kept dataset (EngineOptions.KeepDir, APIOptions.KeepDir: the CLI's
+// SITEENV_BENCH_DIR) is one per scale, seed, per-layer cap and dataset
+// version, reused by later runs: the large scale takes tens of minutes to
+// generate and ingest, the queries minutes. Without one, every run builds
+// its data in its own work directory and removes it.
 
 // datasetVersion changes whenever the synthetic data or the way it is
 // ingested changes what a run would build, so that a kept dataset of an

@@ -45,7 +45,7 @@ func lowMemory(ctx context.Context, err error) error {
 
 func runEngine(ctx context.Context, opt EngineOptions, watch *memWatch) (*EngineReport, error) {
 	log := opt.Logger
-	w, err := prepareWorkload(ctx, "engine", opt.WorkDir, opt.Scale, opt.Seed, opt.Queries, opt.MaxFeaturesPerLayer, log)
+	w, err := prepareWorkload(ctx, "engine", opt.WorkDir, opt.KeepDir, opt.Scale, opt.Seed, opt.Queries, opt.MaxFeaturesPerLayer, log)
 	if w.dir != "" {
 		defer os.RemoveAll(w.dir)
 	}
@@ -54,7 +54,7 @@ func runEngine(ctx context.Context, opt EngineOptions, watch *memWatch) (*Engine
 	}
 	dir, ds, qs := w.dir, w.ds, w.mix
 
-	limit, restore := boundHeap(ds.features, opt.EngineMemory, log)
+	limit, restore := boundHeap(ds.features, opt.EngineMemory, opt.MemoryLimitSet, log)
 	defer restore()
 	reqs := engineRequests(ds, qs)
 	var bs budgetStats

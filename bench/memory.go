@@ -15,16 +15,16 @@ import (
 // for PostgreSQL's buffer cache and backends: without one the collector
 // lets the heap grow to twice the engine's live data while the PostGIS
 // load churns through tiles, which at the large scale is more than the
-// machine has. A GOMEMLIMIT set by the caller wins. It returns the limit
-// (0: none set) and a function restoring the previous one.
+// machine has. A limit set by the caller wins (callerSet: GOMEMLIMIT, which
+// the runtime reads only at start-up, or one set in process). It returns
+// the limit (0: none set) and a function restoring the previous one.
 //
 // The limit is also at most the engine's budget plus benchHeadroom, so the
 // bench process stays within what it was given whatever the data's size.
-func boundHeap(features, engineBudget int64, log *slog.Logger) (int64, func()) {
+func boundHeap(features, engineBudget int64, callerSet bool, log *slog.Logger) (int64, func()) {
 	total := memTotal()
-	// SetMemoryLimit(-1) reads the limit: below MaxInt64, one was set. The
-	// variable is checked too: the runtime reads it only at start-up.
-	if total == 0 || os.Getenv("GOMEMLIMIT") != "" || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+	// SetMemoryLimit(-1) reads the limit: below MaxInt64, one was set.
+	if total == 0 || callerSet || debug.SetMemoryLimit(-1) != math.MaxInt64 {
 		return 0, func() {}
 	}
 	reserve := max(total/8, 2<<30) // PostgreSQL backends, page cache, the OS

@@ -13,13 +13,13 @@ func TestBoundHeap(t *testing.T) {
 		t.Fatalf("memTotal %d: /proc/meminfo not read", total)
 	}
 	before := debug.SetMemoryLimit(-1)
-	limit, restore := boundHeap(2_000_000, 1<<40, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	limit, restore := boundHeap(2_000_000, 1<<40, false, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if total >= 8<<30 && (limit <= 0 || limit >= total || debug.SetMemoryLimit(-1) != limit) {
 		t.Fatalf("limit %d of %d bytes not applied", limit, total)
 	}
 	restore()
 	// A budget smaller than the machine bounds the limit: budget plus headroom.
-	limit, restore = boundHeap(2_000_000, 1<<30, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	limit, restore = boundHeap(2_000_000, 1<<30, false, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if total >= 8<<30 && limit != 1<<30+benchHeadroom {
 		t.Fatalf("limit %d with a 1 GiB engine budget, want %d", limit, 1<<30+benchHeadroom)
 	}
@@ -27,10 +27,14 @@ func TestBoundHeap(t *testing.T) {
 	if got := debug.SetMemoryLimit(-1); got != before {
 		t.Fatalf("limit not restored: %d, was %d", got, before)
 	}
-	// A limit the caller set (GOMEMLIMIT, read by the runtime at start) wins.
+	// A limit the caller set wins: GOMEMLIMIT (the CLI says so) ...
+	if limit, _ := boundHeap(2_000_000, 1<<30, true, slog.New(slog.NewTextHandler(io.Discard, nil))); limit != 0 || debug.SetMemoryLimit(-1) != before {
+		t.Fatalf("GOMEMLIMIT's limit was overridden: %d", limit)
+	}
+	// ... or one set in process.
 	debug.SetMemoryLimit(1 << 30)
 	defer debug.SetMemoryLimit(before)
-	if limit, _ := boundHeap(2_000_000, 1<<30, slog.New(slog.NewTextHandler(io.Discard, nil))); limit != 0 {
+	if limit, _ := boundHeap(2_000_000, 1<<30, false, slog.New(slog.NewTextHandler(io.Discard, nil))); limit != 0 {
 		t.Fatalf("the caller's memory limit was overridden: %d", limit)
 	}
 	if got := debug.SetMemoryLimit(-1); got != 1<<30 {

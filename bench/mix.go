@@ -219,7 +219,7 @@ type workload struct {
 // prepareWorkload makes a work directory under workDir (named for the
 // harness), builds the scale's dataset there and the seeded query mix over
 // it. The caller removes w.dir (also on error, when it is set).
-func prepareWorkload(ctx context.Context, name, workDir string, scale synth.Scale, seed int64, queries int, maxPerLayer int64, log *slog.Logger) (w workload, err error) {
+func prepareWorkload(ctx context.Context, name, workDir, keepDir string, scale synth.Scale, seed int64, queries int, maxPerLayer int64, log *slog.Logger) (w workload, err error) {
 	if w.dir, err = os.MkdirTemp(workDir, "bench-"+name+"-"); err != nil {
 		return w, fmt.Errorf("bench: work dir: %w", err)
 	}
@@ -234,8 +234,8 @@ func prepareWorkload(ctx context.Context, name, workDir string, scale synth.Scal
 	if w.gen, err = synth.New(seed, scale); err != nil {
 		return w, fmt.Errorf("bench: %w", err)
 	}
-	if root := os.Getenv(BenchDirEnv); root != "" {
-		kept := datasetCacheDir(root, scale, seed, maxPerLayer)
+	if keepDir != "" {
+		kept := datasetCacheDir(keepDir, scale, seed, maxPerLayer)
 		if w.ds, err = keptDataset(ctx, w.gen, kept, maxPerLayer, log); err != nil {
 			return w, err
 		}

@@ -46,6 +46,13 @@ type EngineOptions struct {
 	// EngineMemory is the engine's memory budget (engine.Options). Default
 	// DefaultEngineMemory; the CLI passes SITEENV_ENGINE_MEMORY.
 	EngineMemory int64
+	// KeepDir, when set, keeps the datasets built under it (one per scale,
+	// seed and cap) and reuses them in later runs; the CLI passes
+	// SITEENV_BENCH_DIR. "": each run builds its data in WorkDir.
+	KeepDir string
+	// MemoryLimitSet: the caller set the Go memory limit (GOMEMLIMIT, read
+	// by the CLI), so the bench does not set its own (boundHeap).
+	MemoryLimitSet bool
 	// CPUProfile, when set, receives a CPU profile (runtime/pprof) of the
 	// engine's single-client pass.
 	CPUProfile io.Writer

@@ -10,7 +10,8 @@
 // definition.
 //
 // Unless a doc comment says otherwise, every function in this package is
-// safe for concurrent use: the package keeps no mutable global state, and
-// the functions that take a geometry only read it (ReprojectToCRS84 is the
+// safe for concurrent use: the package keeps no mutable global state but
+// the lock-guarded cache of decoded coverage (DecodeCoverage), and the
+// functions that take a geometry only read it (ReprojectToCRS84 is the
 // exception: it rewrites its argument in place).
 package geo

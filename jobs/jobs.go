@@ -16,11 +16,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/geojson"
 
 	"siteenv/engine"
-	"siteenv/internal/memo"
+	"siteenv/geo"
 	"siteenv/internal/phase"
 	"siteenv/ledger"
 	"siteenv/store"
@@ -215,12 +214,6 @@ type Runner struct {
 	claims heldClaims
 	// pre counts the precomputed answers (precompute.go).
 	pre precomputes
-	// coverages are the releases' coverage polygons as parsed: a query
-	// carries its layers' frozen coverage as GeoJSON (kilobytes each), and
-	// parsing it took more of a small query's CPU than the engine. Shared
-	// polygons also let the engine find its prepared cover by identity
-	// (engine.sameGeometry) instead of comparing every vertex.
-	coverages *memo.Parsed[coverageKey, orb.Geometry]
 	// inRequest counts the attempts running in requests (inrequest.go)
 	// and the answers precomputed for them (precompute.go): one slot a
 	// query, the attempt taking over its precomputation's.
@@ -245,7 +238,6 @@ func New(cfg Config, led *ledger.Ledger, eng *engine.Engine, st store.Store) (*R
 	r := &Runner{cfg: cfg, led: led, eng: eng, store: st, wake: make(chan struct{}, 1), reportWake: make(chan struct{}, 1)}
 	r.mu.waiters = map[uuid.UUID][]chan ledger.Query{}
 	r.mu.recent = map[uuid.UUID]struct{}{}
-	r.coverages = memo.New[coverageKey, orb.Geometry](maxCoverages)
 	r.pending.m = map[string]*pendingResult{}
 	return r, nil
 }
@@ -710,11 +702,11 @@ func (r *Runner) compute(ctx context.Context, q ledger.Query) (computed, error) 
 // engineRequest is q's engine request from its frozen inputs, and the
 // layers it leaves out (no release: unavailable).
 func (r *Runner) engineRequest(q ledger.Query) (engine.Request, map[string]bool, error) {
-	site, err := geojson.UnmarshalGeometry(q.SiteGeometry)
+	site, err := geo.DecodeStored("site of query "+q.ID.String(), q.SiteGeometry)
 	if err != nil {
-		return engine.Request{}, nil, fmt.Errorf("jobs: query %s site: %w", q.ID, err)
+		return engine.Request{}, nil, err
 	}
-	req := engine.Request{Site: site.Geometry(), RadiusM: q.RadiusM}
+	req := engine.Request{Site: site, RadiusM: q.RadiusM}
 	unavailable := map[string]bool{}
 	for _, f := range q.Frozen {
 		if f.ReleaseID == nil {
@@ -722,28 +714,12 @@ func (r *Runner) engineRequest(q ledger.Query) (engine.Request, map[string]bool,
 			continue
 		}
 		lr := engine.LayerRequest{LayerID: f.LayerID, ReleaseID: *f.ReleaseID, IncludeGeometry: q.IncludeGeometry}
-		if len(f.Coverage) > 0 && string(f.Coverage) != "null" {
-			if g, err := r.coverages.Get(coverageKey{f.LayerID, *f.ReleaseID}, f.Coverage, parseGeometry); err == nil {
-				lr.Coverage = g
-			}
+		if lr.Coverage, err = geo.DecodeCoverage(geo.CoverageKey{Layer: f.LayerID, Release: *f.ReleaseID}, f.Coverage); err != nil {
+			return engine.Request{}, nil, err
 		}
 		req.Layers = append(req.Layers, lr)
 	}
 	return req, unavailable, nil
-}
-
-// coverageKey names a release's coverage in Runner.coverages.
-type coverageKey struct{ layer, release string }
-
-// maxCoverages bounds Runner.coverages (as the engine's prepared covers).
-const maxCoverages = 1024
-
-func parseGeometry(b []byte) (orb.Geometry, error) {
-	g, err := geojson.UnmarshalGeometry(b)
-	if err != nil {
-		return nil, err
-	}
-	return g.Geometry(), nil
 }
 
 // engineError is the engine's failure in compute (the query fails

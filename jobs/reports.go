@@ -30,10 +30,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/geojson"
 
 	"siteenv/artifacts"
 	"siteenv/engine"
+	"siteenv/geo"
 	"siteenv/ledger"
 	"siteenv/report"
 	"siteenv/report/content"
@@ -253,11 +253,10 @@ func (r *Runner) buildRevision(ctx context.Context, rep ledger.Report, previous 
 	if err != nil {
 		return ledger.Revision{}, fmt.Errorf("jobs: report %s site: %w", rep.ID, err)
 	}
-	g, err := geojson.UnmarshalGeometry(site.Geometry)
+	siteGeom, err := geo.DecodeStored("boundary of site "+site.ID.String(), site.Geometry)
 	if err != nil {
-		return ledger.Revision{}, fmt.Errorf("jobs: report %s site geometry: %w", rep.ID, err)
+		return ledger.Revision{}, fmt.Errorf("jobs: report %s: %w", rep.ID, err)
 	}
-	siteGeom := g.Geometry()
 	layers, err := r.reportLayers(ctx, rep.DatasetIDs)
 	if err != nil {
 		return ledger.Revision{}, err
@@ -371,10 +370,9 @@ func (r *Runner) reportLayers(ctx context.Context, ids []string) ([]*builtLayer,
 			if err := json.Unmarshal(b.release.Sources, &b.sources); err != nil {
 				return nil, fmt.Errorf("jobs: layer %s release %s sources: %w", id, b.release.ReleaseID, err)
 			}
-			if c := b.release.Coverage; len(c) > 0 && string(c) != "null" {
-				if g, err := geojson.UnmarshalGeometry(c); err == nil {
-					b.coverage = g.Geometry()
-				}
+			var err error
+			if b.coverage, err = geo.DecodeCoverage(geo.CoverageKey{Layer: id, Release: b.release.ReleaseID}, b.release.Coverage); err != nil {
+				return nil, err
 			}
 		}
 		out = append(out, b)
@@ -436,10 +434,12 @@ func (r *Runner) parcelsNear(ctx context.Context, site orb.Geometry) ([]content.
 	}
 	var out []content.Parcel
 	for _, p := range ps {
-		if g, err := geojson.UnmarshalGeometry(p.Geometry); err == nil {
-			out = append(out, content.Parcel{Jurisdiction: p.Jurisdiction, CadastreID: p.CadastreID, Address: deref(p.Address),
-				Postcode: deref(p.Postcode), Geometry: g.Geometry()})
+		g, err := geo.DecodeStored("parcel "+p.Jurisdiction+" "+p.CadastreID, p.Geometry)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, content.Parcel{Jurisdiction: p.Jurisdiction, CadastreID: p.CadastreID, Address: deref(p.Address),
+			Postcode: deref(p.Postcode), Geometry: g})
 	}
 	return out, nil
 }
@@ -546,10 +546,8 @@ func (r *Runner) previousMatches(ctx context.Context, site orb.Geometry, l *buil
 	}
 	var cov orb.Geometry
 	if rel, err := r.led.Release(ctx, l.id, *p.ReleaseID); err == nil {
-		if c := rel.Coverage; len(c) > 0 && string(c) != "null" {
-			if g, err := geojson.UnmarshalGeometry(c); err == nil {
-				cov = g.Geometry()
-			}
+		if cov, err = geo.DecodeCoverage(geo.CoverageKey{Layer: l.id, Release: rel.ReleaseID}, rel.Coverage); err != nil {
+			return nil, err
 		}
 	} else if !errors.Is(err, ledger.ErrNotFound) {
 		return nil, err

@@ -130,12 +130,27 @@ func (w *directWriter) Commit() error {
 	if w.keep && w.c.cacheable(size) {
 		blocks := w.blocks
 		if w.cur != nil {
-			blocks = append(blocks, w.cur)
+			blocks = append(blocks, w.tail())
 		}
 		w.blocks, w.cur = nil, nil // the cache's now
 		w.c.add(w.key, blocks, size)
 	}
 	return nil
+}
+
+// tail is the last, partly filled block as the cache keeps it: a block
+// less than half full is copied to a slice of its own length and the block
+// goes back to the pool, so a small object holds its size, not a 1 MiB
+// block (a cache of small results bounded by their sizes once held 100x
+// its bound).
+func (w *directWriter) tail() []byte {
+	if len(w.cur) >= blockSize/2 {
+		return w.cur
+	}
+	b := append([]byte(nil), w.cur...)
+	w.c.pool.put(w.cur)
+	w.cur = nil
+	return b
 }
 
 // Abort drops what was written; after Commit (which calls it to close the

@@ -15,7 +15,8 @@ import (
 // without touching the file. Both halves matter on a VM whose fresh memory
 // is slow: filling new page-cache pages cost a large result 2-3 ms per MiB
 // in bench api, a direct write about 0.7, and the blocks are recycled
-// rather than allocated. The cache is bounded in bytes, oldest out first.
+// rather than allocated. The cache is bounded by the bytes its blocks
+// hold (not the objects' sizes), oldest out first.
 
 // blockSize is a write block: a direct write's unit (a multiple of
 // dioAlign) and the cache's.
@@ -47,6 +48,9 @@ func (p *blockPool) get() []byte {
 }
 
 func (p *blockPool) put(b []byte) {
+	if cap(b) != blockSize {
+		return // a small object's own copy, not a block
+	}
 	p.mu.Lock()
 	if len(p.free) < p.max {
 		p.free = append(p.free, b[:0])
@@ -70,6 +74,7 @@ type recentObjects struct {
 type recentObject struct {
 	blocks [][]byte
 	size   int64
+	held   int64 // the blocks' capacity: what the cache's bound counts
 	refs   atomic.Int32
 }
 
@@ -85,22 +90,35 @@ func (c *recentObjects) cacheable(size int64) bool { return size <= c.max/4 }
 // add keeps blocks as key's bytes, evicting the oldest objects to make room.
 func (c *recentObjects) add(key string, blocks [][]byte, size int64) {
 	o := &recentObject{blocks: blocks, size: size}
+	for _, b := range blocks {
+		o.held += int64(cap(b))
+	}
 	o.refs.Store(1)
 	var evicted []*recentObject
 	c.mu.Lock()
 	if old, ok := c.m[key]; ok { // not expected: keys are never replaced
-		c.bytes -= old.size
+		c.bytes -= old.held
 		evicted = append(evicted, old)
 	}
 	c.m[key] = o
+	if len(c.order) > 2*len(c.m)+64 { // keys removed meanwhile: drop them
+		kept := c.order[:0]
+		for _, k := range c.order {
+			if _, ok := c.m[k]; ok && k != key {
+				kept = append(kept, k)
+			}
+		}
+		clear(c.order[len(kept):])
+		c.order = kept
+	}
 	c.order = append(c.order, key)
-	c.bytes += size
+	c.bytes += o.held
 	for c.bytes > c.max && len(c.order) > 0 {
 		k := c.order[0]
 		c.order = c.order[1:]
 		if e, ok := c.m[k]; ok && e != o {
 			delete(c.m, k)
-			c.bytes -= e.size
+			c.bytes -= e.held
 			evicted = append(evicted, e)
 		}
 	}
@@ -127,7 +145,7 @@ func (c *recentObjects) remove(key string) {
 	o, ok := c.m[key]
 	if ok {
 		delete(c.m, key)
-		c.bytes -= o.size
+		c.bytes -= o.held
 	}
 	c.mu.Unlock()
 	if ok {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"siteenv/bench"
 	"siteenv/ingest/synth"
@@ -23,9 +24,10 @@ const benchUsage = `usage:
   siteenv bench engine [--scale small|medium|large|heavy] [--queries 10000] [--seed N] [--workers 2]
           [--strict] [--cpuprofile FILE] [--data-dir DIR]
   siteenv bench ingest [--scale small|medium|large] [--seed N] [--layers id,id] [--data-dir DIR]
-  siteenv bench api [--scale small|medium|large|heavy] [--clients 1,2,8] [--queries 2000] [--small 300] [--reads 20000]
-          [--seed N] [--out DIR] [--cpuprofile FILE] [--data-dir DIR]
-The engine's memory budget is SITEENV_ENGINE_MEMORY (default in a bench: 4GiB).`
+  siteenv bench api [--scale small|medium|large|heavy] [--clients 1,2,8] [--queries 2000] [--small 300] [--fresh 400]
+          [--reads 20000] [--seed N] [--out DIR] [--markdown FILE] [--cpuprofile FILE] [--data-dir DIR]
+The engine's memory budget is SITEENV_ENGINE_MEMORY (default in a bench: 4GiB); SITEENV_BENCH_DIR keeps
+the built datasets for later runs; GOMEMLIMIT replaces the bench's own Go memory limit.`
 
 // benchCmd runs the benchmarks of package bench. Their scratch data (file
 // store, PostgreSQL cluster, GeoJSON) goes in a temporary directory under
@@ -71,6 +73,7 @@ func benchEngine(ctx context.Context, set settings, args []string, stdout, stder
 	}
 	opt := bench.EngineOptions{
 		WorkDir: work, Scale: sc, Seed: *seed, Queries: *queries, Workers: *workers, EngineMemory: set.EngineMemory, Logger: set.logger(stderr),
+		KeepDir: set.BenchDir, MemoryLimitSet: set.GoMemLimitSet,
 	}
 	if *cpuProfile != "" {
 		f, err := createProfile(*cpuProfile)
@@ -133,6 +136,8 @@ func benchAPI(ctx context.Context, set settings, args []string, stdout, stderr i
 	clients := fs.String("clients", "1,2,8", "comma-separated client counts of the passes")
 	queries := fs.Int("queries", bench.DefaultAPIQueries, "queries in the mix (a prefix of bench engine's)")
 	small := fs.Int("small", bench.DefaultSmallQueries, "queries of the small-query mix (points and lots up to ~300 m, 1-5 layers; 0: none)")
+	fresh := fs.Int("fresh", bench.DefaultFreshQueries, "queries of the fresh mix (each about a new site; points and lots 80-600 m, 1-5 layers, 60 keys taking turns; 0: none)")
+	markdown := fs.String("markdown", "", "also write the fresh mix's figures as a markdown table to this file")
 	reads := fs.Int("reads", bench.DefaultReads, "authenticated reads of the read pass (0: none)")
 	seed := fs.Int64("seed", bench.DefaultSeed, "seed of the data and the query mix")
 	out := fs.String("out", "", "directory for api-report.txt, api-cdf.svg and api-queries.tsv (default <data-dir>/bench)")
@@ -161,7 +166,9 @@ func benchAPI(ctx context.Context, set settings, args []string, stdout, stderr i
 		*out = work
 	}
 	opt := bench.APIOptions{
-		WorkDir: work, OutDir: *out, Scale: sc, Seed: *seed, Queries: *queries, Clients: cs, Reads: *reads, SmallQueries: *small, EngineMemory: set.EngineMemory, Logger: set.logger(stderr),
+		WorkDir: work, OutDir: *out, Scale: sc, Seed: *seed, Queries: *queries, Clients: cs, Reads: *reads, SmallQueries: *small, FreshQueries: *fresh, EngineMemory: set.EngineMemory, Logger: set.logger(stderr),
+		Command: "bin/siteenv bench api " + strings.Join(args, " "),
+		KeepDir: set.BenchDir, MemoryLimitSet: set.GoMemLimitSet,
 	}
 	if *cpuProfile != "" {
 		f, err := createProfile(*cpuProfile)
@@ -175,6 +182,14 @@ func benchAPI(ctx context.Context, set settings, args []string, stdout, stderr i
 		}
 		defer fr.Close()
 		opt.CPUProfile, opt.ReadCPUProfile = f, fr
+	}
+	if *markdown != "" {
+		f, err := createProfile(*markdown)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		opt.Markdown = f
 	}
 	if *traceFile != "" {
 		f, err := createProfile(*traceFile)

@@ -17,8 +17,9 @@ import (
 
 // settings is the whole environment siteenv reads: readSettings parses and
 // validates every SITEENV_* variable once, before any command runs, and the
-// commands take what they need from it. No other file reads the
-// environment (flags default to these values).
+// commands take what they need from it. No other file of any package reads
+// the environment (flags default to these values; ledger/pgembed alone
+// passes GLIBC_TUNABLES on to PostgreSQL: TestOnlySettingsReadTheEnvironment).
 type settings struct {
 	// DataDir is SITEENV_DATA_DIR, --data-dir's default; default ./var.
 	DataDir string
@@ -53,6 +54,12 @@ type settings struct {
 	// defaults.
 	MetricsAddr   string
 	MetricsPublic bool
+	// BenchDir is SITEENV_BENCH_DIR: where `bench engine` and `bench api`
+	// keep the datasets they build for later runs; "": none kept.
+	BenchDir string
+	// GoMemLimitSet: GOMEMLIMIT is set, so a bench leaves the Go memory
+	// limit the runtime read from it alone.
+	GoMemLimitSet bool
 }
 
 // envVars are the variables readSettings reads (the README documents each:
@@ -62,7 +69,7 @@ var envVars = []string{
 	"SITEENV_S3_ENDPOINT", "SITEENV_S3_ACCESS_KEY", "SITEENV_S3_SECRET_KEY", "SITEENV_S3_REGION",
 	"SITEENV_SECRET", "SITEENV_LOG_LEVEL", "SITEENV_ENGINE_MEMORY", "SITEENV_INGEST_MEMORY", "SITEENV_STORE_RECENT",
 	"SITEENV_QUERY_ATTEMPT", "SITEENV_REPORT_ATTEMPT", "SITEENV_QUERY_SWEEP", "SITEENV_JOB_LEASE",
-	"SITEENV_METRICS_ADDR", "SITEENV_METRICS_PUBLIC",
+	"SITEENV_METRICS_ADDR", "SITEENV_METRICS_PUBLIC", "SITEENV_BENCH_DIR", "GOMEMLIMIT",
 }
 
 // loadSettings reads the process's environment (readSettings).
@@ -81,6 +88,8 @@ func readSettings(getenv func(string) string) (settings, error) {
 		Secret:        get("SITEENV_SECRET"),
 		MetricsAddr:   get("SITEENV_METRICS_ADDR"),
 		MetricsPublic: get("SITEENV_METRICS_PUBLIC") == "1",
+		BenchDir:      get("SITEENV_BENCH_DIR"),
+		GoMemLimitSet: get("GOMEMLIMIT") != "",
 	}
 	if s.DataDir == "" {
 		s.DataDir = "./var"

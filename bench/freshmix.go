@@ -1,0 +1,301 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/encoding/wkb"
+
+	"siteenv/geo"
+	"siteenv/internal/phase"
+)
+
+// The fresh mix: every query about a site the account has not asked about
+// (issue 41), as clients mostly ask. 60% points and 40% lots 80-600 m
+// across near the clustered features; 1, 3 or 5 layers; radius
+// log-uniform 10 m - 10 km, and 0 (inside or at the site only) 5% of the
+// time; freshKeys keys taking turns, so an account asks again and again,
+// each time about a new site, whose creation is on the query's path.
+const (
+	freshPointShare = 0.60
+	freshMinAcrossM = 80
+	freshMaxAcrossM = 600
+	freshZeroRadius = 0.05
+	freshKeys       = 60
+	freshMixStream  = 0x6672 // PCG stream of the fresh mix ("fr")
+	// DefaultFreshQueries is the fresh mix's size for the command: 400
+	// queries over 60 keys stay within the contract's 30 admissions a
+	// minute per account.
+	DefaultFreshQueries = 400
+)
+
+// makeFreshMix generates n fresh queries over nLayers layers, reproducibly
+// from seed, around the anchors (feature positions).
+func makeFreshMix(n int, anchors []orb.Point, nLayers int, seed int64) ([]query, error) {
+	if n > 0 && len(anchors) == 0 {
+		return nil, fmt.Errorf("bench: the fresh mix needs features to place its sites near")
+	}
+	rng := rand.New(rand.NewPCG(uint64(seed), freshMixStream))
+	qs := make([]query, n)
+	for i := range qs {
+		q := &qs[i]
+		c := offset(anchors[rng.IntN(len(anchors))], rng.Float64()*360, rng.Float64()*anchorOffset)
+		if rng.Float64() < freshPointShare {
+			q.kind, q.site = kindPoint, c
+		} else {
+			q.kind, q.site = kindPolygon, freshLot(rng, c)
+		}
+		if err := geo.Validate(q.site, 0); err != nil {
+			return nil, fmt.Errorf("bench: generated an invalid %s site: %w", q.kind, err)
+		}
+		if rng.Float64() >= freshZeroRadius {
+			q.radius = math.Exp(rng.Float64()*math.Log(maxRadiusM/smallMinRadiusM)) * smallMinRadiusM
+		}
+		k := min(smallLayersPerQuery[rng.IntN(len(smallLayersPerQuery))], nLayers)
+		q.layers = rng.Perm(nLayers)[:k]
+		slices.Sort(q.layers)
+		b, err := wkb.Marshal(q.site)
+		if err != nil {
+			return nil, fmt.Errorf("bench: site wkb: %w", err)
+		}
+		q.wkb = b
+	}
+	return qs, nil
+}
+
+// freshLot is a star-shaped lot of 4 to 8 vertices whose width is drawn
+// uniformly from 80-600 m: its vertices lie between 0.85 and 1 of half
+// that from c (counter-clockwise, as polygonSite's).
+func freshLot(rng *rand.Rand, c orb.Point) orb.Polygon {
+	for {
+		n := 4 + rng.IntN(5)
+		r0 := (freshMinAcrossM + rng.Float64()*(freshMaxAcrossM-freshMinAcrossM)) / 2
+		ring := make(orb.Ring, 0, n+1)
+		base := rng.Float64() * 360
+		for i := n - 1; i >= 0; i-- {
+			az := base + (float64(i)+(rng.Float64()-0.5)*0.6)*360/float64(n)
+			ring = append(ring, offset(c, az, r0*(0.85+0.15*rng.Float64())))
+		}
+		ring = append(ring, ring[0])
+		p := orb.Polygon{ring}
+		if geo.Validate(p, 0) == nil {
+			return p
+		}
+	}
+}
+
+// sizeBuckets are the answer sizes (features over every layer of a query)
+// the fresh mix is reported by.
+var sizeBuckets = []struct {
+	name   string
+	lo, hi int // inclusive
+}{
+	{"0", 0, 0}, {"1-9", 1, 9}, {"10-99", 10, 99}, {"100-499", 100, 499},
+	{"500-4,999", 500, 4999}, {"5,000+", 5000, math.MaxInt},
+}
+
+// bucketFigures are one answer-size bucket's p50s in a pass: the API end
+// to end, PostGIS for the same queries, and (1-client pass) the query's
+// own time inside the server, every request of it (for an answer within
+// one page, POST /queries alone).
+type bucketFigures struct {
+	Name                 string
+	Queries              int
+	API, PostGIS, Server time.Duration
+}
+
+// bucketize sorts a pass's queries by their answer's size.
+func bucketize(runs []queryRun, apiLat, pgLat []time.Duration) []bucketFigures {
+	out := make([]bucketFigures, 0, len(sizeBuckets))
+	for _, b := range sizeBuckets {
+		var a, p, s []time.Duration
+		for i, r := range runs {
+			if r.features < b.lo || r.features > b.hi {
+				continue
+			}
+			a, p = append(a, apiLat[i]), append(p, pgLat[i])
+			for _, ph := range r.server {
+				if ph.Phase == phase.Total {
+					s = append(s, ph.Total)
+				}
+			}
+		}
+		for _, d := range [][]time.Duration{a, p, s} {
+			slices.Sort(d)
+		}
+		out = append(out, bucketFigures{Name: b.name, Queries: len(a), API: percentile(a, 0.5), PostGIS: percentile(p, 0.5), Server: percentile(s, 0.5)})
+	}
+	return out
+}
+
+// heapInUse is the bench process's Go heap in use after a collection: the
+// server's (it runs in the process) with the engine's and the clients'.
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// freshPasses runs the fresh mix with each client count, freshKeys keys of
+// their own per pass taking turns, and PostGIS after each; the first
+// pass's answers are checked against PostGIS's.
+func (a *apiSide) freshPasses(ctx context.Context, pg *postgis, ds *dataset, qs []query, reqs []apiQuery, keys []string, clients []int, run string, st *clientStats) ([]apiPassReport, comparison, error) {
+	var reports []apiPassReport
+	apiOut, pgOut := make([][]outcome, len(qs)), make([][]outcome, len(qs))
+	for k, c := range clients {
+		pk := keys[k*freshKeys : (k+1)*freshKeys]
+		turn := make([]string, len(qs))
+		for i := range turn {
+			turn[i] = pk[i%freshKeys]
+		}
+		if err := a.introduce(pk); err != nil {
+			return nil, comparison{}, err
+		}
+		var ao, po [][]outcome
+		if k == 0 {
+			ao, po = apiOut, pgOut
+		}
+		heap0 := heapInUse()
+		a.timer.Reset()
+		before, err := a.ledgerCost(ctx)
+		if err != nil {
+			return nil, comparison{}, err
+		}
+		_, used0 := a.runner.PrecomputeCounts()
+		first0 := a.runner.AnsweredFirst()
+		runs := make([]queryRun, len(qs))
+		ap, err := a.apiPass(ctx, reqs, turn, c, run+"-fresh-"+strconv.Itoa(k), st, ao, runs)
+		if err != nil {
+			return nil, comparison{}, fmt.Errorf("bench: API, fresh mix: %w", err)
+		}
+		phases := a.timer.Snapshot()
+		create := summarize(a.timer.Requests("create_query"))
+		_, used1 := a.runner.PrecomputeCounts()
+		first1 := a.runner.AnsweredFirst()
+		after, err := a.ledgerCost(ctx)
+		if err != nil {
+			return nil, comparison{}, err
+		}
+		heap1 := heapInUse()
+		pp, err := postgisPass(ctx, pg, ds, qs, c, po)
+		if err != nil {
+			return nil, comparison{}, fmt.Errorf("bench: postgis, fresh mix: %w", err)
+		}
+		pp.busy = true
+		reports = append(reports, apiPassReport{Clients: c, API: ap.summary(), PostGIS: pp.summary(), Phases: phases,
+			Ledger: after.minus(before), CreateServer: create, Precomputed: used1 - used0, AnsweredFirst: first1 - first0,
+			Buckets: bucketize(runs, ap.lat, pp.lat), HeapBefore: heap0, HeapAfter: heap1})
+	}
+	cmp, err := compare(ctx, a.eng, pg, ds, qs, apiOut, pgOut)
+	return reports, cmp, err
+}
+
+// mib formats bytes in MiB.
+func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// printFresh writes the fresh mix's check, and per pass its buckets, its
+// server time and the heap before and after it.
+func (r *APIReport) printFresh(w io.Writer) {
+	fc := r.FreshComparison
+	fmt.Fprintf(w, "fresh mix: %d queries, each about a new site (60%% points, 40%% lots 80-600 m across near the clustered features; 1, 3 or 5 layers; radius log-uniform 10 m - 10 km, 0 for 5%%), %d keys of their own per pass taking turns, every page followed\n",
+		r.FreshQueries, freshKeys)
+	fmt.Fprintf(w, "fresh mix check (first pass): %d layer results compared, %s features matched; %d differ, %d within 1 cm of the radius, %d API wrong, %d PostGIS wrong, %d unexplained, %d wrong outside_coverage\n",
+		fc.Compared, group(fc.Matched), fc.Differing, fc.Boundary, fc.EngineWrong, fc.PostGISWrong, fc.Unexplained, fc.CoverageWrong)
+	for _, p := range r.FreshPasses {
+		fmt.Fprintf(w, "fresh mix, %d client(s): POST /queries inside the server p50 %.3f ms, p99 %.3f ms, mean %.3f ms; %d answers computed during their admission, %d of them stored with it; heap in use %s before the pass, %s after\n",
+			p.Clients, ms(p.CreateServer.P50), ms(p.CreateServer.P99), ms(p.CreateServer.Mean), p.Precomputed, p.AnsweredFirst, mib(p.HeapBefore), mib(p.HeapAfter))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "  answer size\tqueries\tAPI p50\tPostGIS p50\tAPI - PostGIS\tserver p50 (1 client)\t\n")
+		for _, b := range p.Buckets {
+			if b.Queries == 0 {
+				fmt.Fprintf(tw, "  %s\t0\t-\t-\t-\t-\t\n", b.Name)
+				continue
+			}
+			server := "-"
+			if b.Server > 0 {
+				server = fmt.Sprintf("%.3f ms", ms(b.Server))
+			}
+			fmt.Fprintf(tw, "  %s\t%d\t%.3f ms\t%.3f ms\t%+.3f ms\t%s\t\n", b.Name, b.Queries, ms(b.API), ms(b.PostGIS), ms(b.API-b.PostGIS), server)
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(w)
+}
+
+// Markdown writes the fresh mix's figures as one markdown table (a column
+// pair per client count), with the command that made them (cmd) and the
+// machine's load, for docs/benchmarks.md: the doc's figures come from the
+// run that measured them.
+func (r *APIReport) Markdown(w io.Writer, cmd string) {
+	fc := r.FreshComparison
+	fmt.Fprintf(w, "`%s`: scale %s, %s features in %d layers, %d CPUs, load average %s at the start and %s at the end; "+
+		"fresh mix of %d queries, %d keys per pass taking turns; first pass checked: %d layer results compared, %d API wrong, %d unexplained.\n\n",
+		cmd, r.Scale, group(r.Features), r.Layers, r.CPUs, r.Load, r.LoadAfter, r.FreshQueries, freshKeys, fc.Compared, fc.EngineWrong+fc.CoverageWrong, fc.Unexplained)
+	head, rule := "| answer size |", "|---|"
+	for _, p := range r.FreshPasses {
+		head += fmt.Sprintf(" queries | siteenv p50, %d cl. | PostGIS p50, %d cl. |", p.Clients, p.Clients)
+		rule += "---|---|---|"
+		if p.Clients == 1 {
+			head += " in the server p50, 1 cl. |"
+			rule += "---|"
+		}
+	}
+	fmt.Fprintln(w, head)
+	fmt.Fprintln(w, rule)
+	msf := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", ms(d)) }
+	for bi, b := range sizeBuckets {
+		line := "| " + b.name + " |"
+		for _, p := range r.FreshPasses {
+			f := p.Buckets[bi]
+			if f.Queries == 0 {
+				line += " 0 | - | - |"
+			} else {
+				line += fmt.Sprintf(" %d | %s | %s |", f.Queries, msf(f.API), msf(f.PostGIS))
+			}
+			if p.Clients == 1 {
+				if f.Server > 0 {
+					line += " " + msf(f.Server) + " |"
+				} else {
+					line += " - |"
+				}
+			}
+		}
+		fmt.Fprintln(w, line)
+	}
+	whole := func(name string, api, pg func(latency) string, server func(apiPassReport) string) {
+		line := "| " + name + " |"
+		for _, p := range r.FreshPasses {
+			line += fmt.Sprintf(" %d | %s | %s |", r.FreshQueries, api(p.API), pg(p.PostGIS))
+			if p.Clients == 1 {
+				line += " " + server(p) + " |"
+			}
+		}
+		fmt.Fprintln(w, line)
+	}
+	whole("whole mix p50", func(l latency) string { return msf(l.P50) }, func(l latency) string { return msf(l.P50) },
+		func(p apiPassReport) string { return "POST " + msf(p.CreateServer.P50) })
+	whole("whole mix p99", func(l latency) string { return msf(l.P99) }, func(l latency) string { return msf(l.P99) },
+		func(p apiPassReport) string { return "POST " + msf(p.CreateServer.P99) })
+	whole("whole mix mean", func(l latency) string { return msf(l.Mean) }, func(l latency) string { return msf(l.Mean) },
+		func(p apiPassReport) string { return "POST " + msf(p.CreateServer.Mean) })
+	whole("queries/s", func(l latency) string { return fmt.Sprintf("%.0f", l.QPS) }, func(l latency) string { return fmt.Sprintf("%.0f", l.QPS) },
+		func(apiPassReport) string { return "" })
+	line := "| heap in use before / after the pass |"
+	for _, p := range r.FreshPasses {
+		line += fmt.Sprintf(" | %s / %s | |", mib(p.HeapBefore), mib(p.HeapAfter))
+		if p.Clients == 1 {
+			line += " |"
+		}
+	}
+	fmt.Fprintln(w, line)
+}
