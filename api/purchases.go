@@ -102,17 +102,11 @@ func (s *Server) createAcquisition(r *request) error {
 		Sections []string
 	}{siteID, sorted}
 	key, _ := r.idempotencyKey()
-	return s.idempotent(r, logical, func() error {
+	return s.idempotent(r, logical, s.acquisitionReplayCheck(r, req.SectionKeys), func() error {
 		r.resourceType, r.resourceID = "site", siteID.String()
 		p, err := s.led.Acquire(r.ctx, ledger.AcquireParams{
 			Account: r.principal.AccountID, Integration: r.principal.IntegrationID, IdemKey: key,
-			SiteID: siteID, Sections: req.SectionKeys, MaxSiteAreaM2: maxSiteAreaM2,
-			Visible: func(_ string, layers []string) bool {
-				if r.principal.DatasetIDs() == nil {
-					return true
-				}
-				return slices.ContainsFunc(layers, r.principal.PermitsDataset)
-			},
+			SiteID: siteID, Sections: req.SectionKeys, MaxSiteAreaM2: maxSiteAreaM2, Visible: sectionVisible(r),
 		})
 		if err != nil {
 			return &placedError{err: err, place: atAcquisition, field: "site_id", items: req.SectionKeys}
