@@ -27,7 +27,7 @@ import (
 
 // MapVersion names the map renderer: a change to what it draws changes it,
 // and with it every map's ETag.
-const MapVersion = "map-1"
+const MapVersion = "map-2"
 
 // Map image size in pixels (the contract's fixed 1280 x 900).
 const (
@@ -193,6 +193,7 @@ func DrawMap(m Map) (*image.RGBA, error) {
 	d.rings(radii)
 	d.site()
 	d.furniture()
+	d.noBasemap()
 	d.banner(counts)
 	d.header(radii[0])
 	d.legend(counts, radii)
@@ -741,6 +742,21 @@ func drawSiteMarker(c *canvas, x, y float64) {
 }
 
 // furniture draws the panel border, the north arrow and the scale bar.
+// noBasemap states on the map that no basemap is drawn under it, so that
+// a blank ground is never read as open land: bottom right, clear of the
+// scale bar.
+func (d *drawer) noBasemap() {
+	text := "No basemap configured: streets, water and place names are not shown"
+	face := d.fc.small
+	w := textWidth(face, text)
+	asc := face.Metrics().Ascent.Ceil()
+	x, y := d.panel.Max.X-w-10, d.panel.Max.Y-10
+	box := image.Rect(x-5, y-asc-5, x+w+5, y+5)
+	fillRect(d.c, box, rgba(255, 255, 255, 0.85))
+	d.c.text(face, text, x, y, mutedColour)
+	d.taken = append(d.taken, box)
+}
+
 func (d *drawer) furniture() {
 	c := d.c
 	// North arrow, top right: the projection is centred on the site, so

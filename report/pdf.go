@@ -20,7 +20,7 @@ import (
 
 // PDFVersion names the report PDF layout; a change to what a report prints
 // changes it.
-const PDFVersion = "pdf-2"
+const PDFVersion = "pdf-3"
 
 // Limitations is printed on every report: the contract's own words first.
 const Limitations = "An empty result or incomplete coverage does not prove the absence of environmental risk. " +
@@ -551,7 +551,7 @@ func (d *pdfDoc) section(i int) error {
 	drawn := len(s.Legend) > 0 && s.Map.Site != nil
 	need := 45.0
 	if drawn {
-		need = 14 + bodyW*MapHeight/MapWidth + 22
+		need = 14 + bodyW*MapHeight/MapWidth + 32 // the map and its legend
 	}
 	if d.GetY()+need > bottom {
 		d.AddPage()
@@ -688,10 +688,14 @@ func (d *pdfDoc) legend(s *ReportSection) {
 // contextLegend keys what every map draws besides the layers: parcels,
 // the coast and state borders, and the veil beyond the search distance.
 func (d *pdfDoc) contextLegend() {
-	d.room(5)
+	d.room(9)
 	y := d.GetY()
 	x := marginL
 	item := func(draw func(x, y float64), text string) {
+		d.SetFont("go", "", 8)
+		if x+8+d.GetStringWidth(text) > marginL+bodyW {
+			x, y = marginL, y+4.4
+		}
 		draw(x, y)
 		d.SetXY(x+8, y)
 		d.SetFont("go", "", 8)
