@@ -103,6 +103,9 @@ type Map struct {
 	// 1.5, for a map the A4 body's width); a map placed narrower needs
 	// more to print 7 pt or larger.
 	TextScale float64
+	// Basemap, when set, draws streets, water and places under the map;
+	// without one the map says it has none.
+	Basemap Basemap
 }
 
 // ErrInvalidMap reports inputs that cannot be drawn.
@@ -266,9 +269,11 @@ type drawer struct {
 	ringLabels []ringLabel
 	// marks are the boxes of the point marks drawn, which no label may
 	// cover; keyBoxes the key labels placed (print maps).
-	marks     []image.Rectangle
-	keyBoxes  []image.Rectangle
-	ringBoxes []image.Rectangle
+	// basemapDrawn: the vector basemap is under the map.
+	basemapDrawn bool
+	marks        []image.Rectangle
+	keyBoxes     []image.Rectangle
+	ringBoxes    []image.Rectangle
 }
 
 func (d *drawer) path() *path {
@@ -391,6 +396,7 @@ func addMarker(p *path, shape marker, x, y, r float64) {
 func (d *drawer) basemap() {
 	c, f := d.c, d.f
 	draw.Draw(c.img, d.panel, image.NewUniform(landColour), image.Point{}, draw.Src)
+	d.vectorBasemap()
 	states := austates.Within(f.ll)
 	if len(states) == 0 {
 		return
@@ -747,6 +753,12 @@ func drawSiteMarker(c *canvas, x, y float64) {
 // scale bar.
 func (d *drawer) noBasemap() {
 	text := "No basemap configured: streets, water and place names are not shown"
+	if d.basemapDrawn {
+		text = "Basemap: " + d.m.Basemap.Attribution()
+		if d.m.Basemap.Attribution() == "" {
+			return
+		}
+	}
 	face := d.fc.small
 	w := textWidth(face, text)
 	asc := face.Metrics().Ascent.Ceil()
