@@ -9,6 +9,8 @@ package basemap
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -28,11 +30,12 @@ var ErrInvalid = errors.New("basemap: not a PMTiles v3 archive of MVT tiles")
 // Archive is an open basemap archive. Safe for concurrent use; decoded
 // tiles are cached (a report draws the same few tiles on every map).
 type Archive struct {
-	r      io.ReaderAt
-	h      pmtiles.HeaderV3
-	root   []pmtiles.EntryV3
-	attrib string
-	name   string
+	r       io.ReaderAt
+	h       pmtiles.HeaderV3
+	root    []pmtiles.EntryV3
+	attrib  string
+	name    string
+	version string
 
 	mu struct {
 		sync.Mutex
@@ -57,7 +60,8 @@ func Open(r io.ReaderAt) (*Archive, error) {
 	if h.TileType != pmtiles.Mvt {
 		return nil, fmt.Errorf("%w: tile type %d", ErrInvalid, h.TileType)
 	}
-	a := &Archive{r: r, h: h}
+	sum := sha256.Sum256(head)
+	a := &Archive{r: r, h: h, version: hex.EncodeToString(sum[:12])}
 	a.mu.tiles = map[maptile.Tile]mvt.Layers{}
 	if a.root, err = a.directory(h.RootOffset, h.RootLength); err != nil {
 		return nil, err
@@ -80,6 +84,10 @@ func Open(r io.ReaderAt) (*Archive, error) {
 // Attribution is what the archive's metadata asks to be printed with the
 // map (its "attribution"), with any HTML tags removed; "" when none.
 func (a *Archive) Attribution() string { return stripTags(a.attrib) }
+
+// Version identifies the archive's content: a hash of its header, which
+// holds the offsets and lengths of its directories, metadata and tiles.
+func (a *Archive) Version() string { return a.version }
 
 // MaxZoom is the archive's deepest zoom.
 func (a *Archive) MaxZoom() int { return int(a.h.MaxZoom) }

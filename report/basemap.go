@@ -17,6 +17,9 @@ type Basemap interface {
 	Layers(b orb.Bound, z int) ([]mvt.Layers, error)
 	// Attribution is what the archive asks to be printed with the map.
 	Attribution() string
+	// Version identifies the archive's content (a map image's ETag
+	// hashes it).
+	Version() string
 }
 
 var (
