@@ -13,8 +13,8 @@ import (
 )
 
 // Write writes tiles (each tile's layers, in lon/lat) as a PMTiles v3
-// archive: gzip-compressed MVT tiles, one root directory (enough for the
-// few thousand tiles of a demo's towns), metadata naming the attribution.
+// archive: gzip-compressed MVT tiles, a root directory and leaf
+// directories as the format asks, metadata naming the attribution.
 // The output is the same for the same input.
 func Write(w io.Writer, tiles map[maptile.Tile]mvt.Layers, name, attribution string) error {
 	keys := make([]maptile.Tile, 0, len(tiles))
@@ -65,7 +65,20 @@ func Write(w io.Writer, tiles map[maptile.Tile]mvt.Layers, name, attribution str
 	if len(entries) == 0 {
 		return fmt.Errorf("basemap: no tiles to write")
 	}
+	// The root directory must fit the archive's first 16 KiB: beyond a few
+	// thousand tiles, the entries go to leaf directories the root points to.
 	root := pmtiles.SerializeEntries(entries, pmtiles.Gzip)
+	var leaves bytes.Buffer
+	for size := 4096; len(root) > 16384-pmtiles.HeaderV3LenBytes; size /= 2 {
+		leaves.Reset()
+		var rootEntries []pmtiles.EntryV3
+		for i := 0; i < len(entries); i += size {
+			leaf := pmtiles.SerializeEntries(entries[i:min(i+size, len(entries))], pmtiles.Gzip)
+			rootEntries = append(rootEntries, pmtiles.EntryV3{TileID: entries[i].TileID, Offset: uint64(leaves.Len()), Length: uint32(len(leaf))})
+			leaves.Write(leaf)
+		}
+		root = pmtiles.SerializeEntries(rootEntries, pmtiles.Gzip)
+	}
 	meta, err := pmtiles.SerializeMetadata(map[string]any{"name": name, "attribution": attribution, "vector_layers": []any{}}, pmtiles.Gzip)
 	if err != nil {
 		return err
@@ -86,9 +99,10 @@ func Write(w io.Writer, tiles map[maptile.Tile]mvt.Layers, name, attribution str
 	h.MetadataOffset = h.RootOffset + h.RootLength
 	h.MetadataLength = uint64(len(meta))
 	h.LeafDirectoryOffset = h.MetadataOffset + h.MetadataLength
-	h.TileDataOffset = h.LeafDirectoryOffset
+	h.LeafDirectoryLength = uint64(leaves.Len())
+	h.TileDataOffset = h.LeafDirectoryOffset + h.LeafDirectoryLength
 	h.TileDataLength = uint64(data.Len())
-	for _, b := range [][]byte{pmtiles.SerializeHeader(h), root, meta, data.Bytes()} {
+	for _, b := range [][]byte{pmtiles.SerializeHeader(h), root, meta, leaves.Bytes(), data.Bytes()} {
 		if _, err := w.Write(b); err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,13 +13,25 @@ import (
 	"siteenv/store"
 )
 
+// storeBasemapKey is where the store keeps its own basemap: `siteenv demo`
+// writes the demo's there, and serve draws it when SITEENV_BASEMAP is unset.
+const storeBasemapKey = "basemap/basemap.pmtiles"
+
 // openBasemap opens the basemap SITEENV_BASEMAP names: a PMTiles file, or
-// with "store:" an object in the store (store:basemap/au.pmtiles); ""
-// opens none (the maps say so). The closer releases the file or object.
+// with "store:" an object in the store (store:basemap/au.pmtiles); when
+// unset, the store's storeBasemapKey if there is one, else none (the maps
+// say so). The closer releases the file or object.
 func openBasemap(ctx context.Context, set settings, st store.Store) (report.Basemap, io.Closer, error) {
 	switch {
 	case set.Basemap == "":
-		return nil, io.NopCloser(nil), nil
+		if _, err := st.Stat(ctx, storeBasemapKey); err != nil {
+			if errors.Is(err, store.ErrNotExist) {
+				return nil, io.NopCloser(nil), nil
+			}
+			return nil, nil, fmt.Errorf("basemap %s: %w", storeBasemapKey, err)
+		}
+		set.Basemap = "store:" + storeBasemapKey
+		return openBasemap(ctx, set, st)
 	case strings.HasPrefix(set.Basemap, "store:"):
 		obj, err := st.Open(ctx, strings.TrimPrefix(set.Basemap, "store:"))
 		if err != nil {
