@@ -25,6 +25,7 @@ import (
 	"siteenv/internal/phase"
 	"siteenv/ledger"
 	"siteenv/queries"
+	"siteenv/report"
 	"siteenv/store"
 )
 
@@ -59,6 +60,9 @@ type Config struct {
 	// Content-Length exceeds what the client sends is answered 400 when it
 	// passes, instead of holding the connection for the whole ReadTimeout.
 	BodyReadTimeout time.Duration
+	// Basemap draws streets, water and places under every map image (an
+	// open basemap.Archive); nil: none, and the maps say so.
+	Basemap report.Basemap
 	// Metrics collects this server's metrics; nil: New makes its own. Pass
 	// one to wire its store wrapper and job observer before New.
 	Metrics *Metrics
