@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"siteenv/ledger"
+	"siteenv/queries"
 )
 
 // Problem is an API error: the contract's Problem body plus the headers it
@@ -274,12 +275,12 @@ var mappings = []mapping{
 	{err: ledger.ErrNotFound, place: atAcquisition, code: CodeNotFound, detail: "The site does not exist or is not an active site of this account.", message: "not found"},
 	{err: ledger.ErrNotFound, place: atSiteReference, code: CodeNotFound, detail: "No active site is registered under this external reference.", message: "not registered"},
 	{err: ledger.ErrNotFound, place: atLayer, code: CodeNotFound, detail: "Layer %s does not exist or is not available to this key.", message: "no such layer"},
-	{err: ledger.ErrSiteIneligible, place: atAcquisition, code: CodeSiteIneligible, detail: "The site is larger than 40 hectares and cannot be used for new purchases.", message: "ineligible site"},
+	{err: ledger.ErrSiteIneligible, place: atAcquisition, code: CodeSiteIneligible, detail: fmt.Sprintf("The site is larger than %d hectares and cannot be used for new purchases.", maxSiteAreaHa), message: "ineligible site"},
 	// A report is ordered for an active site of the account within 40 ha;
 	// any other site, missing or another account's alike, is ineligible.
 	{err: ledger.ErrNotFound, place: atReportOrder, code: CodeNotFound, detail: "The site does not exist or is not a site of this account.", message: "not found"},
 	{err: errSiteArchived, place: atReportOrder, code: CodeSiteIneligible, detail: "The site is archived; reports can be ordered only for an active site.", message: "archived"},
-	{err: ledger.ErrSiteIneligible, place: atReportOrder, code: CodeSiteIneligible, detail: "The site is larger than 40 hectares and cannot be used for new reports.", message: "larger than 40 hectares"},
+	{err: ledger.ErrSiteIneligible, place: atReportOrder, code: CodeSiteIneligible, detail: fmt.Sprintf("The site is larger than %d hectares and cannot be used for new reports.", maxSiteAreaHa), message: fmt.Sprintf("larger than %d hectares", maxSiteAreaHa)},
 	{err: ledger.ErrCreateNotPermitted, place: atSiteRegistration, code: CodeScopeInsufficient, detail: "Registering a new site needs the sites:write scope; this key can only reuse existing sites."},
 	{err: ledger.ErrCreateNotPermitted, place: atQuerySite, code: CodeScopeInsufficient, detail: "This selector names a new site; registering it needs the sites:write scope."},
 
@@ -289,7 +290,7 @@ var mappings = []mapping{
 	{err: ledger.ErrReferenceConflict, code: CodeSiteReferenceConflict, detail: "This external reference is already bound to a different boundary; a changed boundary needs a new reference.",
 		field: "external_reference", message: "bound to a different boundary"},
 	{err: ledger.ErrCapacity, code: CodeCapacityExceeded, retryAfter: 30,
-		detail: "The account has 100 queries queued or 2 GiB of retained results; wait for queries to finish or release results with DELETE /queries/{id}."},
+		detail: fmt.Sprintf("The account has %d queries queued or %s of retained results; wait for queries to finish or release results with DELETE /queries/{id}.", maxQueuedQueries, byteSize(maxRetainedResultBytes))},
 	{err: ledger.ErrNotFound, code: CodeNotFound, detail: "The resource does not exist or is not accessible to this key."},
 }
 
@@ -299,6 +300,9 @@ var mappings = []mapping{
 func problemFor(ctx context.Context, log *slog.Logger, err error) *Problem {
 	var p *Problem
 	if errors.As(err, &p) {
+		return p
+	}
+	if p := useCaseProblem(err); p != nil {
 		return p
 	}
 	var pe *placedError
@@ -356,4 +360,34 @@ func problemFor(ctx context.Context, log *slog.Logger, err error) *Problem {
 	}
 	log.ErrorContext(ctx, "internal error", "err", err)
 	return &Problem{Code: CodeInternalError, Detail: "An internal error occurred; retry with backoff. Quote the request_id when reporting it.", RetryAfter: 1}
+}
+
+// useCaseProblem maps the queries package's errors (nil: not one of them).
+func useCaseProblem(err error) *Problem {
+	var le *queries.LayerError
+	var se *queries.SectionError
+	var re *queries.RadiusError
+	switch {
+	case errors.Is(err, queries.ErrConflict):
+		return newProblem(CodeIdempotencyConflict, "This Idempotency-Key was already used for a different request; use a new key for a new request.")
+	case errors.Is(err, queries.ErrInProgress):
+		// Retryable, unlike a changed request (status-codes.md).
+		return &Problem{Code: CodeIdempotencyConflict, Retryable: true, RetryAfter: 1,
+			Detail: "A request with this Idempotency-Key is still in progress; retry after Retry-After seconds."}
+	case errors.Is(err, queries.ErrChangedWhileAnswered):
+		return &Problem{Code: CodeInternalError, Detail: "The query changed while it was answered; retry with the same Idempotency-Key.", RetryAfter: 1}
+	case errors.As(err, &le):
+		return &Problem{Code: CodeNotFound, Detail: fmt.Sprintf("Layer %s does not exist or is not available to this key.", le.ID),
+			FieldErrors: []FieldError{{Field: fmt.Sprintf("layer_ids[%d]", le.Index), Message: "no such layer"}}}
+	case errors.As(err, &se):
+		return &Problem{Code: CodeAccessRequired, Detail: fmt.Sprintf("Section %s must be acquired for this site before querying %s (POST /access/acquisitions).", se.Section, se.Layer),
+			FieldErrors: []FieldError{{Field: fmt.Sprintf("layer_ids[%d]", se.Index), Message: "section " + se.Section + " not acquired for this site"}}}
+	case errors.As(err, &re):
+		var fe []FieldError
+		for _, o := range re.Over {
+			fe = append(fe, FieldError{Field: "radius_m", Message: fmt.Sprintf("layer %s allows at most %g m", o.Layer, o.MaxM)})
+		}
+		return invalid("The radius exceeds a selected layer's limit.", fe...)
+	}
+	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"siteenv/internal/phase"
 	"siteenv/jobs"
 	"siteenv/ledger"
+	"siteenv/queries"
 	"siteenv/store"
 	"siteenv/tiles"
 )
@@ -174,9 +175,9 @@ func (s *Server) createQuery(r *request) error {
 	var fe []FieldError
 	switch {
 	case req.LayerIDs == nil:
-		fe = append(fe, FieldError{Field: "layer_ids", Message: "required: 1 to 10 layer ids"})
-	case len(req.LayerIDs) < 1 || len(req.LayerIDs) > int(Limits["max_layers_per_query"]):
-		fe = append(fe, FieldError{Field: "layer_ids", Message: "must hold 1 to 10 layer ids"})
+		fe = append(fe, FieldError{Field: "layer_ids", Message: fmt.Sprintf("required: 1 to %d layer ids", maxLayersPerQuery)})
+	case len(req.LayerIDs) < 1 || len(req.LayerIDs) > maxLayersPerQuery:
+		fe = append(fe, FieldError{Field: "layer_ids", Message: fmt.Sprintf("must hold 1 to %d layer ids", maxLayersPerQuery)})
 	}
 	seen := map[string]bool{}
 	for i, id := range req.LayerIDs {
@@ -193,10 +194,10 @@ func (s *Server) createQuery(r *request) error {
 	} else if *req.RadiusM < 0 || *req.RadiusM > engine.MaxRadiusM {
 		fe = append(fe, FieldError{Field: "radius_m", Message: fmt.Sprintf("must be 0 to %d metres", engine.MaxRadiusM)})
 	}
-	pageSize := 100
+	pageSize := listPageDefault
 	if req.PageSize != nil {
-		if *req.PageSize < 1 || *req.PageSize > 500 {
-			fe = append(fe, FieldError{Field: "page_size", Message: "must be 1 to 500"})
+		if *req.PageSize < 1 || *req.PageSize > listPageMax {
+			fe = append(fe, FieldError{Field: "page_size", Message: fmt.Sprintf("must be 1 to %d", listPageMax)})
 		}
 		pageSize = *req.PageSize
 	}
@@ -211,108 +212,24 @@ func (s *Server) createQuery(r *request) error {
 		Radius   float64
 		Geometry bool
 	}{req.Site, req.LayerIDs, *req.RadiusM, includeGeometry}
-	ask := queryAsk{layerIDs: req.LayerIDs, radiusM: *req.RadiusM, includeGeometry: includeGeometry, wait: wait, pageSize: pageSize}
-	if handled, err := s.createQueryAtOnce(r, sel, logical, ask); handled || r.provisional {
-		return err // provisional: served again, authenticated (Server.serve)
+	ask := queries.Ask{LayerIDs: req.LayerIDs, RadiusM: *req.RadiusM, IncludeGeometry: includeGeometry, Wait: wait, PageSize: pageSize}
+	fp, err := queries.Fingerprint(r.op.ID, logical)
+	if err != nil {
+		return err
 	}
-	return s.idempotent(r, logical, func() error {
-		site, err := s.siteForQuery(r, sel)
-		if err != nil {
-			return err
-		}
-		sa, err := s.led.SiteAccess(r.ctx, r.principal.AccountID, site.ID)
-		if err != nil {
-			return err
-		}
-		// Every layer and its current release in one round trip.
-		catalogue, err := s.layersForQuery(r, req.LayerIDs)
-		if err != nil {
-			return err
-		}
-		frozen, _, err := s.freezeLayers(r, ask, catalogue, func(section string) bool { return sa.Granted[section] })
-		if err != nil {
-			return err
-		}
-		// Every refusal above (400, 403, 404, 422) came before the admission
-		// is counted: only a request that can run uses one.
-		q, err := s.admitQuery(r, ledger.Query{AccountID: r.principal.AccountID, IntegrationID: r.principal.IntegrationID,
-			SiteID: site.ID, SiteGeometry: site.Geometry, RadiusM: *req.RadiusM, LayerIDs: req.LayerIDs,
-			IncludeGeometry: includeGeometry, Frozen: frozen})
-		if err != nil {
-			return err
-		}
-		return s.answerQuery(r, q, ask)
-	})
+	// The use case, once: it answers through the request (queryCall).
+	return s.queries.Admit(queryCall{call{s, r}, sel}, fp, ask, &r.pending)
 }
 
-// queryAsk is what of a POST /queries request its admission and its answer
-// use.
-type queryAsk struct {
-	layerIDs        []string
-	radiusM         float64
-	includeGeometry bool
-	wait, pageSize  int
-}
-
-// freezeLayers checks the request's layers against the catalogue, in the
-// order of the request: a layer the key may not use or that does not exist
-// is not_found, a section the site lacks access_required (granted nil: not
-// checked; the sections that must be granted are returned instead), a
-// radius over a layer's limit invalid_request. It returns the layers as the
-// query freezes them.
-func (s *Server) freezeLayers(r *request, ask queryAsk, catalogue map[string]ledger.LayerRelease, granted func(section string) bool) ([]ledger.FrozenLayer, []string, error) {
-	var frozen []ledger.FrozenLayer
-	var sections []string
-	var fe []FieldError
-	for i, id := range ask.layerIDs {
-		field := fmt.Sprintf("layer_ids[%d]", i)
-		// A layer the key may not use is answered exactly like a missing one.
-		if !r.principal.PermitsDataset(id) {
-			return nil, nil, &placedError{err: ledger.ErrNotFound, place: atLayer, field: field, name: id}
-		}
-		lr, ok := catalogue[id]
-		if !ok {
-			return nil, nil, &placedError{err: ledger.ErrNotFound, place: atLayer, field: field, name: id}
-		}
-		y := lr.Layer
-		if y.SectionPrice > 0 {
-			if granted == nil {
-				sections = append(sections, y.SectionKey)
-			} else if !granted(y.SectionKey) {
-				return nil, nil, &Problem{Code: CodeAccessRequired, Detail: fmt.Sprintf("Section %s must be acquired for this site before querying %s (POST /access/acquisitions).", y.SectionKey, id),
-					FieldErrors: []FieldError{{Field: field, Message: "section " + y.SectionKey + " not acquired for this site"}}}
-			}
-		}
-		if ask.radiusM > y.RadiusMaxM {
-			fe = append(fe, FieldError{Field: "radius_m", Message: fmt.Sprintf("layer %s allows at most %g m", id, y.RadiusMaxM)})
-		}
-		fl := ledger.FrozenLayer{LayerID: id, SectionKey: y.SectionKey, SchemaVersion: y.SchemaVersion, FieldSchema: y.FieldSchema,
-			Sources: y.Sources, Coverage: y.Coverage, ReleaseID: y.CurrentReleaseID}
-		if y.CurrentReleaseID != nil {
-			// Freeze the release's own captured schema and provenance.
-			rel := lr.Release
-			if rel == nil {
-				return nil, nil, fmt.Errorf("api: layer %s: current release %s: %w", id, *y.CurrentReleaseID, ledger.ErrNotFound)
-			}
-			fl.SchemaVersion, fl.FieldSchema, fl.Sources, fl.Coverage = rel.SchemaVersion, rel.FieldSchema, rel.Sources, rel.Coverage
-		}
-		frozen = append(frozen, fl)
-	}
-	if len(fe) > 0 {
-		return nil, nil, invalid("The radius exceeds a selected layer's limit.", fe...)
-	}
-	return frozen, sections, nil
-}
-
-// answerQuery runs the admitted q (runQuery) and answers POST /queries: 200
-// with the first page when it finished within the wait, else 202.
-func (s *Server) answerQuery(r *request, q ledger.Query, ask queryAsk) error {
+// answerQuery answers POST /queries for the admitted q: 200 with the
+// first page when it finished within the wait (done: the finished row the
+// run handed over, or zero), else 202.
+func (s *Server) answerQuery(r *request, q, done ledger.Query, ask queries.Ask) error {
 	r.resourceType, r.resourceID = "query", q.ID.String()
-	done := s.runQuery(r, q, time.Duration(ask.wait)*time.Second) // the finished row, when handed over
 	var err error
 	if done.ID == q.ID && done.AccountID == r.principal.AccountID && finished(done.Status) {
 		q = done
-		if r.pendingFinish == nil { // else cached once stored (runFirst)
+		if r.pending.Finish == nil { // else cached once stored (queries.Service.Settle)
 			s.finished.put(q)
 		}
 	} else if q, err = s.query(r, q.ID); err != nil {
@@ -328,23 +245,29 @@ func (s *Server) answerQuery(r *request, q ledger.Query, ask queryAsk) error {
 	if err := s.firstPage(r, q, &body, ask); err != nil {
 		return err
 	}
-	r.wholeAnswer = !body.Page.HasMore
+	if !body.Page.HasMore {
+		// Every feature is in the answer: its finish may be stored behind
+		// it, awaited by the key's next read (queries.Service.WaitBehind).
+		if key, err := bearer(r); err == nil {
+			r.pending.Whole, r.pending.BehindKey = true, string(ledger.HashKey(key))
+		}
+	}
 	return r.writeQuery(200, &body)
 }
 
 // applyPreference says that the request's Prefer: wait was honoured: it is
 // when this process ran the query (another replica's runner cannot be
 // waited on here), and wait=0 always is.
-func (s *Server) applyPreference(r *request, ask queryAsk) {
-	if r.http.Request.Header.Peek("Prefer") != nil && (s.runner != nil || ask.wait == 0) {
-		r.http.Response.Header.Set("Preference-Applied", "wait="+strconv.Itoa(ask.wait))
+func (s *Server) applyPreference(r *request, ask queries.Ask) {
+	if r.http.Request.Header.Peek("Prefer") != nil && (s.runner != nil || ask.Wait == 0) {
+		r.http.Response.Header.Set("Preference-Applied", "wait="+strconv.Itoa(ask.Wait))
 	}
 }
 
 // firstPage fills body, a finished query's view, with the first page POST
 // /queries answers.
-func (s *Server) firstPage(r *request, q ledger.Query, body *queryBody, ask queryAsk) error {
-	return s.fillPage(r, q, body, 0, 0, ask.pageSize, ask.includeGeometry, binding(strconv.FormatBool(ask.includeGeometry)))
+func (s *Server) firstPage(r *request, q ledger.Query, body *queryBody, ask queries.Ask) error {
+	return s.fillPage(r, q, body, 0, 0, ask.PageSize, ask.IncludeGeometry, binding(strconv.FormatBool(ask.IncludeGeometry)))
 }
 
 // siteForQuery resolves the selector to an active, eligible site of the account.
@@ -368,8 +291,8 @@ func (s *Server) siteForQuery(r *request, sel selector) (ledger.Site, error) {
 		site = saved
 	}
 	if site.AreaM2 > maxSiteAreaM2 {
-		return ledger.Site{}, &Problem{Code: CodeSiteIneligible, Detail: fmt.Sprintf("The site covers %.1f ha; queries are limited to sites of 40 ha before buffering.", site.AreaM2/10_000),
-			FieldErrors: []FieldError{{Field: "site", Message: "larger than 40 hectares"}}}
+		return ledger.Site{}, &Problem{Code: CodeSiteIneligible, Detail: fmt.Sprintf("The site covers %.1f ha; queries are limited to sites of %d ha before buffering.", site.AreaM2/10_000, maxSiteAreaHa),
+			FieldErrors: []FieldError{{Field: "site", Message: fmt.Sprintf("larger than %d hectares", maxSiteAreaHa)}}}
 	}
 	return site, nil
 }
@@ -410,7 +333,7 @@ func (s *Server) fillPage(r *request, q ledger.Query, body *queryBody, offset, o
 		br.Reset(nil)
 		pageReaders.Put(br)
 	}()
-	budget := int(Limits["max_response_bytes"]) - 64<<10 // room for the rest of the body
+	budget := maxResponseBytes - 64<<10 // room for the rest of the body
 	used := 0
 	// The runner writes records of a query without geometry with geometry
 	// null already; only a query with geometry read without it is cut.
@@ -454,11 +377,11 @@ func (s *Server) fillPage(r *request, q ledger.Query, body *queryBody, offset, o
 		ordinal++
 	}
 	if offset < obj.Size() {
-		next, err := s.cursors.encode(r.principal.AccountID, "query:"+q.ID.String(), bind, resultPosition{Offset: offset, Ordinal: ordinal})
+		pg, err := s.list(r, "query:"+q.ID.String(), bind).next(resultPosition{Offset: offset, Ordinal: ordinal})
 		if err != nil {
 			return err
 		}
-		body.Page = page{HasMore: true, NextCursor: &next}
+		body.Page = pg
 	}
 	return nil
 }
@@ -588,7 +511,7 @@ func (s *Server) getQueryResults(r *request) error { return s.queryPage(r, true)
 
 func (s *Server) queryPage(r *request, resultsOnly bool) error {
 	qp := r.query("cursor", "limit", "include_geometry")
-	limit := qp.limit(100, 500)
+	limit := qp.limit(listPageDefault, listPageMax)
 	includeGeometry := qp.boolean("include_geometry", true)
 	cur := qp.cursor()
 	if err := qp.err(); err != nil {
@@ -614,10 +537,8 @@ func (s *Server) queryPage(r *request, resultsOnly bool) error {
 	}
 	bind := binding(strconv.FormatBool(includeGeometry))
 	var pos resultPosition
-	if cur != "" {
-		if err := s.cursors.decode(cur, r.principal.AccountID, "query:"+q.ID.String(), bind, &pos); err != nil {
-			return err
-		}
+	if err := s.list(r, "query:"+q.ID.String(), bind).resume(cur, &pos); err != nil {
+		return err
 	}
 	if err := s.fillPage(r, q, &body, pos.Offset, pos.Ordinal, limit, includeGeometry && q.IncludeGeometry, bind); err != nil {
 		return err
@@ -678,21 +599,27 @@ func (s *Server) listQueries(r *request) error {
 		CreatedBefore: q.time("created_before"),
 		DatasetIDs:    r.principal.DatasetIDs(),
 		Snapshot:      s.clock.Now(),
-		Limit:         q.limit(20, 100),
+		Limit:         q.limit(historyPageDefault, historyPageMax),
 	}
 	cur := q.cursor()
 	if err := q.err(); err != nil {
 		return err
 	}
-	bind := binding(fmtUUID(f.SiteID), f.Status, fmtTime(f.CreatedFrom), fmtTime(f.CreatedBefore))
-	if cur != "" {
-		var pos historyPosition
-		if err := s.cursors.decode(cur, r.principal.AccountID, "queries", bind, &pos); err != nil {
-			return err
-		}
-		f.Snapshot, f.AfterTime, f.AfterID = pos.Snapshot, &pos.T, pos.ID
+	l := s.list(r, "queries", binding(fmtUUID(f.SiteID), f.Status, fmtTime(f.CreatedFrom), fmtTime(f.CreatedBefore)))
+	pos := historyPosition{Snapshot: f.Snapshot}
+	if err := l.resume(cur, &pos); err != nil {
+		return err
+	}
+	if f.Snapshot = pos.Snapshot; pos.ID != uuid.Nil {
+		f.AfterTime, f.AfterID = &pos.T, pos.ID
 	}
 	rows, err := s.led.ListQueries(r.ctx, r.principal.AccountID, f)
+	if err != nil {
+		return err
+	}
+	rows, pg, err := pageOf(l, rows, f.Limit, func(qq *ledger.Query) historyPosition {
+		return historyPosition{Snapshot: f.Snapshot, T: qq.CreatedAt, ID: qq.ID}
+	})
 	if err != nil {
 		return err
 	}
@@ -701,17 +628,8 @@ func (s *Server) listQueries(r *request) error {
 		APIVersion string         `json:"api_version"`
 		Queries    []querySummary `json:"queries"`
 		Page       page           `json:"page"`
-	}{APIVersion: "1", Queries: []querySummary{}}
-	for i, qq := range rows {
-		if i == f.Limit {
-			last := rows[i-1]
-			next, err := s.cursors.encode(r.principal.AccountID, "queries", bind, historyPosition{Snapshot: f.Snapshot, T: last.CreatedAt, ID: last.ID})
-			if err != nil {
-				return err
-			}
-			body.Page = page{HasMore: true, NextCursor: &next}
-			break
-		}
+	}{APIVersion: "1", Queries: []querySummary{}, Page: pg}
+	for _, qq := range rows {
 		v := queryView(qq)
 		sum := querySummary{QueryID: v.QueryID, Status: qq.Status, SiteID: v.SiteID, LayerIDs: qq.LayerIDs, RadiusM: qq.RadiusM,
 			CreatedAt: v.CreatedAt, ComputedAt: v.ComputedAt, ExpiresAt: utc(qq.ExpiresAt), QueryURL: v.QueryURL}

@@ -83,7 +83,7 @@ func (s *Server) createReport(r *request) error {
 		Jurisdiction string
 	}{siteID, given}
 	key, _ := r.idempotencyKey()
-	return s.idempotent(r, logical, func() error {
+	return s.idempotent(r, logical, s.reportReplayCheck(r, siteID, given), func() error {
 		r.resourceType, r.resourceID = "site", siteID.String()
 		p := ledger.OrderReportParams{Account: r.principal.AccountID, Integration: r.principal.IntegrationID, IdemKey: key,
 			SiteID: siteID, Price: price, MaxSiteAreaM2: maxSiteAreaM2}
@@ -96,35 +96,73 @@ func (s *Server) createReport(r *request) error {
 			if prev.SiteID == nil || *prev.SiteID != siteID || prev.Jurisdiction == nil || (given != "" && given != *prev.Jurisdiction) {
 				return newProblem(CodeIdempotencyConflict, "This Idempotency-Key was already used for a different request; use a new key for a new request.")
 			}
+			if !r.principal.PermitsScope(prev.DatasetIDs) {
+				// Another key of the integration ordered it: checked as
+				// its replay would be.
+				return s.hiddenReport(r, siteID, given)
+			}
 			p.Jurisdiction, p.DatasetIDs = *prev.Jurisdiction, prev.DatasetIDs
 			return s.orderReport(r, p)
 		case !errors.Is(err, ledger.ErrNotFound):
 			return err
 		}
-		// Another account's site, or none, is not_found (as for section
-		// access: existence never leaks across accounts); the account's own
-		// archived site is site_ineligible.
-		site, _, err := s.led.ReportSite(r.ctx, r.principal.AccountID, siteID)
-		if err != nil {
-			return &placedError{err: err, place: atReportOrder, field: "site_id"}
-		}
-		if site.ArchivedAt != nil {
-			return &placedError{err: errSiteArchived, place: atReportOrder, field: "site_id"}
-		}
-		if site.AreaM2 > maxSiteAreaM2 {
-			return &placedError{err: ledger.ErrSiteIneligible, place: atReportOrder, field: "site_id"}
-		}
-		if p.Jurisdiction, err = reportJurisdiction(site.Geometry, given); err != nil {
+		if p.Jurisdiction, p.DatasetIDs, err = s.reportOrderChecks(r, siteID, given); err != nil {
 			return err
-		}
-		if p.DatasetIDs, err = s.led.ReportScope(r.ctx, p.Jurisdiction, r.principal.DatasetIDs()); err != nil {
-			return err
-		}
-		if len(p.DatasetIDs) == 0 {
-			return newProblem(CodeReportUnavailable, "No report can be built for this site: no dataset of %s or of Australia-wide scope with a current release approved for reports is available to this key. Nothing was charged.", p.Jurisdiction)
 		}
 		return s.orderReport(r, p)
 	})
+}
+
+// reportOrderChecks are an order's checks before its charge: the site
+// (another account's site, or none, is not_found, as for section access:
+// existence never leaks across accounts; the account's own archived site
+// is site_ineligible), its jurisdiction and the datasets of the report's
+// scope that the key may use.
+func (s *Server) reportOrderChecks(r *request, siteID uuid.UUID, given string) (jurisdiction string, datasets []string, _ error) {
+	site, _, err := s.led.ReportSite(r.ctx, r.principal.AccountID, siteID)
+	if err != nil {
+		return "", nil, &placedError{err: err, place: atReportOrder, field: "site_id"}
+	}
+	if site.ArchivedAt != nil {
+		return "", nil, &placedError{err: errSiteArchived, place: atReportOrder, field: "site_id"}
+	}
+	if site.AreaM2 > maxSiteAreaM2 {
+		return "", nil, &placedError{err: ledger.ErrSiteIneligible, place: atReportOrder, field: "site_id"}
+	}
+	if jurisdiction, err = reportJurisdiction(site.Geometry, given); err != nil {
+		return "", nil, err
+	}
+	if datasets, err = s.led.ReportScope(r.ctx, jurisdiction, r.principal.DatasetIDs()); err != nil {
+		return "", nil, err
+	}
+	if len(datasets) == 0 {
+		return "", nil, newProblem(CodeReportUnavailable, "No report can be built for this site: no dataset of %s or of Australia-wide scope with a current release approved for reports is available to this key. Nothing was charged.", jurisdiction)
+	}
+	return jurisdiction, datasets, nil
+}
+
+// reportReplayCheck refuses the replay of an order of a report the key
+// may not read (a dataset of its scope outside the key's restriction, as
+// GET /reports/{id} refuses it): hiddenReport.
+func (s *Server) reportReplayCheck(r *request, siteID uuid.UUID, given string) func(ledger.IdemResponse) error {
+	return func(rec ledger.IdemResponse) error {
+		if ds := storedDatasets(rec); ds == nil || r.principal.PermitsScope(ds) {
+			return nil
+		}
+		return s.hiddenReport(r, siteID, given)
+	}
+}
+
+// hiddenReport answers a key that repeats, with another key's
+// Idempotency-Key, an order of a report it may not read. A fresh order by
+// this key would be refused by the order's checks, or be another order, of
+// this key's narrower scope, charged again: a different logical request,
+// so the key used for it is idempotency_conflict.
+func (s *Server) hiddenReport(r *request, siteID uuid.UUID, given string) error {
+	if _, _, err := s.reportOrderChecks(r, siteID, given); err != nil {
+		return err
+	}
+	return newProblem(CodeIdempotencyConflict, "This Idempotency-Key was used for an order of a report this key may not read; use a new key for a new order.")
 }
 
 // orderReport charges and queues the order, answers 202 and wakes a builder.
@@ -475,7 +513,7 @@ func (s *Server) listReports(r *request) error {
 		Status:        q.enum("status", ledger.ReportQueued, ledger.ReportRunning, ledger.ReportCompleted, ledger.ReportFailed),
 		CreatedFrom:   q.time("created_from"),
 		CreatedBefore: q.time("created_before"),
-		Limit:         q.limit(20, 100),
+		Limit:         q.limit(historyPageDefault, historyPageMax),
 	}
 	if f.CreatedFrom != nil && f.CreatedBefore != nil && !f.CreatedBefore.After(*f.CreatedFrom) {
 		q.add("created_before", "must be later than created_from (created_from is inclusive, created_before exclusive)")
@@ -484,15 +522,17 @@ func (s *Server) listReports(r *request) error {
 	if err := q.err(); err != nil {
 		return err
 	}
-	bind := binding(fmtUUID(f.SiteID), f.Status, fmtTime(f.CreatedFrom), fmtTime(f.CreatedBefore))
-	if cur != "" {
-		var pos timeIDPosition
-		if err := s.cursors.decode(cur, r.principal.AccountID, "reports", bind, &pos); err != nil {
-			return err
-		}
-		f.AfterTime, f.AfterID = &pos.T, pos.ID
+	l := s.list(r, "reports", binding(fmtUUID(f.SiteID), f.Status, fmtTime(f.CreatedFrom), fmtTime(f.CreatedBefore)))
+	var pos timeIDPosition
+	if err := l.resume(cur, &pos); err != nil {
+		return err
 	}
+	f.AfterTime, f.AfterID = pos.after()
 	rows, err := s.led.ListReports(r.ctx, r.principal.AccountID, f)
+	if err != nil {
+		return err
+	}
+	rows, pg, err := pageOf(l, rows, f.Limit, func(rep *ledger.Report) timeIDPosition { return timeIDPosition{T: rep.CreatedAt, ID: rep.ID} })
 	if err != nil {
 		return err
 	}
@@ -500,17 +540,8 @@ func (s *Server) listReports(r *request) error {
 		APIVersion string          `json:"api_version"`
 		Reports    []reportSummary `json:"reports"`
 		Page       page            `json:"page"`
-	}{APIVersion: "1", Reports: []reportSummary{}}
-	for i, rep := range rows {
-		if i == f.Limit {
-			last := rows[i-1]
-			next, err := s.cursors.encode(r.principal.AccountID, "reports", bind, timeIDPosition{T: last.CreatedAt, ID: last.ID})
-			if err != nil {
-				return err
-			}
-			body.Page = page{HasMore: true, NextCursor: &next}
-			break
-		}
+	}{APIVersion: "1", Reports: []reportSummary{}, Page: pg}
+	for _, rep := range rows {
 		// Dataset restrictions are rechecked on every page (a page may come
 		// out short, even empty: the cursor still moves on).
 		if !r.principal.PermitsScope(rep.DatasetIDs) {
@@ -538,7 +569,7 @@ type revisionPosition struct {
 
 func (s *Server) listReportRevisions(r *request) error {
 	q := r.query("cursor", "limit")
-	limit := q.limit(20, 100)
+	limit := q.limit(historyPageDefault, historyPageMax)
 	cur := q.cursor()
 	if err := q.err(); err != nil {
 		return err
@@ -547,14 +578,16 @@ func (s *Server) listReportRevisions(r *request) error {
 	if err != nil {
 		return err
 	}
-	resource, bind := "report-revisions:"+rep.ID.String(), binding()
+	l := s.list(r, "report-revisions:"+rep.ID.String(), binding())
 	var pos revisionPosition
-	if cur != "" {
-		if err := s.cursors.decode(cur, r.principal.AccountID, resource, bind, &pos); err != nil {
-			return err
-		}
+	if err := l.resume(cur, &pos); err != nil {
+		return err
 	}
 	rows, err := s.led.ListRevisions(r.ctx, r.principal.AccountID, rep.ID, pos.N, limit)
+	if err != nil {
+		return err
+	}
+	rows, pg, err := pageOf(l, rows, limit, func(v *ledger.Revision) revisionPosition { return revisionPosition{N: v.Number} })
 	if err != nil {
 		return err
 	}
@@ -563,17 +596,9 @@ func (s *Server) listReportRevisions(r *request) error {
 		ReportID   string         `json:"report_id"`
 		Revisions  []revisionBody `json:"revisions"`
 		Page       page           `json:"page"`
-	}{APIVersion: "1", ReportID: rep.ID.String(), Revisions: []revisionBody{}}
+	}{APIVersion: "1", ReportID: rep.ID.String(), Revisions: []revisionBody{}, Page: pg}
 	for i := range rows {
 		v := &rows[i]
-		if i == limit {
-			next, err := s.cursors.encode(r.principal.AccountID, resource, bind, revisionPosition{N: rows[i-1].Number})
-			if err != nil {
-				return err
-			}
-			body.Page = page{HasMore: true, NextCursor: &next}
-			break
-		}
 		body.Revisions = append(body.Revisions, revisionBody{RevisionID: v.ID.String(), Revision: v.Number, CreatedAt: v.CreatedAt.UTC(),
 			ContentStatus: v.ContentStatus, ProvenanceStatus: v.ProvenanceStatus, Limitations: nonNilStrings(v.Limitations),
 			Artifacts: artifactEntries(v)})
@@ -602,7 +627,7 @@ type sectionBody struct {
 // is content_unavailable.
 func (s *Server) getReportContent(r *request) error {
 	q := r.query("cursor", "limit", "revision_id")
-	limit := q.limit(20, 100)
+	limit := q.limit(historyPageDefault, historyPageMax)
 	revID := q.uuid("revision_id")
 	cur := q.cursor()
 	if err := q.err(); err != nil {
@@ -612,13 +637,13 @@ func (s *Server) getReportContent(r *request) error {
 	if err != nil {
 		return err
 	}
-	resource, bind := "report-content:"+rep.ID.String(), binding(fmtUUID(revID))
+	l := s.list(r, "report-content:"+rep.ID.String(), binding(fmtUUID(revID)))
 	pos := contentPosition{After: -1}
+	if err := l.resume(cur, &pos); err != nil {
+		return err
+	}
 	switch {
 	case cur != "":
-		if err := s.cursors.decode(cur, r.principal.AccountID, resource, bind, &pos); err != nil {
-			return err
-		}
 	case revID != nil:
 		pos.Revision = *revID
 	case rep.Latest != nil:
@@ -658,7 +683,7 @@ func (s *Server) getReportContent(r *request) error {
 	}{APIVersion: "1", ReportID: rep.ID.String(), RevisionID: rev.ID.String(), Revision: rev.Number, Sections: []sectionBody{}}
 	// Sections are at most 8 KiB of text, but JSON escapes can multiply
 	// that: a page also stops before the 1 MiB response limit.
-	budget, used := int(Limits["max_response_bytes"])-64<<10, 0
+	budget, used := maxResponseBytes-64<<10, 0
 	more := len(rows) > limit
 	for i, sec := range rows {
 		if i == limit {
@@ -677,12 +702,9 @@ func (s *Server) getReportContent(r *request) error {
 		body.Sections = append(body.Sections, b)
 	}
 	if more {
-		next, err := s.cursors.encode(r.principal.AccountID, resource, bind,
-			contentPosition{Revision: rev.ID, After: body.Sections[len(body.Sections)-1].Index})
-		if err != nil {
+		if body.Page, err = l.next(contentPosition{Revision: rev.ID, After: body.Sections[len(body.Sections)-1].Index}); err != nil {
 			return err
 		}
-		body.Page = page{HasMore: true, NextCursor: &next}
 	}
 	return r.writeJSON(200, body)
 }
