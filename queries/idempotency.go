@@ -51,6 +51,13 @@ func Fingerprint(operation string, logical any) ([]byte, error) {
 // of the integration may be restricted where the first was not: its
 // refusal is what a fresh request would get, and is not stored.
 func (s *Service) Once(c Call, key string, fingerprint []byte, recheck func(ledger.IdemResponse) error, pending *Pending, op func() error) error {
+	return s.once(c, key, fingerprint, recheck, pending, func(bool) error { return op() })
+}
+
+// once is Once whose op is told whether its claim was taken over from a
+// request whose process died before it stored a response
+// (ledger.IdemClaim.TookOver): what that request wrote may have committed.
+func (s *Service) once(c Call, key string, fingerprint []byte, recheck func(ledger.IdemResponse) error, pending *Pending, op func(tookOver bool) error) error {
 	ctx := c.Context()
 	integration := c.Principal().IntegrationID
 	deadline := time.Now().Add(s.cfg.IdempotencyWait)
@@ -71,7 +78,7 @@ func (s *Service) Once(c Call, key string, fingerprint []byte, recheck func(ledg
 			c.Replay(claim.Response)
 			return nil
 		case ledger.IdemFresh:
-			return s.Settle(c, key, claim.Token, pending, op)
+			return s.Settle(c, key, claim.Token, pending, func() error { return op(claim.TookOver) })
 		}
 		// In flight: the first request's process is alive (its claim's lease
 		// is renewed; a dead one's lapses within seconds and this loop takes
