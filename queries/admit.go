@@ -137,6 +137,12 @@ func (s *Service) Admit(c QueryCall, fingerprint []byte, ask Ask, pending *Pendi
 			// never a second query (it runs, or ran, on a worker).
 			switch q, err := s.led.QueryByIdemKey(ctx, p.IntegrationID, p.AccountID, key); {
 			case err == nil:
+				if err := Permitted(p, q.LayerIDs); err != nil {
+					// Another key of the integration, restricted away from
+					// a layer: refused as a replay would be, the claim left
+					// for the query's own caller.
+					return &CallerRefusal{Err: err}
+				}
 				return c.Answer(q, s.wait(c, q, time.Duration(ask.Wait)*time.Second), ask, pending)
 			case !errors.Is(err, ledger.ErrNotFound):
 				return err
