@@ -40,6 +40,14 @@ type timeIDPosition struct {
 	ID uuid.UUID `json:"i"`
 }
 
+// after is where the list goes on: nil at its start (the zero position).
+func (p *timeIDPosition) after() (*time.Time, uuid.UUID) {
+	if p.ID == uuid.Nil {
+		return nil, uuid.Nil
+	}
+	return &p.T, p.ID
+}
+
 func (s *Server) listActivity(r *request) error {
 	q := r.query("cursor", "limit", "operation", "outcome", "request_id", "created_from", "created_before")
 	f := ledger.ActivityFilter{
@@ -48,37 +56,28 @@ func (s *Server) listActivity(r *request) error {
 		RequestID:     q.uuid("request_id"),
 		CreatedFrom:   q.time("created_from"),
 		CreatedBefore: q.time("created_before"),
-		Limit:         q.limit(20, 100),
+		Limit:         q.limit(historyPageDefault, historyPageMax),
 	}
 	cur := q.cursor()
 	if err := q.err(); err != nil {
 		return err
 	}
-	bind := binding(f.Operation, f.Outcome, fmtUUID(f.RequestID), fmtTime(f.CreatedFrom), fmtTime(f.CreatedBefore))
-	if cur != "" {
-		var pos timeIDPosition
-		if err := s.cursors.decode(cur, r.principal.AccountID, "activity:"+r.principal.IntegrationID.String(), bind, &pos); err != nil {
-			return err
-		}
-		f.AfterTime, f.AfterID = &pos.T, pos.ID
+	l := s.list(r, "activity:"+r.principal.IntegrationID.String(), binding(f.Operation, f.Outcome, fmtUUID(f.RequestID), fmtTime(f.CreatedFrom), fmtTime(f.CreatedBefore)))
+	var pos timeIDPosition
+	if err := l.resume(cur, &pos); err != nil {
+		return err
 	}
+	f.AfterTime, f.AfterID = pos.after()
 	rows, err := s.led.ListActivity(r.ctx, r.principal.IntegrationID, f)
 	if err != nil {
 		return err
 	}
-	body := activityBody{APIVersion: "1", Activity: []activityItem{}}
-	for i, a := range rows {
-		if i == f.Limit {
-			body.Page.HasMore = true
-			last := rows[i-1]
-			next, err := s.cursors.encode(r.principal.AccountID, "activity:"+r.principal.IntegrationID.String(), bind,
-				timeIDPosition{T: last.CreatedAt, ID: last.ID})
-			if err != nil {
-				return err
-			}
-			body.Page.NextCursor = &next
-			break
-		}
+	rows, pg, err := pageOf(l, rows, f.Limit, func(a *ledger.Activity) timeIDPosition { return timeIDPosition{T: a.CreatedAt, ID: a.ID} })
+	if err != nil {
+		return err
+	}
+	body := activityBody{APIVersion: "1", Activity: []activityItem{}, Page: pg}
+	for _, a := range rows {
 		// Dataset restrictions are rechecked on every page: records about a
 		// layer the key may no longer use are left out.
 		if a.ResourceType != nil && *a.ResourceType == "layer" && a.ResourceID != nil && !r.principal.PermitsDataset(*a.ResourceID) {

@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -181,7 +180,7 @@ func encodeContext(head contextHead, ops, li json.RawMessage, remaining int64, u
 // job runner's configuration (this server's runner, else the defaults a
 // runner of another replica takes), so /context cannot drift from them.
 func (s *Server) limits() map[string]int64 {
-	out := maps.Clone(Limits)
+	out := contextLimits()
 	out["max_radius_m"] = engine.MaxRadiusM
 	out["max_query_features"] = engine.DefaultMaxFeatures
 	out["max_query_result_bytes"] = engine.DefaultMaxBytes

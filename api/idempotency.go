@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 
 	"siteenv/ledger"
@@ -11,7 +12,7 @@ import (
 
 const maxIdempotencyKey = 128
 
-var idempotencyKeyRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+var idempotencyKeyRE = regexp.MustCompile(fmt.Sprintf(`^[A-Za-z0-9._:-]{1,%d}$`, maxIdempotencyKey))
 
 // idempotencyKey validates the Idempotency-Key header.
 func (r *request) idempotencyKey() (string, error) {
@@ -22,7 +23,7 @@ func (r *request) idempotencyKey() (string, error) {
 	}
 	if !idempotencyKeyRE.Match(v) {
 		return "", invalid("The Idempotency-Key header is malformed.",
-			FieldError{Field: "Idempotency-Key", Message: "must be 1 to 128 characters matching ^[A-Za-z0-9._:-]+$"})
+			FieldError{Field: "Idempotency-Key", Message: fmt.Sprintf("must be 1 to %d characters matching ^[A-Za-z0-9._:-]+$", maxIdempotencyKey)})
 	}
 	return string(v), nil
 }

@@ -122,7 +122,7 @@ func (s *Server) listLayers(r *request) error {
 		SectionKey:   q.str("section_key", 1, 100, sectionKeyRE),
 		Jurisdiction: q.enum("jurisdiction", jurisdictionsWithAUS...),
 		DatasetIDs:   r.principal.DatasetIDs(),
-		Limit:        q.limit(100, 500),
+		Limit:        q.limit(listPageDefault, listPageMax),
 	}
 	siteID := q.uuid("site_id")
 	f.WithoutCoverage = siteID == nil // coverage is then only stated or not
@@ -130,14 +130,12 @@ func (s *Server) listLayers(r *request) error {
 	if err := q.err(); err != nil {
 		return err
 	}
-	bind := binding(f.Search, f.SectionKey, f.Jurisdiction, fmtUUID(siteID))
-	if cur != "" {
-		if err := s.cursors.decode(cur, r.principal.AccountID, "layers", bind, &f.AfterID); err != nil {
-			return err
-		}
+	l := s.list(r, "layers", binding(f.Search, f.SectionKey, f.Jurisdiction, fmtUUID(siteID)))
+	if err := l.resume(cur, &f.AfterID); err != nil {
+		return err
 	}
 	if siteID == nil {
-		return s.listLayersWithoutSite(r, f, bind)
+		return s.listLayersWithoutSite(r, f, l)
 	}
 	site, err := s.loadSite(r, siteID)
 	if err != nil {
@@ -147,16 +145,12 @@ func (s *Server) listLayers(r *request) error {
 	if err != nil {
 		return err
 	}
-	body := layersBody{APIVersion: "1", Layers: []layerBody{}}
-	for i, y := range rows {
-		if i == f.Limit {
-			next, err := s.cursors.encode(r.principal.AccountID, "layers", bind, rows[i-1].ID)
-			if err != nil {
-				return err
-			}
-			body.Page = page{HasMore: true, NextCursor: &next}
-			break
-		}
+	rows, pg, err := pageOf(l, rows, f.Limit, func(y *ledger.Layer) string { return y.ID })
+	if err != nil {
+		return err
+	}
+	body := layersBody{APIVersion: "1", Layers: []layerBody{}, Page: pg}
+	for _, y := range rows {
 		b, err := layerView(y, site)
 		if err != nil {
 			return err
@@ -181,7 +175,7 @@ type layerPage struct {
 	etag   string // of the whole body when !more
 }
 
-func (s *Server) listLayersWithoutSite(r *request, f ledger.LayerFilter, bind string) error {
+func (s *Server) listLayersWithoutSite(r *request, f ledger.LayerFilter, l list) error {
 	version, key := r.principal.Catalogue, "rendered\x00"+layersKey(f)
 	var lp layerPage
 	if v, ok := s.catalogue.get(version, key); ok {
@@ -205,11 +199,11 @@ func (s *Server) listLayersWithoutSite(r *request, f ledger.LayerFilter, bind st
 		if !lp.more {
 			return lp.body, nil
 		}
-		next, err := s.cursors.encode(r.principal.AccountID, "layers", bind, lp.lastID)
+		pg, err := l.next(lp.lastID)
 		if err != nil {
 			return nil, err
 		}
-		pj, err := marshalNoEscape(page{HasMore: true, NextCursor: &next})
+		pj, err := marshalNoEscape(pg)
 		if err != nil {
 			return nil, err
 		}

@@ -125,7 +125,7 @@ func (s *Server) searchLocations(r *request) error {
 	if _, ok := q.get("postcode"); ok && kind == "parcel" {
 		q.add("postcode", "applies to address searches only: remove it, or search with kind=address")
 	}
-	limit := q.limit(10, 10)
+	limit := q.limit(maxLocationResults, maxLocationResults)
 	if err := q.err(); err != nil {
 		return err
 	}

@@ -275,12 +275,12 @@ var mappings = []mapping{
 	{err: ledger.ErrNotFound, place: atAcquisition, code: CodeNotFound, detail: "The site does not exist or is not an active site of this account.", message: "not found"},
 	{err: ledger.ErrNotFound, place: atSiteReference, code: CodeNotFound, detail: "No active site is registered under this external reference.", message: "not registered"},
 	{err: ledger.ErrNotFound, place: atLayer, code: CodeNotFound, detail: "Layer %s does not exist or is not available to this key.", message: "no such layer"},
-	{err: ledger.ErrSiteIneligible, place: atAcquisition, code: CodeSiteIneligible, detail: "The site is larger than 40 hectares and cannot be used for new purchases.", message: "ineligible site"},
+	{err: ledger.ErrSiteIneligible, place: atAcquisition, code: CodeSiteIneligible, detail: fmt.Sprintf("The site is larger than %d hectares and cannot be used for new purchases.", maxSiteAreaHa), message: "ineligible site"},
 	// A report is ordered for an active site of the account within 40 ha;
 	// any other site, missing or another account's alike, is ineligible.
 	{err: ledger.ErrNotFound, place: atReportOrder, code: CodeNotFound, detail: "The site does not exist or is not a site of this account.", message: "not found"},
 	{err: errSiteArchived, place: atReportOrder, code: CodeSiteIneligible, detail: "The site is archived; reports can be ordered only for an active site.", message: "archived"},
-	{err: ledger.ErrSiteIneligible, place: atReportOrder, code: CodeSiteIneligible, detail: "The site is larger than 40 hectares and cannot be used for new reports.", message: "larger than 40 hectares"},
+	{err: ledger.ErrSiteIneligible, place: atReportOrder, code: CodeSiteIneligible, detail: fmt.Sprintf("The site is larger than %d hectares and cannot be used for new reports.", maxSiteAreaHa), message: fmt.Sprintf("larger than %d hectares", maxSiteAreaHa)},
 	{err: ledger.ErrCreateNotPermitted, place: atSiteRegistration, code: CodeScopeInsufficient, detail: "Registering a new site needs the sites:write scope; this key can only reuse existing sites."},
 	{err: ledger.ErrCreateNotPermitted, place: atQuerySite, code: CodeScopeInsufficient, detail: "This selector names a new site; registering it needs the sites:write scope."},
 
@@ -290,7 +290,7 @@ var mappings = []mapping{
 	{err: ledger.ErrReferenceConflict, code: CodeSiteReferenceConflict, detail: "This external reference is already bound to a different boundary; a changed boundary needs a new reference.",
 		field: "external_reference", message: "bound to a different boundary"},
 	{err: ledger.ErrCapacity, code: CodeCapacityExceeded, retryAfter: 30,
-		detail: "The account has 100 queries queued or 2 GiB of retained results; wait for queries to finish or release results with DELETE /queries/{id}."},
+		detail: fmt.Sprintf("The account has %d queries queued or %s of retained results; wait for queries to finish or release results with DELETE /queries/{id}.", maxQueuedQueries, byteSize(maxRetainedResultBytes))},
 	{err: ledger.ErrNotFound, code: CodeNotFound, detail: "The resource does not exist or is not accessible to this key."},
 }
 

@@ -78,9 +78,9 @@ func (s *Server) createAcquisition(r *request) error {
 	}
 	switch n := len(req.SectionKeys); {
 	case req.SectionKeys == nil:
-		fe = append(fe, FieldError{Field: "section_keys", Message: "required: 1 to 10 section keys"})
-	case n < 1 || n > int(Limits["max_sections_per_purchase"]):
-		fe = append(fe, FieldError{Field: "section_keys", Message: "must hold 1 to 10 section keys"})
+		fe = append(fe, FieldError{Field: "section_keys", Message: fmt.Sprintf("required: 1 to %d section keys", maxSectionsPerPurchase)})
+	case n < 1 || n > maxSectionsPerPurchase:
+		fe = append(fe, FieldError{Field: "section_keys", Message: fmt.Sprintf("must hold 1 to %d section keys", maxSectionsPerPurchase)})
 	}
 	seen := map[string]bool{}
 	for i, k := range req.SectionKeys {
@@ -186,21 +186,25 @@ func (s *Server) listPurchases(r *request) error {
 		Kind:          q.enum("kind", "site_access", "report", "legacy_usage"),
 		CreatedFrom:   q.time("created_from"),
 		CreatedBefore: q.time("created_before"),
-		Limit:         q.limit(20, 100),
+		Limit:         q.limit(historyPageDefault, historyPageMax),
 	}
 	cur := q.cursor()
 	if err := q.err(); err != nil {
 		return err
 	}
-	bind := binding(fmtUUID(f.SiteID), f.Kind, fmtTime(f.CreatedFrom), fmtTime(f.CreatedBefore))
-	if cur != "" {
-		var pos purchasePosition
-		if err := s.cursors.decode(cur, r.principal.AccountID, "purchases", bind, &pos); err != nil {
-			return err
-		}
-		f.AfterTime, f.AfterID, f.AfterUndated = pos.T, pos.ID, pos.Undated
+	l := s.list(r, "purchases", binding(fmtUUID(f.SiteID), f.Kind, fmtTime(f.CreatedFrom), fmtTime(f.CreatedBefore)))
+	var pos purchasePosition // the zero position: the start
+	if err := l.resume(cur, &pos); err != nil {
+		return err
 	}
+	f.AfterTime, f.AfterID, f.AfterUndated = pos.T, pos.ID, pos.Undated
 	rows, err := s.led.ListPurchases(r.ctx, r.principal.AccountID, f)
+	if err != nil {
+		return err
+	}
+	rows, pg, err := pageOf(l, rows, f.Limit, func(p *ledger.Purchase) purchasePosition {
+		return purchasePosition{T: p.CreatedAt, ID: p.ID, Undated: p.CreatedAt == nil}
+	})
 	if err != nil {
 		return err
 	}
@@ -208,17 +212,8 @@ func (s *Server) listPurchases(r *request) error {
 		APIVersion string            `json:"api_version"`
 		Purchases  []purchaseSummary `json:"purchases"`
 		Page       page              `json:"page"`
-	}{APIVersion: "1", Purchases: []purchaseSummary{}}
-	for i, p := range rows {
-		if i == f.Limit {
-			last := rows[i-1]
-			next, err := s.cursors.encode(r.principal.AccountID, "purchases", bind, purchasePosition{T: last.CreatedAt, ID: last.ID, Undated: last.CreatedAt == nil})
-			if err != nil {
-				return err
-			}
-			body.Page = page{HasMore: true, NextCursor: &next}
-			break
-		}
+	}{APIVersion: "1", Purchases: []purchaseSummary{}, Page: pg}
+	for _, p := range rows {
 		body.Purchases = append(body.Purchases, purchaseView(p))
 	}
 	return r.writeJSON(200, body)

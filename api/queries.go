@@ -175,9 +175,9 @@ func (s *Server) createQuery(r *request) error {
 	var fe []FieldError
 	switch {
 	case req.LayerIDs == nil:
-		fe = append(fe, FieldError{Field: "layer_ids", Message: "required: 1 to 10 layer ids"})
-	case len(req.LayerIDs) < 1 || len(req.LayerIDs) > int(Limits["max_layers_per_query"]):
-		fe = append(fe, FieldError{Field: "layer_ids", Message: "must hold 1 to 10 layer ids"})
+		fe = append(fe, FieldError{Field: "layer_ids", Message: fmt.Sprintf("required: 1 to %d layer ids", maxLayersPerQuery)})
+	case len(req.LayerIDs) < 1 || len(req.LayerIDs) > maxLayersPerQuery:
+		fe = append(fe, FieldError{Field: "layer_ids", Message: fmt.Sprintf("must hold 1 to %d layer ids", maxLayersPerQuery)})
 	}
 	seen := map[string]bool{}
 	for i, id := range req.LayerIDs {
@@ -194,10 +194,10 @@ func (s *Server) createQuery(r *request) error {
 	} else if *req.RadiusM < 0 || *req.RadiusM > engine.MaxRadiusM {
 		fe = append(fe, FieldError{Field: "radius_m", Message: fmt.Sprintf("must be 0 to %d metres", engine.MaxRadiusM)})
 	}
-	pageSize := 100
+	pageSize := listPageDefault
 	if req.PageSize != nil {
-		if *req.PageSize < 1 || *req.PageSize > 500 {
-			fe = append(fe, FieldError{Field: "page_size", Message: "must be 1 to 500"})
+		if *req.PageSize < 1 || *req.PageSize > listPageMax {
+			fe = append(fe, FieldError{Field: "page_size", Message: fmt.Sprintf("must be 1 to %d", listPageMax)})
 		}
 		pageSize = *req.PageSize
 	}
@@ -291,8 +291,8 @@ func (s *Server) siteForQuery(r *request, sel selector) (ledger.Site, error) {
 		site = saved
 	}
 	if site.AreaM2 > maxSiteAreaM2 {
-		return ledger.Site{}, &Problem{Code: CodeSiteIneligible, Detail: fmt.Sprintf("The site covers %.1f ha; queries are limited to sites of 40 ha before buffering.", site.AreaM2/10_000),
-			FieldErrors: []FieldError{{Field: "site", Message: "larger than 40 hectares"}}}
+		return ledger.Site{}, &Problem{Code: CodeSiteIneligible, Detail: fmt.Sprintf("The site covers %.1f ha; queries are limited to sites of %d ha before buffering.", site.AreaM2/10_000, maxSiteAreaHa),
+			FieldErrors: []FieldError{{Field: "site", Message: fmt.Sprintf("larger than %d hectares", maxSiteAreaHa)}}}
 	}
 	return site, nil
 }
@@ -333,7 +333,7 @@ func (s *Server) fillPage(r *request, q ledger.Query, body *queryBody, offset, o
 		br.Reset(nil)
 		pageReaders.Put(br)
 	}()
-	budget := int(Limits["max_response_bytes"]) - 64<<10 // room for the rest of the body
+	budget := maxResponseBytes - 64<<10 // room for the rest of the body
 	used := 0
 	// The runner writes records of a query without geometry with geometry
 	// null already; only a query with geometry read without it is cut.
@@ -377,11 +377,11 @@ func (s *Server) fillPage(r *request, q ledger.Query, body *queryBody, offset, o
 		ordinal++
 	}
 	if offset < obj.Size() {
-		next, err := s.cursors.encode(r.principal.AccountID, "query:"+q.ID.String(), bind, resultPosition{Offset: offset, Ordinal: ordinal})
+		pg, err := s.list(r, "query:"+q.ID.String(), bind).next(resultPosition{Offset: offset, Ordinal: ordinal})
 		if err != nil {
 			return err
 		}
-		body.Page = page{HasMore: true, NextCursor: &next}
+		body.Page = pg
 	}
 	return nil
 }
@@ -511,7 +511,7 @@ func (s *Server) getQueryResults(r *request) error { return s.queryPage(r, true)
 
 func (s *Server) queryPage(r *request, resultsOnly bool) error {
 	qp := r.query("cursor", "limit", "include_geometry")
-	limit := qp.limit(100, 500)
+	limit := qp.limit(listPageDefault, listPageMax)
 	includeGeometry := qp.boolean("include_geometry", true)
 	cur := qp.cursor()
 	if err := qp.err(); err != nil {
@@ -537,10 +537,8 @@ func (s *Server) queryPage(r *request, resultsOnly bool) error {
 	}
 	bind := binding(strconv.FormatBool(includeGeometry))
 	var pos resultPosition
-	if cur != "" {
-		if err := s.cursors.decode(cur, r.principal.AccountID, "query:"+q.ID.String(), bind, &pos); err != nil {
-			return err
-		}
+	if err := s.list(r, "query:"+q.ID.String(), bind).resume(cur, &pos); err != nil {
+		return err
 	}
 	if err := s.fillPage(r, q, &body, pos.Offset, pos.Ordinal, limit, includeGeometry && q.IncludeGeometry, bind); err != nil {
 		return err
@@ -601,21 +599,27 @@ func (s *Server) listQueries(r *request) error {
 		CreatedBefore: q.time("created_before"),
 		DatasetIDs:    r.principal.DatasetIDs(),
 		Snapshot:      s.clock.Now(),
-		Limit:         q.limit(20, 100),
+		Limit:         q.limit(historyPageDefault, historyPageMax),
 	}
 	cur := q.cursor()
 	if err := q.err(); err != nil {
 		return err
 	}
-	bind := binding(fmtUUID(f.SiteID), f.Status, fmtTime(f.CreatedFrom), fmtTime(f.CreatedBefore))
-	if cur != "" {
-		var pos historyPosition
-		if err := s.cursors.decode(cur, r.principal.AccountID, "queries", bind, &pos); err != nil {
-			return err
-		}
-		f.Snapshot, f.AfterTime, f.AfterID = pos.Snapshot, &pos.T, pos.ID
+	l := s.list(r, "queries", binding(fmtUUID(f.SiteID), f.Status, fmtTime(f.CreatedFrom), fmtTime(f.CreatedBefore)))
+	pos := historyPosition{Snapshot: f.Snapshot}
+	if err := l.resume(cur, &pos); err != nil {
+		return err
+	}
+	if f.Snapshot = pos.Snapshot; pos.ID != uuid.Nil {
+		f.AfterTime, f.AfterID = &pos.T, pos.ID
 	}
 	rows, err := s.led.ListQueries(r.ctx, r.principal.AccountID, f)
+	if err != nil {
+		return err
+	}
+	rows, pg, err := pageOf(l, rows, f.Limit, func(qq *ledger.Query) historyPosition {
+		return historyPosition{Snapshot: f.Snapshot, T: qq.CreatedAt, ID: qq.ID}
+	})
 	if err != nil {
 		return err
 	}
@@ -624,17 +628,8 @@ func (s *Server) listQueries(r *request) error {
 		APIVersion string         `json:"api_version"`
 		Queries    []querySummary `json:"queries"`
 		Page       page           `json:"page"`
-	}{APIVersion: "1", Queries: []querySummary{}}
-	for i, qq := range rows {
-		if i == f.Limit {
-			last := rows[i-1]
-			next, err := s.cursors.encode(r.principal.AccountID, "queries", bind, historyPosition{Snapshot: f.Snapshot, T: last.CreatedAt, ID: last.ID})
-			if err != nil {
-				return err
-			}
-			body.Page = page{HasMore: true, NextCursor: &next}
-			break
-		}
+	}{APIVersion: "1", Queries: []querySummary{}, Page: pg}
+	for _, qq := range rows {
 		v := queryView(qq)
 		sum := querySummary{QueryID: v.QueryID, Status: qq.Status, SiteID: v.SiteID, LayerIDs: qq.LayerIDs, RadiusM: qq.RadiusM,
 			CreatedAt: v.CreatedAt, ComputedAt: v.ComputedAt, ExpiresAt: utc(qq.ExpiresAt), QueryURL: v.QueryURL}

@@ -515,7 +515,7 @@ func (s *Server) listReports(r *request) error {
 		Status:        q.enum("status", ledger.ReportQueued, ledger.ReportRunning, ledger.ReportCompleted, ledger.ReportFailed),
 		CreatedFrom:   q.time("created_from"),
 		CreatedBefore: q.time("created_before"),
-		Limit:         q.limit(20, 100),
+		Limit:         q.limit(historyPageDefault, historyPageMax),
 	}
 	if f.CreatedFrom != nil && f.CreatedBefore != nil && !f.CreatedBefore.After(*f.CreatedFrom) {
 		q.add("created_before", "must be later than created_from (created_from is inclusive, created_before exclusive)")
@@ -524,15 +524,17 @@ func (s *Server) listReports(r *request) error {
 	if err := q.err(); err != nil {
 		return err
 	}
-	bind := binding(fmtUUID(f.SiteID), f.Status, fmtTime(f.CreatedFrom), fmtTime(f.CreatedBefore))
-	if cur != "" {
-		var pos timeIDPosition
-		if err := s.cursors.decode(cur, r.principal.AccountID, "reports", bind, &pos); err != nil {
-			return err
-		}
-		f.AfterTime, f.AfterID = &pos.T, pos.ID
+	l := s.list(r, "reports", binding(fmtUUID(f.SiteID), f.Status, fmtTime(f.CreatedFrom), fmtTime(f.CreatedBefore)))
+	var pos timeIDPosition
+	if err := l.resume(cur, &pos); err != nil {
+		return err
 	}
+	f.AfterTime, f.AfterID = pos.after()
 	rows, err := s.led.ListReports(r.ctx, r.principal.AccountID, f)
+	if err != nil {
+		return err
+	}
+	rows, pg, err := pageOf(l, rows, f.Limit, func(rep *ledger.Report) timeIDPosition { return timeIDPosition{T: rep.CreatedAt, ID: rep.ID} })
 	if err != nil {
 		return err
 	}
@@ -540,17 +542,8 @@ func (s *Server) listReports(r *request) error {
 		APIVersion string          `json:"api_version"`
 		Reports    []reportSummary `json:"reports"`
 		Page       page            `json:"page"`
-	}{APIVersion: "1", Reports: []reportSummary{}}
-	for i, rep := range rows {
-		if i == f.Limit {
-			last := rows[i-1]
-			next, err := s.cursors.encode(r.principal.AccountID, "reports", bind, timeIDPosition{T: last.CreatedAt, ID: last.ID})
-			if err != nil {
-				return err
-			}
-			body.Page = page{HasMore: true, NextCursor: &next}
-			break
-		}
+	}{APIVersion: "1", Reports: []reportSummary{}, Page: pg}
+	for _, rep := range rows {
 		// Dataset restrictions are rechecked on every page (a page may come
 		// out short, even empty: the cursor still moves on).
 		if !r.principal.PermitsScope(rep.DatasetIDs) {
@@ -578,7 +571,7 @@ type revisionPosition struct {
 
 func (s *Server) listReportRevisions(r *request) error {
 	q := r.query("cursor", "limit")
-	limit := q.limit(20, 100)
+	limit := q.limit(historyPageDefault, historyPageMax)
 	cur := q.cursor()
 	if err := q.err(); err != nil {
 		return err
@@ -587,14 +580,16 @@ func (s *Server) listReportRevisions(r *request) error {
 	if err != nil {
 		return err
 	}
-	resource, bind := "report-revisions:"+rep.ID.String(), binding()
+	l := s.list(r, "report-revisions:"+rep.ID.String(), binding())
 	var pos revisionPosition
-	if cur != "" {
-		if err := s.cursors.decode(cur, r.principal.AccountID, resource, bind, &pos); err != nil {
-			return err
-		}
+	if err := l.resume(cur, &pos); err != nil {
+		return err
 	}
 	rows, err := s.led.ListRevisions(r.ctx, r.principal.AccountID, rep.ID, pos.N, limit)
+	if err != nil {
+		return err
+	}
+	rows, pg, err := pageOf(l, rows, limit, func(v *ledger.Revision) revisionPosition { return revisionPosition{N: v.Number} })
 	if err != nil {
 		return err
 	}
@@ -603,17 +598,9 @@ func (s *Server) listReportRevisions(r *request) error {
 		ReportID   string         `json:"report_id"`
 		Revisions  []revisionBody `json:"revisions"`
 		Page       page           `json:"page"`
-	}{APIVersion: "1", ReportID: rep.ID.String(), Revisions: []revisionBody{}}
+	}{APIVersion: "1", ReportID: rep.ID.String(), Revisions: []revisionBody{}, Page: pg}
 	for i := range rows {
 		v := &rows[i]
-		if i == limit {
-			next, err := s.cursors.encode(r.principal.AccountID, resource, bind, revisionPosition{N: rows[i-1].Number})
-			if err != nil {
-				return err
-			}
-			body.Page = page{HasMore: true, NextCursor: &next}
-			break
-		}
 		body.Revisions = append(body.Revisions, revisionBody{RevisionID: v.ID.String(), Revision: v.Number, CreatedAt: v.CreatedAt.UTC(),
 			ContentStatus: v.ContentStatus, ProvenanceStatus: v.ProvenanceStatus, Limitations: nonNilStrings(v.Limitations),
 			Artifacts: artifactEntries(v)})
@@ -642,7 +629,7 @@ type sectionBody struct {
 // is content_unavailable.
 func (s *Server) getReportContent(r *request) error {
 	q := r.query("cursor", "limit", "revision_id")
-	limit := q.limit(20, 100)
+	limit := q.limit(historyPageDefault, historyPageMax)
 	revID := q.uuid("revision_id")
 	cur := q.cursor()
 	if err := q.err(); err != nil {
@@ -652,13 +639,13 @@ func (s *Server) getReportContent(r *request) error {
 	if err != nil {
 		return err
 	}
-	resource, bind := "report-content:"+rep.ID.String(), binding(fmtUUID(revID))
+	l := s.list(r, "report-content:"+rep.ID.String(), binding(fmtUUID(revID)))
 	pos := contentPosition{After: -1}
+	if err := l.resume(cur, &pos); err != nil {
+		return err
+	}
 	switch {
 	case cur != "":
-		if err := s.cursors.decode(cur, r.principal.AccountID, resource, bind, &pos); err != nil {
-			return err
-		}
 	case revID != nil:
 		pos.Revision = *revID
 	case rep.Latest != nil:
@@ -698,7 +685,7 @@ func (s *Server) getReportContent(r *request) error {
 	}{APIVersion: "1", ReportID: rep.ID.String(), RevisionID: rev.ID.String(), Revision: rev.Number, Sections: []sectionBody{}}
 	// Sections are at most 8 KiB of text, but JSON escapes can multiply
 	// that: a page also stops before the 1 MiB response limit.
-	budget, used := int(Limits["max_response_bytes"])-64<<10, 0
+	budget, used := maxResponseBytes-64<<10, 0
 	more := len(rows) > limit
 	for i, sec := range rows {
 		if i == limit {
@@ -717,12 +704,9 @@ func (s *Server) getReportContent(r *request) error {
 		body.Sections = append(body.Sections, b)
 	}
 	if more {
-		next, err := s.cursors.encode(r.principal.AccountID, resource, bind,
-			contentPosition{Revision: rev.ID, After: body.Sections[len(body.Sections)-1].Index})
-		if err != nil {
+		if body.Page, err = l.next(contentPosition{Revision: rev.ID, After: body.Sections[len(body.Sections)-1].Index}); err != nil {
 			return err
 		}
-		body.Page = page{HasMore: true, NextCursor: &next}
 	}
 	return r.writeJSON(200, body)
 }

@@ -26,12 +26,6 @@ const (
 	kindGeometry          = "geometry"
 )
 
-// maxVertices and maxParcels are the contract's geometry limits.
-const (
-	maxVertices = 10_000
-	maxParcels  = 200
-)
-
 var jurisdictions = []string{"ACT", "NSW", "NT", "QLD", "SA", "TAS", "VIC", "WA"}
 
 // selector is a decoded, validated location selector.

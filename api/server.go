@@ -191,7 +191,7 @@ func New(cfg Config, led *ledger.Ledger) (*Server, error) {
 	}
 	s.queries = queries.New(queries.Config{Ledger: led, Logger: cfg.Logger, IdempotencyWait: cfg.IdempotencyWait,
 		Finished: func(q ledger.Query) { s.finished.put(q) }, Clock: cfg.Clock, Scopes: scopes,
-		Limits: queries.Limits{MaxQueued: Limits["max_queued_queries"], MaxRetainedBytes: Limits["max_retained_result_bytes"], PerMinute: queryAdmissionsPerMinute}})
+		Limits: queries.Limits{MaxQueued: maxQueuedQueries, MaxRetainedBytes: maxRetainedResultBytes, PerMinute: queryAdmissionsPerMinute}})
 	s.queries.SetRunner(cfg.Runner)
 	s.encodeLimits()
 	if err := s.metrics.attach(s); err != nil {
@@ -287,7 +287,7 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 	var ne net.Error
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		p = newProblem(CodePayloadTooLarge, "The request body exceeds the 1 MiB limit.")
+		p = newProblem(CodePayloadTooLarge, "The request body exceeds the %s limit.", byteSize(MaxRequestBody))
 	case errors.As(err, &ne) && ne.Timeout():
 		p = newProblem(CodeInvalidRequest, "The request did not arrive in time: send the headers promptly, then exactly Content-Length bytes of body within %s of them.", s.cfg.BodyReadTimeout)
 	}

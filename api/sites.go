@@ -13,9 +13,6 @@ import (
 	"siteenv/ledger"
 )
 
-// maxSiteAreaM2 is the contract's 40 hectares for new sites and queries.
-const maxSiteAreaM2 = 400_000
-
 type siteBody struct {
 	SiteID      string          `json:"site_id"`
 	Name        *string         `json:"name"`
@@ -150,8 +147,8 @@ func (s *Server) createSite(r *request) error {
 			site.Name = req.Name
 		}
 		if existing == nil && site.AreaM2 > maxSiteAreaM2 {
-			return &Problem{Code: CodeSiteIneligible, Detail: fmt.Sprintf("The site covers %.1f ha; new sites are limited to 40 ha before buffering.", site.AreaM2/10_000),
-				FieldErrors: []FieldError{{Field: "site", Message: "larger than 40 hectares"}}}
+			return &Problem{Code: CodeSiteIneligible, Detail: fmt.Sprintf("The site covers %.1f ha; new sites are limited to %d ha before buffering.", site.AreaM2/10_000, maxSiteAreaHa),
+				FieldErrors: []FieldError{{Field: "site", Message: fmt.Sprintf("larger than %d hectares", maxSiteAreaHa)}}}
 		}
 		saved, _, err := s.led.SaveSite(r.ctx, site, req.ExternalReference, r.principal.HasScope(ledger.ScopeSitesWrite))
 		if err != nil {
@@ -216,19 +213,17 @@ type sitesBody struct {
 
 func (s *Server) listSites(r *request) error {
 	q := r.query("cursor", "limit", "search", "portfolio_id")
-	f := ledger.SiteFilter{Search: q.str("search", 1, 200, nil), PortfolioID: q.uuid("portfolio_id"), Limit: q.limit(100, 500)}
+	f := ledger.SiteFilter{Search: q.str("search", 1, 200, nil), PortfolioID: q.uuid("portfolio_id"), Limit: q.limit(listPageDefault, listPageMax)}
 	cur := q.cursor()
 	if err := q.err(); err != nil {
 		return err
 	}
-	bind := binding(f.Search, fmtUUID(f.PortfolioID))
-	if cur != "" {
-		var pos timeIDPosition
-		if err := s.cursors.decode(cur, r.principal.AccountID, "sites", bind, &pos); err != nil {
-			return err
-		}
-		f.AfterTime, f.AfterID = &pos.T, pos.ID
+	l := s.list(r, "sites", binding(f.Search, fmtUUID(f.PortfolioID)))
+	var pos timeIDPosition
+	if err := l.resume(cur, &pos); err != nil {
+		return err
 	}
+	f.AfterTime, f.AfterID = pos.after()
 	if f.PortfolioID != nil {
 		if _, err := s.led.Portfolio(r.ctx, r.principal.AccountID, *f.PortfolioID); err != nil {
 			return err
@@ -238,17 +233,12 @@ func (s *Server) listSites(r *request) error {
 	if err != nil {
 		return err
 	}
-	body := sitesBody{APIVersion: "1", Sites: []siteSummary{}}
-	for i, st := range rows {
-		if i == f.Limit {
-			last := rows[i-1]
-			next, err := s.cursors.encode(r.principal.AccountID, "sites", bind, timeIDPosition{T: last.CreatedAt, ID: last.ID})
-			if err != nil {
-				return err
-			}
-			body.Page = page{HasMore: true, NextCursor: &next}
-			break
-		}
+	rows, pg, err := pageOf(l, rows, f.Limit, func(st *ledger.Site) timeIDPosition { return timeIDPosition{T: st.CreatedAt, ID: st.ID} })
+	if err != nil {
+		return err
+	}
+	body := sitesBody{APIVersion: "1", Sites: []siteSummary{}, Page: pg}
+	for _, st := range rows {
 		v := siteView(st)
 		body.Sites = append(body.Sites, siteSummary{SiteID: v.SiteID, Name: v.Name, PortfolioID: v.PortfolioID,
 			Fingerprint: v.Fingerprint, CreatedAt: v.CreatedAt, AreaM2: v.AreaM2, BBox: st.Bounds})
@@ -358,35 +348,27 @@ type portfoliosBody struct {
 
 func (s *Server) listPortfolios(r *request) error {
 	q := r.query("cursor", "limit")
-	limit := q.limit(100, 500)
+	limit := q.limit(listPageDefault, listPageMax)
 	cur := q.cursor()
 	if err := q.err(); err != nil {
 		return err
 	}
-	var after *time.Time
-	var afterID uuid.UUID
-	if cur != "" {
-		var pos timeIDPosition
-		if err := s.cursors.decode(cur, r.principal.AccountID, "portfolios", "", &pos); err != nil {
-			return err
-		}
-		after, afterID = &pos.T, pos.ID
+	l := s.list(r, "portfolios", "")
+	var pos timeIDPosition
+	if err := l.resume(cur, &pos); err != nil {
+		return err
 	}
+	after, afterID := pos.after()
 	rows, err := s.led.ListPortfolios(r.ctx, r.principal.AccountID, after, afterID, limit)
 	if err != nil {
 		return err
 	}
-	body := portfoliosBody{APIVersion: "1", Portfolios: []portfolioBody{}}
-	for i, p := range rows {
-		if i == limit {
-			last := rows[i-1]
-			next, err := s.cursors.encode(r.principal.AccountID, "portfolios", "", timeIDPosition{T: last.CreatedAt, ID: last.ID})
-			if err != nil {
-				return err
-			}
-			body.Page = page{HasMore: true, NextCursor: &next}
-			break
-		}
+	rows, pg, err := pageOf(l, rows, limit, func(p *ledger.PortfolioSummary) timeIDPosition { return timeIDPosition{T: p.CreatedAt, ID: p.ID} })
+	if err != nil {
+		return err
+	}
+	body := portfoliosBody{APIVersion: "1", Portfolios: []portfolioBody{}, Page: pg}
+	for _, p := range rows {
 		body.Portfolios = append(body.Portfolios, portfolioBody{PortfolioID: p.ID.String(), Name: p.Name, CreatedAt: p.CreatedAt.UTC(), SiteCount: p.SiteCount})
 	}
 	return r.writeJSON(200, body)

@@ -51,9 +51,9 @@ func (s *Server) getUsage(r *request) error {
 		},
 		Queries: usageQueries{
 			RetainedResultBytes:      qu.RetainedBytes,
-			RetainedResultLimitBytes: Limits["max_retained_result_bytes"],
+			RetainedResultLimitBytes: maxRetainedResultBytes,
 			Queued:                   qu.Queued,
-			QueuedLimit:              Limits["max_queued_queries"],
+			QueuedLimit:              maxQueuedQueries,
 			Running:                  qu.Running,
 			RunningLimit:             s.limits()["max_running_queries"],
 			NextResultExpiry:         utc(qu.NextResultExpiry),

@@ -9,8 +9,8 @@ import (
 	"sync"
 
 	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/encoding/wkb"
 
+	"siteenv/geo"
 	"siteenv/tiles"
 )
 
@@ -170,30 +170,73 @@ func (x *expander) geometry(depth int) error {
 
 // packWKB appends w packed to dst, or reports false (dst unchanged in
 // length) when w does not pack: a point, not little-endian 2D WKB, or a
-// position that 1e-7 degrees do not hold exactly.
+// position that 1e-7 degrees do not hold exactly. It reads w with
+// geo.WKBWalker, stopping at every part (Containers), and writes each
+// header, count and position as it comes.
 func packWKB(dst, w []byte) ([]byte, bool) {
 	if len(w) < 9 || len(w) == 21 || w[0] != 1 {
 		return dst, false
 	}
-	p := packer{in: w[1:], out: append(dst, packedMarker)}
-	if !p.geometry(0) || len(p.in) != 0 {
-		return dst, false
+	out := dst
+	wk := geo.NewWKBWalker(w, geo.WKBWalkOptions{Containers: true})
+	for {
+		at := wk.Off
+		part, n, p, err := wk.Next()
+		if err != nil {
+			return dst, false
+		}
+		switch part {
+		case geo.WKBDone:
+			if wk.Off != len(w) {
+				return dst, false
+			}
+			return out, true
+		case geo.WKBAtPolygonEnd:
+			continue
+		case geo.WKBAtRing:
+			out = binary.LittleEndian.AppendUint32(out, uint32(n))
+			var ok bool
+			if out, ok = packPositions(out, &wk, n); !ok {
+				return dst, false
+			}
+			continue
+		}
+		// A geometry's header: it packs when it is the plain 5 bytes of
+		// little-endian 2D WKB (no Z, M or SRID), so that the packed form
+		// expands to the same bytes. Next read it and a count (4 bytes) or
+		// a point's position (16).
+		head := wk.Off - at - 4
+		if part == geo.WKBAtPoint {
+			head = wk.Off - at - 16
+		}
+		if wk.Order != binary.LittleEndian || wk.Dims != 2 || head != 5 {
+			return dst, false
+		}
+		if at == 0 {
+			out = append(out, packedMarker)
+		} else {
+			out = append(out, 1)
+		}
+		out = binary.LittleEndian.AppendUint32(out, wk.Type)
+		switch part {
+		case geo.WKBAtPoint:
+			x, okx := packCoord(p[0])
+			y, oky := packCoord(p[1])
+			if !okx || !oky {
+				return dst, false
+			}
+			out = binary.LittleEndian.AppendUint32(out, uint32(x))
+			out = binary.LittleEndian.AppendUint32(out, uint32(y))
+		case geo.WKBAtLine:
+			out = binary.LittleEndian.AppendUint32(out, uint32(n))
+			var ok bool
+			if out, ok = packPositions(out, &wk, n); !ok {
+				return dst, false
+			}
+		default: // a polygon's ring count, a multi-geometry's member count
+			out = binary.LittleEndian.AppendUint32(out, uint32(n))
+		}
 	}
-	return p.out, true
-}
-
-type packer struct {
-	in, out []byte
-}
-
-func (p *packer) u32() (uint32, bool) {
-	if len(p.in) < 4 {
-		return 0, false
-	}
-	v := binary.LittleEndian.Uint32(p.in)
-	p.out = append(p.out, p.in[:4]...)
-	p.in = p.in[4:]
-	return v, true
 }
 
 // packCoord is v in units of 1e-7 degrees, when that is exact.
@@ -208,71 +251,24 @@ func packCoord(v float64) (int32, bool) {
 	return int32(k), true
 }
 
-func (p *packer) positions(n uint32) bool {
-	if uint64(n)*16 > uint64(len(p.in)) {
-		return false
-	}
-	in := p.in[:n*16]
-	p.in = p.in[n*16:]
+// packPositions appends the n 2D positions at w.Off packed, and passes
+// them (Next checked they are there).
+func packPositions(out []byte, w *geo.WKBWalker, n int) ([]byte, bool) {
+	in := w.B[w.Off : w.Off+16*n]
+	w.Off += 16 * n
 	for ; len(in) >= 16; in = in[16:] {
 		x, ok := packCoord(math.Float64frombits(binary.LittleEndian.Uint64(in[:8])))
 		if !ok {
-			return false
+			return out, false
 		}
 		y, ok := packCoord(math.Float64frombits(binary.LittleEndian.Uint64(in[8:16])))
 		if !ok {
-			return false
+			return out, false
 		}
-		p.out = binary.LittleEndian.AppendUint32(p.out, uint32(x))
-		p.out = binary.LittleEndian.AppendUint32(p.out, uint32(y))
+		out = binary.LittleEndian.AppendUint32(out, uint32(x))
+		out = binary.LittleEndian.AppendUint32(out, uint32(y))
 	}
-	return true
-}
-
-func (p *packer) geometry(depth int) bool {
-	if depth > wkbMaxDepth {
-		return false
-	}
-	typ, ok := p.u32()
-	if !ok {
-		return false
-	}
-	switch typ {
-	case wkbPoint:
-		return p.positions(1)
-	case wkbLineString:
-		n, ok := p.u32()
-		return ok && p.positions(n)
-	case wkbPolygon:
-		nr, ok := p.u32()
-		if !ok {
-			return false
-		}
-		for range nr {
-			n, ok := p.u32()
-			if !ok || !p.positions(n) {
-				return false
-			}
-		}
-		return true
-	case wkbMultiPoint, wkbMultiLineString, wkbMultiPolygon, wkbGeometryCollection:
-		n, ok := p.u32()
-		if !ok {
-			return false
-		}
-		for range n {
-			if len(p.in) == 0 || p.in[0] != 1 {
-				return false
-			}
-			p.out = append(p.out, 1)
-			p.in = p.in[1:]
-			if !p.geometry(depth + 1) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
+	return out, true
 }
 
 // packSplit is the fewest rows per goroutine when newGeomStore packs
@@ -359,7 +355,7 @@ func (s *shard) geometry(i int) (orb.Geometry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: feature %q: %v", tiles.ErrInvalidTile, s.tile.IDs[i], err)
 	}
-	g, err := wkb.Unmarshal(w)
+	g, err := geo.DecodeWKB(w, math.MaxInt)
 	if err != nil {
 		return nil, fmt.Errorf("%w: feature %q: %v", tiles.ErrInvalidTile, s.tile.IDs[i], err)
 	}

@@ -244,17 +244,23 @@ func countVertices(g orb.Geometry) int {
 	return 0
 }
 
-// BenchmarkPackedDecode is what packing adds to a query's candidate: the
-// expansion of a packed 40-vertex ring before the flat decode, against
-// the decode of the WKB alone.
-func BenchmarkPackedDecode(b *testing.B) {
-	rng := rand.New(rand.NewPCG(30, 4))
+// benchRing is a closed 40-vertex ring of positions at 1e-7 degrees near
+// Sydney (they pack), drawn from seed.
+func benchRing(seed uint64) orb.Ring {
+	rng := rand.New(rand.NewPCG(30, seed))
 	ring := make(orb.Ring, 40)
 	for i := range ring[:39] {
 		ring[i] = orb.Point{round7(151 + 0.01*rng.Float64()), round7(-33.9 + 0.01*rng.Float64())}
 	}
 	ring[39] = ring[0]
-	w := wkb.MustMarshal(orb.Polygon{ring})
+	return ring
+}
+
+// BenchmarkPackedDecode is what packing adds to a query's candidate: the
+// expansion of a packed 40-vertex ring before the flat decode, against
+// the decode of the WKB alone.
+func BenchmarkPackedDecode(b *testing.B) {
+	w := wkb.MustMarshal(orb.Polygon{benchRing(4)})
 	p, ok := packWKB(nil, w)
 	if !ok {
 		b.Fatal("not packed")
@@ -279,4 +285,32 @@ func BenchmarkPackedDecode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkPackWKB is the packing of a 40-vertex ring on a shard's load.
+func BenchmarkPackWKB(b *testing.B) {
+	ring := benchRing(5)
+	w := wkb.MustMarshal(orb.MultiPolygon{{ring}, {ring}})
+	b.ReportAllocs()
+	dst := make([]byte, 0, len(w))
+	for b.Loop() {
+		if _, ok := packWKB(dst[:0], w); !ok {
+			b.Fatal("not packed")
+		}
+	}
+}
+
+// BenchmarkShardGeometry is a matched feature's geometry as a query that
+// includes geometry reads it: its row expanded and decoded to orb values.
+func BenchmarkShardGeometry(b *testing.B) {
+	ring := benchRing(6)
+	rows := [][]byte{wkb.MustMarshal(orb.MultiPolygon{{ring}, {ring}})}
+	g, _ := newGeomStore(rows)
+	s := &shard{tile: &tiles.Tile{IDs: []string{"f"}}, geoms: g}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.geometry(0); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -166,9 +166,19 @@ func (d *wkbDecoder) geometry(want uint32) (orb.Geometry, error) {
 		if t == WKBGeometryCollection {
 			break
 		}
+		// Sized by the count, which the walker checked against the bytes
+		// left (5 at least a member).
 		var mp orb.MultiPoint
 		var ml orb.MultiLineString
 		var mg orb.MultiPolygon
+		switch t {
+		case WKBMultiPoint:
+			mp = make(orb.MultiPoint, 0, n)
+		case WKBMultiLineString:
+			ml = make(orb.MultiLineString, 0, n)
+		default:
+			mg = make(orb.MultiPolygon, 0, n)
+		}
 		for k := 0; k < n; k++ {
 			g, err := d.geometry(t - 3)
 			if err != nil {
@@ -185,18 +195,9 @@ func (d *wkbDecoder) geometry(want uint32) (orb.Geometry, error) {
 		}
 		switch t {
 		case WKBMultiPoint:
-			if mp == nil {
-				mp = orb.MultiPoint{}
-			}
 			return mp, nil
 		case WKBMultiLineString:
-			if ml == nil {
-				ml = orb.MultiLineString{}
-			}
 			return ml, nil
-		}
-		if mg == nil {
-			mg = orb.MultiPolygon{}
 		}
 		return mg, nil
 	}

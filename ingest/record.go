@@ -7,8 +7,8 @@ import (
 	"math"
 
 	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/encoding/wkb"
 
+	"siteenv/geo"
 	"siteenv/tiles"
 )
 
@@ -117,7 +117,7 @@ func decodeRecord(rec []byte, schema tiles.FieldSchema) (tiles.Feature, error) {
 	if !ok {
 		return f, errBadRecord
 	}
-	g, err := wkb.Unmarshal(w)
+	g, err := geo.DecodeWKB(w, math.MaxInt)
 	if err != nil {
 		return f, fmt.Errorf("%w: %v", errBadRecord, err)
 	}

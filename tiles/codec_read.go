@@ -19,7 +19,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/encoding/wkb"
+
+	"siteenv/geo"
 )
 
 // Tile is a decoded tile held in columns; row i is feature i. It owns plain
@@ -89,7 +90,7 @@ func (t *Tile) Bytes() int64 { return t.bytes }
 
 // Geometry decodes feature i's geometry.
 func (t *Tile) Geometry(i int) (orb.Geometry, error) {
-	g, err := wkb.Unmarshal(t.WKB[i])
+	g, err := geo.DecodeWKB(t.WKB[i], math.MaxInt)
 	if err != nil {
 		return nil, fmt.Errorf("%w: feature %q: %v", ErrInvalidTile, t.IDs[i], err)
 	}

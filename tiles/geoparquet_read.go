@@ -15,7 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	"github.com/paulmach/orb/encoding/wkb"
+
+	"siteenv/geo"
 )
 
 // GeoParquetInfo describes a GeoParquet file's primary geometry column.
@@ -206,7 +207,7 @@ func emitRecord(rec arrow.RecordBatch, l geoParquetLayout, rowBase int64, fn fun
 			feat.ID = strings.Clone(ids.Value(i))
 		}
 		if geom.IsValid(i) {
-			g, err := wkb.Unmarshal(geom.Value(i))
+			g, err := geo.DecodeWKB(geom.Value(i), math.MaxInt)
 			if err != nil {
 				return fmt.Errorf("%w: row %d: geometry: %v", ErrInvalidTile, rowBase+int64(i), err)
 			}
