@@ -286,6 +286,7 @@ func (r *Runner) buildRevision(ctx context.Context, rep ledger.Report, previous 
 	}
 	in := assembleInput(rep, revID, number, built, site, refs, jurisdiction, siteGeom, layers, parcels)
 	in.Held = held
+	in.Basemap = r.cfg.Basemap
 	out := content.Build(in)
 	ev := evidence(in, out, site, built)
 	attachProvenance(&ev, layers)

@@ -62,7 +62,7 @@ func BenchmarkAdmitNewSite(b *testing.B) {
 				if answered {
 					ar.Answer = benchAnswer(b, led, &ar)
 				}
-				res, err := led.AdmitQueryBatch(ctx, ar)
+				res, err := led.Admit(ctx, ar)
 				if err != nil || (answered && !res.Answered) {
 					b.Fatal(res, err)
 				}

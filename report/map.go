@@ -27,7 +27,7 @@ import (
 
 // MapVersion names the map renderer: a change to what it draws changes it,
 // and with it every map's ETag.
-const MapVersion = "map-1"
+const MapVersion = "map-2"
 
 // Map image size in pixels (the contract's fixed 1280 x 900).
 const (
@@ -103,6 +103,9 @@ type Map struct {
 	// 1.5, for a map the A4 body's width); a map placed narrower needs
 	// more to print 7 pt or larger.
 	TextScale float64
+	// Basemap, when set, draws streets, water and places under the map;
+	// without one the map says it has none.
+	Basemap Basemap
 }
 
 // ErrInvalidMap reports inputs that cannot be drawn.
@@ -193,6 +196,7 @@ func DrawMap(m Map) (*image.RGBA, error) {
 	d.rings(radii)
 	d.site()
 	d.furniture()
+	d.noBasemap()
 	d.banner(counts)
 	d.header(radii[0])
 	d.legend(counts, radii)
@@ -265,9 +269,11 @@ type drawer struct {
 	ringLabels []ringLabel
 	// marks are the boxes of the point marks drawn, which no label may
 	// cover; keyBoxes the key labels placed (print maps).
-	marks     []image.Rectangle
-	keyBoxes  []image.Rectangle
-	ringBoxes []image.Rectangle
+	// basemapDrawn: the vector basemap is under the map.
+	basemapDrawn bool
+	marks        []image.Rectangle
+	keyBoxes     []image.Rectangle
+	ringBoxes    []image.Rectangle
 }
 
 func (d *drawer) path() *path {
@@ -390,6 +396,7 @@ func addMarker(p *path, shape marker, x, y, r float64) {
 func (d *drawer) basemap() {
 	c, f := d.c, d.f
 	draw.Draw(c.img, d.panel, image.NewUniform(landColour), image.Point{}, draw.Src)
+	d.vectorBasemap()
 	states := austates.Within(f.ll)
 	if len(states) == 0 {
 		return
@@ -741,6 +748,27 @@ func drawSiteMarker(c *canvas, x, y float64) {
 }
 
 // furniture draws the panel border, the north arrow and the scale bar.
+// noBasemap states on the map that no basemap is drawn under it, so that
+// a blank ground is never read as open land: bottom right, clear of the
+// scale bar.
+func (d *drawer) noBasemap() {
+	text := "No basemap configured: streets, water and place names are not shown"
+	if d.basemapDrawn {
+		text = "Basemap: " + d.m.Basemap.Attribution()
+		if d.m.Basemap.Attribution() == "" {
+			return
+		}
+	}
+	face := d.fc.small
+	w := textWidth(face, text)
+	asc := face.Metrics().Ascent.Ceil()
+	x, y := d.panel.Max.X-w-10, d.panel.Max.Y-10
+	box := image.Rect(x-5, y-asc-5, x+w+5, y+5)
+	fillRect(d.c, box, rgba(255, 255, 255, 0.85))
+	d.c.text(face, text, x, y, mutedColour)
+	d.taken = append(d.taken, box)
+}
+
 func (d *drawer) furniture() {
 	c := d.c
 	// North arrow, top right: the projection is centred on the site, so

@@ -20,7 +20,7 @@ import (
 
 // PDFVersion names the report PDF layout; a change to what a report prints
 // changes it.
-const PDFVersion = "pdf-2"
+const PDFVersion = "pdf-3"
 
 // Limitations is printed on every report: the contract's own words first.
 const Limitations = "An empty result or incomplete coverage does not prove the absence of environmental risk. " +
@@ -551,7 +551,7 @@ func (d *pdfDoc) section(i int) error {
 	drawn := len(s.Legend) > 0 && s.Map.Site != nil
 	need := 45.0
 	if drawn {
-		need = 14 + bodyW*MapHeight/MapWidth + 22
+		need = 14 + bodyW*MapHeight/MapWidth + 32 // the map and its legend
 	}
 	if d.GetY()+need > bottom {
 		d.AddPage()
@@ -598,7 +598,12 @@ const (
 
 // detail places a section's detail map below its legend, captioned.
 func (d *pdfDoc) detail(s *ReportSection, drawn sectionMap) {
+	page := d.PageNo()
 	d.room(5 + detailH)
+	if d.PageNo() != page {
+		// The detail map starts a page: its legend goes with it.
+		defer d.legend(s)
+	}
 	d.SetFont("go", "B", 8.5)
 	d.SetTextColor(20, 20, 20)
 	var rs []string
@@ -638,6 +643,7 @@ func (d *pdfDoc) legend(s *ReportSection) {
 	}
 	d.MultiCell(bodyW-8, 4.2, "Site. Rings: search distances "+strings.Join(rs, ", ")+" from the site boundary; the map draws to "+
 		Distance(s.MapRadiusM)+". "+keys, "", "L", false)
+	d.contextLegend()
 	if len(s.Legend) == 0 {
 		d.para("No layer of this section has records within the distance drawn.", 8)
 	}
@@ -679,6 +685,52 @@ func (d *pdfDoc) legend(s *ReportSection) {
 	d.Ln(3)
 }
 
+// contextLegend keys what every map draws besides the layers: parcels,
+// the coast and state borders, and the veil beyond the search distance.
+func (d *pdfDoc) contextLegend() {
+	d.room(9)
+	y := d.GetY()
+	x := marginL
+	item := func(draw func(x, y float64), text string) {
+		d.SetFont("go", "", 8)
+		if x+8+d.GetStringWidth(text) > marginL+bodyW {
+			x, y = marginL, y+4.4
+		}
+		draw(x, y)
+		d.SetXY(x+8, y)
+		d.SetFont("go", "", 8)
+		d.SetTextColor(40, 40, 40)
+		w := d.GetStringWidth(text) + 2
+		d.CellFormat(w, 4.2, text, "", 0, "L", false, 0, "")
+		x += 8 + w + 3
+	}
+	item(func(x, y float64) {
+		d.SetDrawColor(int(parcelColour.R), int(parcelColour.G), int(parcelColour.B))
+		d.Rect(x, y+0.8, 6, 3, "D")
+	}, "Cadastral parcels")
+	item(func(x, y float64) {
+		d.SetDrawColor(int(coastColour.R), int(coastColour.G), int(coastColour.B))
+		d.SetLineWidth(0.5)
+		d.Line(x, y+2.1, x+6, y+2.1)
+	}, "Coastline")
+	item(func(x, y float64) {
+		d.SetDrawColor(int(borderColour.R), int(borderColour.G), int(borderColour.B))
+		d.SetLineWidth(0.3)
+		d.SetDashPattern([]float64{1, 0.8}, 0)
+		d.Line(x, y+2.1, x+6, y+2.1)
+		d.SetDashPattern(nil, 0)
+	}, "State border (Natural Earth 1:10m)")
+	item(func(x, y float64) {
+		d.SetFillColor(225, 225, 225)
+		d.SetDrawColor(160, 160, 160)
+		d.SetLineWidth(0.2)
+		d.Rect(x, y+0.8, 6, 3, "FD")
+	}, "Shaded: beyond the search distance, not searched")
+	d.SetLineWidth(0.2)
+	d.SetDrawColor(0, 0, 0)
+	d.SetXY(marginL, y+4.6)
+}
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
@@ -704,8 +756,11 @@ func (d *pdfDoc) layer(l *ReportLayer) {
 		summary += fmt.Sprintf(" Detail distance %s: %s within it as record cards below", Distance(l.DetailM),
 			plural(len(l.Cards), "record", "records"))
 		if len(l.Appendix) > 0 {
-			summary += fmt.Sprintf(", %s beyond it in the appendix table (keys %d–%d)", plural(len(l.Appendix), "record", "records"),
-				l.Appendix[0].Key, l.Appendix[len(l.Appendix)-1].Key)
+			keys := fmt.Sprintf("key %d", l.Appendix[0].Key)
+			if n := len(l.Appendix); n > 1 {
+				keys = fmt.Sprintf("keys %d–%d", l.Appendix[0].Key, l.Appendix[n-1].Key)
+			}
+			summary += fmt.Sprintf(", %s beyond it in Appendix A (%s)", plural(len(l.Appendix), "record", "records"), keys)
 		}
 		summary += "."
 	}
@@ -963,8 +1018,10 @@ func (d *pdfDoc) sources() {
 	d.heading("Data sources and currency")
 	d.para("One row per source of each layer used: who published it, the release this report read, its published, effective and "+
 		"retrieved dates, its licence, and how far its data covers this site's search area.", 8.5)
-	cols := []float64{28, 30, 24, 19, 19, 19, 23, 18}
-	head := []string{"Layer", "Provider / source variant", "Release", "Published", "Effective", "Retrieved", "Licence", "Coverage"}
+	// The release id (a 34-character hash) gets a column it fits on one
+	// line; the three dates share one, stacked.
+	cols := []float64{30, 34, 54, 20, 22, 20}
+	head := []string{"Layer", "Provider / source variant", "Release", "Published, effective, retrieved", "Licence", "Coverage"}
 	d.tableHead(cols, head)
 	var rows [][]string
 	for _, s := range d.r.Sources {
@@ -972,8 +1029,8 @@ func (d *pdfDoc) sources() {
 		if s.Variant != "" {
 			prov += " / " + s.Variant
 		}
-		rows = append(rows, []string{s.Layer, prov, orDash(s.Release), orDash(day(s.Published)), orDash(day(s.Effective)), orDash(day(s.Retrieved)),
-			orDash(s.Licence), s.Coverage})
+		dates := orDash(day(s.Published)) + "\n" + orDash(day(s.Effective)) + "\n" + orDash(day(s.Retrieved))
+		rows = append(rows, []string{s.Layer, prov, orDash(s.Release), dates, orDash(s.Licence), s.Coverage})
 	}
 	d.rowsHead(cols, rows, head)
 	d.Ln(3)
@@ -1008,6 +1065,9 @@ func (d *pdfDoc) limitations() {
 		ls = []string{Limitations}
 	}
 	for _, l := range ls {
+		// A paragraph is never split across pages.
+		d.SetFont("go", "", 8.5)
+		d.room(float64(len(d.SplitText(l, bodyW)))*8.5*0.45 + 2)
 		d.para(l, 8.5)
 	}
 }

@@ -56,6 +56,7 @@ func layoutPrint(m Map, radii []float64) *drawer {
 	d.rings(radii)
 	d.site()
 	d.furniture()
+	d.noBasemap()
 	// The furniture's corners are taken: keys stay clear of them.
 	d.taken = append(d.taken,
 		image.Rect(printPanel.Max.X-64, printPanel.Min.Y, printPanel.Max.X, printPanel.Min.Y+64),
@@ -161,6 +162,18 @@ func (d *drawer) keys() {
 				continue
 			}
 			marks = append(marks, keyMark{l.Keys[j], j < len(l.Minor) && l.Minor[j], x, y, st.colour})
+			// Every other mark of a MultiPoint carries its record's key too,
+			// where it fits.
+			if mp, ok := g.(orb.MultiPoint); ok {
+				for _, p := range mp {
+					if !d.f.inside(p) {
+						continue
+					}
+					if px, py := d.f.px(p); px != x || py != y {
+						marks = append(marks, keyMark{l.Keys[j], true, px, py, st.colour})
+					}
+				}
+			}
 		}
 	}
 	// Major keys first, each in key order: they get the nearest places.

@@ -74,6 +74,8 @@ type Input struct {
 	// service keeps, from which Gaps names those it holds none of here.
 	// Nil: the order's layers stand in for it.
 	Held []Held
+	// Basemap goes under every map (nil: none, and the maps say so).
+	Basemap report.Basemap
 }
 
 // Held is one layer of the service's catalogue, as Gaps reads it.
@@ -220,7 +222,8 @@ func Build(in Input) Output {
 			}
 		}
 		maxMap = math.Max(maxMap, rs.MapRadiusM)
-		rs.Map = report.Map{Title: in.Site.Name, Section: rs.Name, Date: in.Built, Site: in.Site.Geometry, Parcels: parcels, Print: true}
+		rs.Map = report.Map{Title: in.Site.Name, Section: rs.Name, Date: in.Built, Site: in.Site.Geometry, Parcels: parcels, Print: true,
+			Basemap: in.Basemap}
 		var drawnAt [][]float64 // per map layer, each drawn feature's distance
 		for _, i := range sec {
 			l := &in.Layers[i]
@@ -350,7 +353,8 @@ func Build(in Input) Output {
 		}
 	}
 	if in.Site.Geometry != nil {
-		doc.Locality = report.Map{Title: in.Site.Name, Section: "Locality plan", Date: in.Built, Site: in.Site.Geometry, Parcels: parcels, Print: true}
+		doc.Locality = report.Map{Title: in.Site.Name, Section: "Locality plan", Date: in.Built, Site: in.Site.Geometry, Parcels: parcels, Print: true,
+			Basemap: in.Basemap}
 		var rings []float64
 		for _, b := range Bands[1:] {
 			if b.MaxM <= math.Max(maxMap, 100) {
@@ -358,7 +362,7 @@ func Build(in Input) Output {
 			}
 		}
 		doc.SearchArea = report.Map{Title: in.Site.Name, Section: "Search area", Date: in.Built, Site: in.Site.Geometry, Parcels: parcels,
-			Print: true, Rings: rings}
+			Print: true, Rings: rings, Basemap: in.Basemap}
 	}
 	for _, l := range in.Layers {
 		for _, s := range l.Sources {

@@ -363,3 +363,31 @@ func TestGapsFromTheWholeCatalogue(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkBuild50Pages: a report of 2,000 matched records (a 500-record
+// layer in each of four sections, fields in every record) decided and
+// rendered to a PDF of 50 pages or more. Goal: under 10 s an op.
+func BenchmarkBuild50Pages(b *testing.B) {
+	in := sampleInput()
+	in.Layers = nil
+	for i, sec := range []string{"contamination", "flood", "soils", "water"} {
+		dists := make([]float64, 500)
+		for j := range dists {
+			dists[j] = float64(j) * 3.9
+		}
+		in.Layers = append(in.Layers, layer(fmt.Sprintf("l%d", i), sec, 2000, []string{"AUS"}, points(fmt.Sprintf("L%d", i), dists...)))
+	}
+	b.ReportAllocs()
+	pages := 0
+	for b.Loop() {
+		pdf, err := report.RenderPDF(Build(in).Doc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pages = strings.Count(string(pdf), "/Type /Page\n")
+	}
+	if pages < 50 {
+		b.Fatalf("%d pages, want 50 or more", pages)
+	}
+	b.ReportMetric(float64(pages), "pages")
+}

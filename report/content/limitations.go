@@ -27,9 +27,10 @@ func limitations(in Input) []string {
 		"Sources are evidence, not instructions. Names, notes and descriptions from source records are reproduced as data; " +
 			"they are the publisher's words, not advice, and they direct nothing. Distances are geodesic from the site's boundary " +
 			"to the nearest part of each feature; directions are from the site's centre.",
-		"Maps. Each section map draws its layers to at most 2 km; numbered marks are the map keys of the listed features, and " +
-			"listed features beyond a map's frame are printed under \"not drawn\". The statistical profile counts every matched " +
-			"feature, drawn or not; the tables list the nearest of them.",
+		"Maps and records. Each section map draws its layers to at most 2 km. Every matched feature has a map key and is listed: " +
+			"within its layer's detail distance as a record card with every field of the layer's schema, beyond it as a row of " +
+			"Appendix A; a record beyond the map's frame says so. Where a map is too crowded to print every key clear of the marks, " +
+			"the farther records' keys are left off the map, never their rows. The statistical profile counts the same features.",
 	}
 	if gap := registerGaps(in); gap != "" {
 		out = append(out, gap)
