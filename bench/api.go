@@ -196,7 +196,7 @@ type apiSide struct {
 	workers  int
 }
 
-func startAPI(ctx context.Context, dir string, g *synth.Generator, ds *dataset, e *engine.Engine, nQueries, nRead int, log *slog.Logger) (_ *apiSide, err error) {
+func startAPI(ctx context.Context, dir string, g layerSource, ds *dataset, e *engine.Engine, nQueries, nRead int, log *slog.Logger) (_ *apiSide, err error) {
 	a := &apiSide{eng: e, timer: &phase.Timer{}}
 	defer func() {
 		if err != nil {
