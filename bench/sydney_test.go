@@ -71,6 +71,11 @@ func TestSydneyScale(t *testing.T) {
 	if r.Layers != 5 || r.Features != 5*300 {
 		t.Errorf("%d layers, %d features; want 5 and 1,500", r.Layers, r.Features)
 	}
+	for _, p := range append(r.SmallPasses, r.FreshPasses...) {
+		if p.APICPU.Self <= 0 || p.PostGISCPU.Self <= 0 || p.APICPU.PostGIS < 0 || p.APICPU.Ledger < 0 {
+			t.Errorf("pass with %d clients: CPU not measured: %+v %+v", p.Clients, p.APICPU, p.PostGISCPU)
+		}
+	}
 	if fc := r.FreshComparison; len(r.FreshPasses) != 1 || fc.Compared == 0 || fc.Matched == 0 {
 		t.Errorf("fresh mix not compared: %d passes, %+v", len(r.FreshPasses), fc)
 	}
