@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,7 +24,9 @@ import (
 //   - pipelined_4x2: 2 goroutines, groups of 4 (what a batcher collecting
 //     the admissions in flight would send with 8 clients).
 //
-// It reports admissions/s; ns/op is per admission.
+// It reports admissions/s and the CPU an admission cost the cluster's
+// processes and this process (the client: pgx and the requests' making);
+// ns/op is per admission.
 //
 //	go test -run '^$' -bench AdmitGroup -benchtime 2000x ./ledger/
 func BenchmarkAdmitGroup(b *testing.B) {
@@ -97,6 +100,11 @@ func benchAdmitGroup(b *testing.B, workers, group int) {
 		}
 	}
 	send(64) // warm every connection's plans
+	server0, err := ledger.ServerCPUForTest(ctx, led)
+	if err != nil {
+		b.Fatal(err)
+	}
+	client0 := selfCPU()
 	b.ResetTimer()
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -109,6 +117,22 @@ func benchAdmitGroup(b *testing.B, workers, group int) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "admissions/s")
+	b.StopTimer()
+	server1, err := ledger.ServerCPUForTest(ctx, led)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(server1-server0)/1e6/float64(b.N), "server-CPU-ms/admission")
+	b.ReportMetric(float64(selfCPU()-client0)/1e6/float64(b.N), "client-CPU-ms/admission")
+}
+
+// selfCPU is the CPU this process used so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func boolInt(v bool) int {

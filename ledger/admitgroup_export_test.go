@@ -3,6 +3,10 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -60,4 +64,39 @@ func AdmitAnsweredPipelinedForTest(ctx context.Context, l *Ledger, ars []AdmitRe
 		}
 	}
 	return errs, pl.Close()
+}
+
+// ServerCPUForTest is the CPU (user and system) used so far by the
+// cluster's processes alive now (pg_stat_activity's pids, from
+// /proc/PID/stat in clock ticks of 10 ms): BenchmarkAdmitGroup's server
+// CPU per admission, over a pool whose connections stay open.
+func ServerCPUForTest(ctx context.Context, l *Ledger) (time.Duration, error) {
+	rows, err := l.pool.Query(ctx, `SELECT pid FROM pg_stat_activity`)
+	if err != nil {
+		return 0, err
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return 0, err
+	}
+	var total time.Duration
+	for _, pid := range pids {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(int(pid)) + "/stat")
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		for _, s := range f[11:13] {
+			v, _ := strconv.ParseInt(s, 10, 64)
+			total += time.Duration(v) * 10 * time.Millisecond
+		}
+	}
+	return total, nil
 }
