@@ -336,6 +336,10 @@ func Run(ctx context.Context, opt Options, files ...string) (Summary, error) {
 		}
 		return nil
 	})
+	// The time is the whole run's: the digest and the kept columns' pass too.
+	if sum.ElapsedS = time.Since(start).Seconds(); sum.ElapsedS > 0 {
+		sum.FeaturesPerS = float64(sum.Features) / sum.ElapsedS
+	}
 	if err == nil && sum.Rejected == 0 {
 		err = recordDigest(ctx, cfg, digest, sum)
 	}

@@ -245,3 +245,30 @@ func TestKeepUnknownColumnsRefused(t *testing.T) {
 		t.Errorf("layer with unknown_fields keep: %v", err)
 	}
 }
+
+// FuzzPropertyNames: the pre-scan of kept columns names exactly the
+// properties the ingest parses from a feature, and never panics.
+func FuzzPropertyNames(f *testing.F) {
+	f.Add([]byte(`{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"a":1,"b\u00e9":{"c":[1,{"d":2}]},"e":null}}`))
+	f.Add([]byte(`{"properties":{},"type":"Feature","geometry":null}`))
+	f.Add([]byte(`{"properties":null,"x":{"properties":{"no":1}}}`))
+	f.Add([]byte(`{"properties":{"a":1,"a":2}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var names []string
+		propertyNames(raw, func(s string) { names = append(names, s) })
+		pf, err := parseFeature(raw, 1000, nil)
+		if err != nil {
+			return
+		}
+		for k := range pf.props {
+			if !slices.Contains(names, k) {
+				t.Fatalf("%q: property %q not named by the pre-scan (it named %q)", raw, k, names)
+			}
+		}
+		for _, k := range names {
+			if _, ok := pf.props[k]; !ok {
+				t.Fatalf("%q: the pre-scan named %q, which the feature does not have", raw, k)
+			}
+		}
+	})
+}
