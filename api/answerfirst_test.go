@@ -16,7 +16,7 @@ import (
 	"siteenv/store"
 )
 
-// A query answered before its admission (answerFirst: its key was seen
+// A query answered before its admission (queries.Service.answerFirst: its key was seen
 // moments ago and its answer was ready) is stored as answered, in the
 // admission's one round trip: it reads succeeded at once with its page,
 // its replay is the answer byte for byte, and its audit record is written

@@ -17,7 +17,7 @@ func (s *Server) audit(r *request) {
 		return
 	}
 	if r.audited == a.HTTPStatus {
-		return // written with the stored idempotent response (runFirst)
+		return // written with the stored idempotent response (queries.Service.Settle)
 	}
 	// The record must outlive a cancelled request context.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), requestTimeout)
@@ -45,7 +45,7 @@ func activityOf(r *request) (ledger.Activity, bool) {
 }
 
 // activityRecord is the audit record of r's response as it stands (its
-// principal is the caller's to know: answerFirst's is the admission's).
+// principal is the caller's to know: the answered admission's is the admission's (queries)).
 func activityRecord(r *request) ledger.Activity {
 	status := r.http.Response.StatusCode()
 	a := ledger.Activity{

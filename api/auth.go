@@ -52,24 +52,26 @@ func (s *Server) admit(r *request) error {
 	if err := s.checkRate(r, ledger.BucketReads, readsPerMinute, w); err != nil {
 		return err
 	}
-	s.recent.vouch(ledger.HashKey(key), s.clock.Now(), p.AccountID, p.IntegrationID)
+	s.queries.Vouch(ledger.HashKey(key), p)
 	return nil
 }
 
 // keyAdmitted are the operations whose admission authenticates the key
 // itself, in its own round trip (ledger.AdmitRequest.Auth): POST /queries
-// with a point or geometry site (createQueryAtOnce).
+// with a point or geometry site (queries.Service.Admit).
 var keyAdmitted = map[string]bool{"create_query": true}
 
 // admitWithKey leaves the key's authentication to the operation's
 // admission, which authenticates it in the same round trip as it writes
-// (ledger.AdmitQueryBatch with Auth): the request is provisional, and its
+// (ledger.Admit with Auth): the request is provisional, and its
 // principal holds only the catalogue version the handler reads layers at
 // (the admission checks it is still current). If the admission does not
-// authenticate the key (any refusal before it, a key unknown, revoked or
-// lacking a scope or a dataset, a check that failed), nothing was written
-// and Server.serve serves the request again with the key authenticated
-// first (resetProvisional), so every answer is the one it always was.
+// authenticate the key (a key unknown, revoked or lacking a scope or a
+// dataset, a check that failed), nothing was written and the use case
+// authenticates the key first (queries.QueryCall.Authenticate) before its
+// step-by-step path; a refusal before the use case is called is served
+// again by Server.serve with the key authenticated first
+// (resetProvisional), so every answer is the one it always was.
 func (s *Server) admitWithKey(r *request) bool {
 	if r.authenticated || !keyAdmitted[r.op.ID] {
 		return false
@@ -98,7 +100,7 @@ func (s *Server) resetProvisional(r *request) {
 	r.provisional, r.keyHash, r.authenticated = false, nil, true
 	r.principal = ledger.Principal{}
 	r.resourceType, r.resourceID, r.problemCode, r.etag = "", "", "", ""
-	r.paramErrs, r.paramsRead, r.rate, r.prefetch, r.precomputed = nil, false, rateState{}, nil, nil
+	r.paramErrs, r.paramsRead, r.rate, r.prefetch = nil, false, rateState{}, nil
 	r.http.Response.Reset()
 	r.http.Response.Header.Set("X-Request-Id", r.id)
 }

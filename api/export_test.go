@@ -29,7 +29,7 @@ func InstallEcho(s *Server, count *atomic.Int64, gate <-chan struct{}) {
 			Name string
 			N    int
 		}{body.Name, body.N}
-		return s.idempotent(r, logical, func() error {
+		return s.idempotent(r, logical, nil, func() error {
 			count.Add(1)
 			if gate != nil {
 				<-gate
@@ -57,6 +57,7 @@ func InstallEcho(s *Server, count *atomic.Int64, gate <-chan struct{}) {
 // around the harness's ledger).
 func SetQueryBackend(s *Server, st store.Store, runner QueryRunner) {
 	s.store, s.runner = st, runner
+	s.queries.SetRunner(runner)
 	s.encodeLimits()
 }
 
@@ -64,10 +65,13 @@ func SetQueryBackend(s *Server, st store.Store, runner QueryRunner) {
 func SetMapEngine(s *Server, eng *engine.Engine) { s.engine = eng }
 
 // SetIdempotencyWait sets how long a duplicate waits for its first request.
-func SetIdempotencyWait(s *Server, d time.Duration) { s.cfg.IdempotencyWait = d }
+func SetIdempotencyWait(s *Server, d time.Duration) {
+	s.cfg.IdempotencyWait = d
+	s.queries.SetIdempotencyWait(d)
+}
 
 // SetAnswerFirstWait sets how long POST /queries waits for an answer
 // computed before its admission (answerFirstWait): a test that counts
 // answers stored with their admission waits long enough for every one,
 // whatever the machine's load.
-func SetAnswerFirstWait(s *Server, d time.Duration) { s.answerWait = d }
+func SetAnswerFirstWait(s *Server, d time.Duration) { s.queries.SetAnswerWait(d) }

@@ -10,7 +10,7 @@ import (
 )
 
 // A query answered whole in its POST has its finish stored behind the
-// answer (finishbehind.go). Its client reads its own answer at once on the
+// answer (queries/finishbehind.go). Its client reads its own answer at once on the
 // replica: GET of the query and of its results (which wait for the key's
 // pending finishes) see it succeeded with the same features, a retry with
 // the same Idempotency-Key replays the answer byte for byte, and once

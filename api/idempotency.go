@@ -2,16 +2,12 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
-	"time"
-
-	"github.com/google/uuid"
 
 	"siteenv/ledger"
+	"siteenv/queries"
 )
 
 const maxIdempotencyKey = 128
@@ -32,194 +28,54 @@ func (r *request) idempotencyKey() (string, error) {
 	return string(v), nil
 }
 
-// idempotent runs op at most once per (integration, Idempotency-Key). logical
-// is what identifies the request (options such as page size are left out by
-// the caller); its JSON encoding is fingerprinted. The first response is
-// stored and replayed byte for byte; a different logical request with the same
-// key is idempotency_conflict; a concurrent duplicate waits for the first.
-// Retryable failures (429, 5xx) are not stored, so a retry executes again.
-func (s *Server) idempotent(r *request, logical any, op func() error) error {
+// idempotent runs op at most once per (integration, Idempotency-Key)
+// (queries.Service.Once: the claim, the replay of a stored response to a
+// caller that recheck passes, and the settling of the claim). logical is
+// what identifies the request (options such as page size are left out by
+// the caller); its JSON encoding is fingerprinted.
+func (s *Server) idempotent(r *request, logical any, recheck func(ledger.IdemResponse) error, op func() error) error {
 	key, err := r.idempotencyKey()
 	if err != nil {
 		return err
 	}
-	fp, err := idemFingerprint(r, logical)
+	fp, err := queries.Fingerprint(r.op.ID, logical)
 	if err != nil {
 		return err
 	}
-
-	integration := r.principal.IntegrationID
-	deadline := time.Now().Add(s.cfg.IdempotencyWait)
-	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 250*time.Millisecond) {
-		claim, err := s.led.ClaimIdempotency(r.ctx, integration, key, r.op.ID, fp)
-		if err != nil {
-			return err
-		}
-		switch claim.State {
-		case ledger.IdemMismatch:
-			return newProblem(CodeIdempotencyConflict, "This Idempotency-Key was already used for a different request; use a new key for a new request.")
-		case ledger.IdemReplay:
-			s.replay(r, claim.Response)
-			return nil
-		case ledger.IdemFresh:
-			return s.runFirst(r, key, claim.Token, op)
-		}
-		// In flight: the first request's process is alive (its claim's lease
-		// is renewed; a dead one's lapses within seconds and this loop takes
-		// it over). Wait for it (real time: this is the server waiting on
-		// another request, not a test).
-		if time.Now().Add(wait).After(deadline) {
-			// Retryable, unlike a changed request (status-codes.md).
-			return &Problem{Code: CodeIdempotencyConflict, Retryable: true, RetryAfter: 1,
-				Detail: "A request with this Idempotency-Key is still in progress; retry after Retry-After seconds."}
-		}
-		select {
-		case <-r.ctx.Done():
-			return r.ctx.Err()
-		case <-time.After(wait):
-		}
-	}
+	return s.queries.Once(call{s, r}, key, fp, recheck, &r.pending, op)
 }
 
-// relaxedCompletion are the operations whose stored response and audit
-// record commit relaxed (ledger.CompleteIdempotencyAuditedRelaxed): free,
-// with frozen inputs, so a crash can at worst forget a query answered in its
-// last moments (DESIGN.md, "Durability"; docs/operations.md, "Durability").
-// Paid operations and POST /sites stay durable.
-var relaxedCompletion = map[string]bool{"create_query": true}
-
-// idemFingerprint is what identifies a logical request under its key: the
-// operation and logical's JSON encoding, hashed.
-func idemFingerprint(r *request, logical any) ([]byte, error) {
-	enc, err := json.Marshal(logical)
-	if err != nil {
-		return nil, err
-	}
-	h := sha256.New()
-	h.Write([]byte(r.op.ID))
-	h.Write([]byte{0})
-	h.Write(enc)
-	return h.Sum(nil), nil
+// call is a request as the queries package sees it (queries.Call): its
+// decisions are rendered into the request's response.
+type call struct {
+	s *Server
+	r *request
 }
 
-// claimSettleTimeout bounds storing or releasing a claim once the request's
-// work is done, even when the request's own deadline has passed: an unsettled
-// claim would otherwise hold its key until its lease lapses.
-const claimSettleTimeout = 5 * time.Second
+func (c call) Context() context.Context       { return c.r.ctx }
+func (c call) Principal() ledger.Principal    { return c.r.principal }
+func (c call) Operation() string              { return c.r.op.ID }
+func (c call) RequestID() string              { return c.r.id }
+func (c call) Replay(rec ledger.IdemResponse) { c.s.replay(c.r, rec) }
+func (c call) Audited(status int)             { c.r.audited = status }
 
-// runFirst executes op under the claim token and settles the claim: the
-// response is stored for replay, or, after a retryable failure (429, 5xx)
-// or a panic, the claim is released so that a retry executes again.
-func (s *Server) runFirst(r *request, key string, token uuid.UUID, op func() error) (err error) {
-	integration := r.principal.IntegrationID
-	settle, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), claimSettleTimeout)
-	defer cancel()
-	settled := false
-	defer func() {
-		// A finish this request did not store is stored by its attempt.
-		if p := r.pendingFinish; p != nil {
-			p.Decline()
-		}
-	}()
-	defer func() {
-		if !settled { // op panicked: forget the claim, then let Handle answer.
-			if rerr := s.led.ReleaseIdempotency(settle, integration, key, token); rerr != nil {
-				s.log.Error("idempotency release failed", "request_id", r.id, "err", rerr)
-			}
-		}
-	}()
-	if err := op(); err != nil {
-		p := problemFor(r.ctx, s.log, err)
-		r.problemCode = string(p.Code)
-		s.writeProblem(r.http, r.id, p)
-	}
-	settled = true
-	status := r.http.Response.StatusCode()
-	if status == 429 || status >= 500 {
-		if err := s.led.ReleaseIdempotency(settle, integration, key, token); err != nil {
-			s.log.Error("idempotency release failed", "request_id", r.id, "err", err)
-		}
-		return nil
-	}
-	rec := ledger.IdemResponse{
-		Status:      status,
-		ContentType: string(r.http.Response.Header.ContentType()),
-		Location:    string(r.http.Response.Header.Peek("Location")),
-		Body:        append([]byte(nil), r.http.Response.Body()...),
-	}
-	if a, ok := activityOf(r); ok && r.pendingFinish != nil {
-		return s.completeWithFinish(r, settle, key, token, rec, a)
-	}
-	if a, ok := activityOf(r); ok {
-		// The request's audit record commits with the stored response: one
-		// durable commit for both instead of two.
-		complete := s.led.CompleteIdempotencyAudited
-		if relaxedCompletion[r.op.ID] {
-			complete = s.led.CompleteIdempotencyAuditedRelaxed
-		}
-		err = complete(settle, integration, key, token, rec, r.principal.AccountID, a)
-		if err == nil || errors.Is(err, ledger.ErrClaimLost) {
-			r.audited = a.HTTPStatus
-		}
-	} else {
-		err = s.led.CompleteIdempotency(settle, integration, key, token, rec)
-	}
-	if errors.Is(err, ledger.ErrClaimLost) {
-		// This request stalled past its lease and a retry took the key over;
-		// the retry's response is the one stored. This one is already
-		// written, and a purchase carries the key itself, so it is the same.
-		s.log.Warn("idempotency claim lost before completion", "request_id", r.id, "operation", r.op.ID)
-		return nil
-	}
-	return err
+func (c call) Activity() (ledger.Activity, bool) { return activityOf(c.r) }
+
+func (c call) Fail(err error) {
+	p := problemFor(c.r.ctx, c.s.log, err)
+	c.r.problemCode = string(p.Code)
+	c.s.writeProblem(c.r.http, c.r.id, p)
 }
 
-// completeWithFinish stores the finish of the query the request ran with
-// its response and audit record, in one relaxed statement
-// (ledger.FinishQueryCompleted), and tells the attempt (Stored). A query
-// no longer running (cancelled or taken over before its finish was
-// stored) was answered as finished wrongly: the answer becomes a retryable
-// internal_error and the claim is released, so a retry runs it afresh.
-func (s *Server) completeWithFinish(r *request, settle context.Context, key string, token uuid.UUID, rec ledger.IdemResponse, a ledger.Activity) error {
-	p := r.pendingFinish
-	integration := r.principal.IntegrationID
-	if r.wholeAnswer && rec.Status == 200 {
-		if bk, err := bearer(r); err == nil {
-			// Every feature is in the answer: its finish is stored
-			// behind it (finishbehind.go).
-			s.finished.put(p.Row)
-			r.audited = a.HTTPStatus
-			r.pendingFinish = nil // the finish's word is finishBehind's
-			done := s.behind.add(string(ledger.HashKey(bk)))
-			go s.finishBehind(p, integration, key, token, rec, r.principal.AccountID, a, r.id, r.op.ID, done)
-			return nil
-		}
-	}
-	kept, err := s.led.FinishQueryCompleted(settle, p.QueryFinish, integration, key, token, rec, r.principal.AccountID, a)
-	switch {
-	case err != nil && !errors.Is(err, ledger.ErrClaimLost):
-		p.Decline() // the attempt stores its finish itself
-		return err
-	case !kept:
-		p.Stored(false, nil)
-		s.log.Warn("query no longer running when its answer was stored", "request_id", r.id, "query_id", p.Row.ID)
-		r.http.Response.Reset()
-		r.http.Response.Header.Set("X-Request-Id", r.id)
-		pr := &Problem{Code: CodeInternalError, Detail: "The query changed while it was answered; retry with the same Idempotency-Key.", RetryAfter: 1}
-		r.problemCode = string(pr.Code)
-		s.writeProblem(r.http, r.id, pr)
-		if rerr := s.led.ReleaseIdempotency(settle, integration, key, token); rerr != nil {
-			s.log.Error("idempotency release failed", "request_id", r.id, "err", rerr)
-		}
-		return nil
-	}
-	p.Stored(true, nil)
-	s.finished.put(p.Row)
-	r.audited = a.HTTPStatus
-	if errors.Is(err, ledger.ErrClaimLost) {
-		s.log.Warn("idempotency claim lost before completion", "request_id", r.id, "operation", r.op.ID)
-	}
-	return nil
+func (c call) Response() ledger.IdemResponse {
+	resp := &c.r.http.Response
+	return ledger.IdemResponse{Status: resp.StatusCode(), ContentType: string(resp.Header.ContentType()),
+		Location: string(resp.Header.Peek("Location")), Body: resp.Body()}
+}
+
+func (c call) Reset() {
+	c.r.http.Response.Reset()
+	c.r.http.Response.Header.Set("X-Request-Id", c.r.id)
 }
 
 // replay writes a stored first response.

@@ -13,8 +13,8 @@ import (
 )
 
 // reportJurisdiction decides a report's jurisdiction from the site's
-// boundary: the states and territories containing its vertices and its
-// centroid (points offshore count for none). Exactly one of the contract's
+// boundary: the states and territories its vertices and centroid lie in
+// or within 3 nautical miles of (austates.StatesOf). Exactly one of the contract's
 // eight is the site's jurisdiction, and a given one must equal it. None, or
 // several (a site across a border, or in Jervis Bay Territory, which is not
 // one of the eight), leave it undetermined: the order must name one, and
@@ -35,7 +35,12 @@ func reportJurisdiction(geometry json.RawMessage, given string) (string, error) 
 	}
 	var candidates []string
 	for _, c := range found {
-		if slices.Contains(jurisdictions, c) {
+		if c == "JBT" {
+			// The ACT's laws apply in Jervis Bay Territory; every point of it
+			// is also within 3 nautical miles of NSW.
+			c = "ACT"
+		}
+		if slices.Contains(jurisdictions, c) && !slices.Contains(candidates, c) {
 			candidates = append(candidates, c)
 		}
 	}
@@ -61,20 +66,6 @@ func reportJurisdiction(geometry json.RawMessage, given string) (string, error) 
 }
 
 // siteStates returns, sorted, the codes of the states and territories
-// that the site's centroid or vertices lie in (at most two): geo.StatesOf
-// over geo/austates' outlines.
-func siteStates(g orb.Geometry) []string { return geo.StatesOf(g, stateOutlines{}) }
-
-// stateOutlines adapts geo/austates to geo.RegionOutlines.
-type stateOutlines struct{}
-
-func (stateOutlines) Within(b orb.Bound) []geo.Region {
-	states := austates.Within(b)
-	out := make([]geo.Region, len(states))
-	for i, s := range states {
-		out[i] = geo.Region{Code: s.Code, Geometry: s.Geometry}
-	}
-	return out
-}
-
-func (stateOutlines) At(p orb.Point) string { return austates.StateAt(p) }
+// that the site's centroid or vertices lie in or lie within 3 nautical
+// miles of (at most two): geo.StatesOf over geo/austates' outlines.
+func siteStates(g orb.Geometry) []string { return austates.StatesOf(g) }

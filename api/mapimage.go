@@ -81,7 +81,7 @@ func (s *Server) getMapImage(r *request) error {
 		return err
 	}
 	date := s.clock.Now().UTC().Truncate(24 * time.Hour)
-	etag := mapETag(in, date)
+	etag := mapETag(in, date, s.cfg.Basemap)
 	h := &r.http.Response.Header
 	h.Set("ETag", etag)
 	h.Set("Cache-Control", "private, max-age=300")
@@ -200,7 +200,7 @@ func (s *Server) gatherMap(r *request, id uuid.UUID, key string) (mapInput, erro
 }
 
 // mapETag is a strong validator over everything the image depends on.
-func mapETag(in mapInput, date time.Time) string {
+func mapETag(in mapInput, date time.Time, bm report.Basemap) string {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
 	type layerKey struct {
@@ -208,11 +208,14 @@ func mapETag(in mapInput, date time.Time) string {
 		RadiusM           float64
 	}
 	v := struct {
-		Renderer, Date, Fingerprint, Section string
-		Name                                 *string
-		Layers                               []layerKey
-		Parcels                              []string
+		Renderer, Date, Fingerprint, Section, Basemap string
+		Name                                          *string
+		Layers                                        []layerKey
+		Parcels                                       []string
 	}{Renderer: report.MapVersion, Date: date.Format(time.DateOnly), Fingerprint: in.site.Fingerprint, Section: in.section, Name: in.site.Name}
+	if bm != nil {
+		v.Basemap = bm.Version()
+	}
 	for _, l := range in.layers {
 		k := layerKey{ID: l.layer.ID, Name: l.layer.Name, RadiusM: l.radiusM}
 		if l.release != nil {
@@ -250,7 +253,7 @@ func (s *Server) renderInput(r *request, in mapInput, date time.Time) (report.Ma
 	if in.site.Name != nil && *in.site.Name != "" {
 		title = *in.site.Name
 	}
-	m := report.Map{Title: title, Section: in.section, Date: date, Site: in.geom}
+	m := report.Map{Title: title, Section: in.section, Date: date, Site: in.geom, Basemap: s.cfg.Basemap}
 	results := map[string]engine.LayerResult{}
 	var radii []float64
 	for _, l := range in.layers {

@@ -163,14 +163,43 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 // WrapStore counts the bytes read through st (siteenv_store_read_bytes_total).
 // The wrapper forwards store.Check, so readiness probes see the real store.
 // A store that writes in place (store.Creator: the file store) stays one,
-// so the runner writes results without a staging copy under serve as in
-// bench api.
+// and one that keeps recomputable objects without an fsync
+// (store.VolatilePutter) too, so the runner writes results under serve as
+// in bench api: wrapped without PutVolatile, serve wrote every result
+// behind its answer with an fsync, through the recent-object cache.
 func (m *Metrics) WrapStore(st store.Store) store.Store {
 	c := countingStore{Store: st, m: m}
-	if cr, ok := st.(store.Creator); ok {
+	cr, isCreator := st.(store.Creator)
+	vp, isVolatile := st.(store.VolatilePutter)
+	switch {
+	case isCreator && isVolatile:
+		return countingFileStore{countingCreator: countingCreator{countingStore: c, cr: cr}, vp: vp}
+	case isCreator:
 		return countingCreator{countingStore: c, cr: cr}
+	case isVolatile:
+		return countingVolatile{countingStore: c, vp: vp}
 	}
 	return c
+}
+
+// countingFileStore is a countingCreator over a store.VolatilePutter too.
+type countingFileStore struct {
+	countingCreator
+	vp store.VolatilePutter
+}
+
+func (c countingFileStore) PutVolatile(ctx context.Context, key string, data []byte) error {
+	return c.vp.PutVolatile(ctx, key, data)
+}
+
+// countingVolatile is a countingStore over a store.VolatilePutter.
+type countingVolatile struct {
+	countingStore
+	vp store.VolatilePutter
+}
+
+func (c countingVolatile) PutVolatile(ctx context.Context, key string, data []byte) error {
+	return c.vp.PutVolatile(ctx, key, data)
 }
 
 // countingCreator is a countingStore over a store.Creator.

@@ -368,6 +368,14 @@ func TestCountingStoreIsAStore(t *testing.T) {
 	if _, ok := m.WrapStore(plainStore{fs}).(store.Creator); ok {
 		t.Fatal("a wrapped store without Create claims to have it")
 	}
+	// Nor does it lose PutVolatile (the runner's write of a result behind
+	// its answer, without an fsync): serve's results went through Create.
+	if _, ok := m.WrapStore(fs).(store.VolatilePutter); !ok {
+		t.Fatal("the wrapped file store is no longer a store.VolatilePutter")
+	}
+	if _, ok := m.WrapStore(plainStore{fs}).(store.VolatilePutter); ok {
+		t.Fatal("a wrapped store without PutVolatile claims to have it")
+	}
 }
 
 // plainStore hides its store's Create.

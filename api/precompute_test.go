@@ -10,7 +10,7 @@ import (
 )
 
 // A key that admitted a query or read moments ago has its next queries'
-// answers computed while their admission is in the ledger (precompute.go),
+// answers computed while their admission is in the ledger (queries.Vouches),
 // with the same answer; a key not seen authenticated does not (engine work for a
 // key not yet checked would be free for a bad key), and a key revoked
 // meanwhile is refused as before, its precomputed answer discarded and
@@ -81,5 +81,49 @@ func TestAdmissionOverlapsTheEngine(t *testing.T) {
 	}
 	if begun, used := counts(); begun != 5 || used != 4 {
 		t.Fatalf("after revocation: %d precomputes begun, %d used; want 5, 4", begun, used)
+	}
+}
+
+// A read vouches for a key only when the key holds the scopes of POST
+// /queries, and a vouched key's query is precomputed only when its dataset
+// restriction permits every layer: a key that its admission will refuse
+// never has engine work done for it.
+func TestPrecomputeOnlyForKeysTheAdmissionPasses(t *testing.T) {
+	t.Parallel()
+	h := setup(t, func(s *api.Server) {})
+	qh := idleRunnerQueries(t, h)
+	qh.points("nsw.bores", "water", 0, 5000, nil, map[string]orb.Point{"b10": east(10)})
+	acct := qh.account(0)
+	ask := func(secret string, i int) response {
+		return qh.query(secret, map[string]any{"site": map[string]any{"kind": "point", "longitude": origin[0] + float64(i)*0.00001, "latitude": origin[1]},
+			"layer_ids": []string{"nsw.bores"}, "radius_m": 100}, "Prefer", "wait=3")
+	}
+	begun := func() int64 {
+		h.srv.WaitFinishesBehind()
+		n, _ := qh.runner.PrecomputeCounts()
+		return n
+	}
+	// Warm the catalogue cache, so that the keys below are admitted by
+	// their query's admission (the provisional path that precomputes).
+	warm := qh.key(acct, nil, "queries:run", "sites:read", "sites:write")
+	if r := ask(warm.Secret, 0); r.status != 200 {
+		t.Fatalf("warm-up: %d %s", r.status, r.body)
+	}
+	unscoped := qh.key(acct, nil, "sites:read", "sites:write", "layers:read")
+	restricted := qh.key(acct, []string{"nsw.other"}, "queries:run", "sites:read", "sites:write")
+	for i, tc := range []struct {
+		name, key, code string
+		status          int
+	}{
+		{"a key without queries:run", unscoped.Secret, "scope_insufficient", 403},
+		{"a key restricted to other layers", restricted.Secret, "not_found", 404},
+	} {
+		if r := qh.do("GET", "/context", tc.key, nil); r.status != 200 {
+			t.Fatalf("%s: GET /context: %d %s", tc.name, r.status, r.body)
+		}
+		ask(tc.key, 1+i).problem(t, tc.code, tc.status)
+		if n := begun(); n != 0 {
+			t.Fatalf("%s: %d precomputes begun, want 0", tc.name, n)
+		}
 	}
 }

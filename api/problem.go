@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"siteenv/ledger"
+	"siteenv/queries"
 )
 
 // Problem is an API error: the contract's Problem body plus the headers it
@@ -301,6 +302,9 @@ func problemFor(ctx context.Context, log *slog.Logger, err error) *Problem {
 	if errors.As(err, &p) {
 		return p
 	}
+	if p := useCaseProblem(err); p != nil {
+		return p
+	}
 	var pe *placedError
 	if !errors.As(err, &pe) {
 		pe = &placedError{err: err}
@@ -356,4 +360,34 @@ func problemFor(ctx context.Context, log *slog.Logger, err error) *Problem {
 	}
 	log.ErrorContext(ctx, "internal error", "err", err)
 	return &Problem{Code: CodeInternalError, Detail: "An internal error occurred; retry with backoff. Quote the request_id when reporting it.", RetryAfter: 1}
+}
+
+// useCaseProblem maps the queries package's errors (nil: not one of them).
+func useCaseProblem(err error) *Problem {
+	var le *queries.LayerError
+	var se *queries.SectionError
+	var re *queries.RadiusError
+	switch {
+	case errors.Is(err, queries.ErrConflict):
+		return newProblem(CodeIdempotencyConflict, "This Idempotency-Key was already used for a different request; use a new key for a new request.")
+	case errors.Is(err, queries.ErrInProgress):
+		// Retryable, unlike a changed request (status-codes.md).
+		return &Problem{Code: CodeIdempotencyConflict, Retryable: true, RetryAfter: 1,
+			Detail: "A request with this Idempotency-Key is still in progress; retry after Retry-After seconds."}
+	case errors.Is(err, queries.ErrChangedWhileAnswered):
+		return &Problem{Code: CodeInternalError, Detail: "The query changed while it was answered; retry with the same Idempotency-Key.", RetryAfter: 1}
+	case errors.As(err, &le):
+		return &Problem{Code: CodeNotFound, Detail: fmt.Sprintf("Layer %s does not exist or is not available to this key.", le.ID),
+			FieldErrors: []FieldError{{Field: fmt.Sprintf("layer_ids[%d]", le.Index), Message: "no such layer"}}}
+	case errors.As(err, &se):
+		return &Problem{Code: CodeAccessRequired, Detail: fmt.Sprintf("Section %s must be acquired for this site before querying %s (POST /access/acquisitions).", se.Section, se.Layer),
+			FieldErrors: []FieldError{{Field: fmt.Sprintf("layer_ids[%d]", se.Index), Message: "section " + se.Section + " not acquired for this site"}}}
+	case errors.As(err, &re):
+		var fe []FieldError
+		for _, o := range re.Over {
+			fe = append(fe, FieldError{Field: "radius_m", Message: fmt.Sprintf("layer %s allows at most %g m", o.Layer, o.MaxM)})
+		}
+		return invalid("The radius exceeds a selected layer's limit.", fe...)
+	}
+	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"siteenv/internal/phase"
 	"siteenv/jobs"
 	"siteenv/ledger"
+	"siteenv/queries"
 	"siteenv/store"
 	"siteenv/tiles"
 )
@@ -212,108 +213,24 @@ func (s *Server) createQuery(r *request) error {
 		Radius   float64
 		Geometry bool
 	}{req.Site, req.LayerIDs, *req.RadiusM, includeGeometry}
-	ask := queryAsk{layerIDs: req.LayerIDs, radiusM: *req.RadiusM, includeGeometry: includeGeometry, wait: wait, pageSize: pageSize}
-	if handled, err := s.createQueryAtOnce(r, sel, logical, ask); handled || r.provisional {
-		return err // provisional: served again, authenticated (Server.serve)
+	ask := queries.Ask{LayerIDs: req.LayerIDs, RadiusM: *req.RadiusM, IncludeGeometry: includeGeometry, Wait: wait, PageSize: pageSize}
+	fp, err := queries.Fingerprint(r.op.ID, logical)
+	if err != nil {
+		return err
 	}
-	return s.idempotent(r, logical, func() error {
-		site, err := s.siteForQuery(r, sel)
-		if err != nil {
-			return err
-		}
-		sa, err := s.led.SiteAccess(r.ctx, r.principal.AccountID, site.ID)
-		if err != nil {
-			return err
-		}
-		// Every layer and its current release in one round trip.
-		catalogue, err := s.layersForQuery(r, req.LayerIDs)
-		if err != nil {
-			return err
-		}
-		frozen, _, err := s.freezeLayers(r, ask, catalogue, func(section string) bool { return sa.Granted[section] })
-		if err != nil {
-			return err
-		}
-		// Every refusal above (400, 403, 404, 422) came before the admission
-		// is counted: only a request that can run uses one.
-		q, err := s.admitQuery(r, ledger.Query{AccountID: r.principal.AccountID, IntegrationID: r.principal.IntegrationID,
-			SiteID: site.ID, SiteGeometry: site.Geometry, RadiusM: *req.RadiusM, LayerIDs: req.LayerIDs,
-			IncludeGeometry: includeGeometry, Frozen: frozen})
-		if err != nil {
-			return err
-		}
-		return s.answerQuery(r, q, ask)
-	})
+	// The use case, once: it answers through the request (queryCall).
+	return s.queries.Admit(queryCall{call{s, r}, sel}, fp, ask, &r.pending)
 }
 
-// queryAsk is what of a POST /queries request its admission and its answer
-// use.
-type queryAsk struct {
-	layerIDs        []string
-	radiusM         float64
-	includeGeometry bool
-	wait, pageSize  int
-}
-
-// freezeLayers checks the request's layers against the catalogue, in the
-// order of the request: a layer the key may not use or that does not exist
-// is not_found, a section the site lacks access_required (granted nil: not
-// checked; the sections that must be granted are returned instead), a
-// radius over a layer's limit invalid_request. It returns the layers as the
-// query freezes them.
-func (s *Server) freezeLayers(r *request, ask queryAsk, catalogue map[string]ledger.LayerRelease, granted func(section string) bool) ([]ledger.FrozenLayer, []string, error) {
-	var frozen []ledger.FrozenLayer
-	var sections []string
-	var fe []FieldError
-	for i, id := range ask.layerIDs {
-		field := fmt.Sprintf("layer_ids[%d]", i)
-		// A layer the key may not use is answered exactly like a missing one.
-		if !r.principal.PermitsDataset(id) {
-			return nil, nil, &placedError{err: ledger.ErrNotFound, place: atLayer, field: field, name: id}
-		}
-		lr, ok := catalogue[id]
-		if !ok {
-			return nil, nil, &placedError{err: ledger.ErrNotFound, place: atLayer, field: field, name: id}
-		}
-		y := lr.Layer
-		if y.SectionPrice > 0 {
-			if granted == nil {
-				sections = append(sections, y.SectionKey)
-			} else if !granted(y.SectionKey) {
-				return nil, nil, &Problem{Code: CodeAccessRequired, Detail: fmt.Sprintf("Section %s must be acquired for this site before querying %s (POST /access/acquisitions).", y.SectionKey, id),
-					FieldErrors: []FieldError{{Field: field, Message: "section " + y.SectionKey + " not acquired for this site"}}}
-			}
-		}
-		if ask.radiusM > y.RadiusMaxM {
-			fe = append(fe, FieldError{Field: "radius_m", Message: fmt.Sprintf("layer %s allows at most %g m", id, y.RadiusMaxM)})
-		}
-		fl := ledger.FrozenLayer{LayerID: id, SectionKey: y.SectionKey, SchemaVersion: y.SchemaVersion, FieldSchema: y.FieldSchema,
-			Sources: y.Sources, Coverage: y.Coverage, ReleaseID: y.CurrentReleaseID}
-		if y.CurrentReleaseID != nil {
-			// Freeze the release's own captured schema and provenance.
-			rel := lr.Release
-			if rel == nil {
-				return nil, nil, fmt.Errorf("api: layer %s: current release %s: %w", id, *y.CurrentReleaseID, ledger.ErrNotFound)
-			}
-			fl.SchemaVersion, fl.FieldSchema, fl.Sources, fl.Coverage = rel.SchemaVersion, rel.FieldSchema, rel.Sources, rel.Coverage
-		}
-		frozen = append(frozen, fl)
-	}
-	if len(fe) > 0 {
-		return nil, nil, invalid("The radius exceeds a selected layer's limit.", fe...)
-	}
-	return frozen, sections, nil
-}
-
-// answerQuery runs the admitted q (runQuery) and answers POST /queries: 200
-// with the first page when it finished within the wait, else 202.
-func (s *Server) answerQuery(r *request, q ledger.Query, ask queryAsk) error {
+// answerQuery answers POST /queries for the admitted q: 200 with the
+// first page when it finished within the wait (done: the finished row the
+// run handed over, or zero), else 202.
+func (s *Server) answerQuery(r *request, q, done ledger.Query, ask queries.Ask) error {
 	r.resourceType, r.resourceID = "query", q.ID.String()
-	done := s.runQuery(r, q, time.Duration(ask.wait)*time.Second) // the finished row, when handed over
 	var err error
 	if done.ID == q.ID && done.AccountID == r.principal.AccountID && finished(done.Status) {
 		q = done
-		if r.pendingFinish == nil { // else cached once stored (runFirst)
+		if r.pending.Finish == nil { // else cached once stored (queries.Service.Settle)
 			s.finished.put(q)
 		}
 	} else if q, err = s.query(r, q.ID); err != nil {
@@ -329,23 +246,29 @@ func (s *Server) answerQuery(r *request, q ledger.Query, ask queryAsk) error {
 	if err := s.firstPage(r, q, &body, ask); err != nil {
 		return err
 	}
-	r.wholeAnswer = !body.Page.HasMore
+	if !body.Page.HasMore {
+		// Every feature is in the answer: its finish may be stored behind
+		// it, awaited by the key's next read (queries.Service.WaitBehind).
+		if key, err := bearer(r); err == nil {
+			r.pending.Whole, r.pending.BehindKey = true, string(ledger.HashKey(key))
+		}
+	}
 	return r.writeQuery(200, &body)
 }
 
 // applyPreference says that the request's Prefer: wait was honoured: it is
 // when this process ran the query (another replica's runner cannot be
 // waited on here), and wait=0 always is.
-func (s *Server) applyPreference(r *request, ask queryAsk) {
-	if r.http.Request.Header.Peek("Prefer") != nil && (s.runner != nil || ask.wait == 0) {
-		r.http.Response.Header.Set("Preference-Applied", "wait="+strconv.Itoa(ask.wait))
+func (s *Server) applyPreference(r *request, ask queries.Ask) {
+	if r.http.Request.Header.Peek("Prefer") != nil && (s.runner != nil || ask.Wait == 0) {
+		r.http.Response.Header.Set("Preference-Applied", "wait="+strconv.Itoa(ask.Wait))
 	}
 }
 
 // firstPage fills body, a finished query's view, with the first page POST
 // /queries answers.
-func (s *Server) firstPage(r *request, q ledger.Query, body *queryBody, ask queryAsk) error {
-	return s.fillPage(r, q, body, 0, 0, ask.pageSize, ask.includeGeometry, binding(strconv.FormatBool(ask.includeGeometry)))
+func (s *Server) firstPage(r *request, q ledger.Query, body *queryBody, ask queries.Ask) error {
+	return s.fillPage(r, q, body, 0, 0, ask.PageSize, ask.IncludeGeometry, binding(strconv.FormatBool(ask.IncludeGeometry)))
 }
 
 // siteForQuery resolves the selector to an active, eligible site of the account.

@@ -45,7 +45,7 @@ func TestRefusedQueriesUseNoAdmission(t *testing.T) {
 // answer is computed first (the key was seen moments ago), and the
 // admission stores it (the key's authentication, the claim done with the
 // response, the site, sections, count, the query finished and the audit
-// record in one statement: answerFirst). Nothing is left to
+// record in one statement: queries.Service.answerFirst). Nothing is left to
 // store behind the answer: the query reads finished at once. That holds
 // for a combination of layers never asked before, once each layer has
 // been (the catalogue cache and the frozen layers stored are a layer's,
@@ -102,7 +102,7 @@ func TestSmallQueryCostsOneRoundTrip(t *testing.T) {
 }
 
 // POST /queries leaves the key's authentication to its admission
-// (ledger.AdmitQueryBatch with Auth) once the catalogue cache is warm. A
+// (ledger.Admit with Auth) once the catalogue cache is warm. A
 // key that is unknown, revoked (after it was used), lacking a scope or a
 // dataset, or a site the key may not create, is answered exactly as when
 // the key is looked up first, and counts nothing: the account's 30

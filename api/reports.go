@@ -12,6 +12,7 @@ import (
 
 	"siteenv/jobs"
 	"siteenv/ledger"
+	"siteenv/queries"
 )
 
 // reportPollAfter is the Retry-After of an accepted order: a build renders
@@ -83,7 +84,7 @@ func (s *Server) createReport(r *request) error {
 		Jurisdiction string
 	}{siteID, given}
 	key, _ := r.idempotencyKey()
-	return s.idempotent(r, logical, func() error {
+	return s.idempotent(r, logical, s.reportReplayCheck(r, siteID, given), func() error {
 		r.resourceType, r.resourceID = "site", siteID.String()
 		p := ledger.OrderReportParams{Account: r.principal.AccountID, Integration: r.principal.IntegrationID, IdemKey: key,
 			SiteID: siteID, Price: price, MaxSiteAreaM2: maxSiteAreaM2}
@@ -96,35 +97,74 @@ func (s *Server) createReport(r *request) error {
 			if prev.SiteID == nil || *prev.SiteID != siteID || prev.Jurisdiction == nil || (given != "" && given != *prev.Jurisdiction) {
 				return newProblem(CodeIdempotencyConflict, "This Idempotency-Key was already used for a different request; use a new key for a new request.")
 			}
+			if !r.principal.PermitsScope(prev.DatasetIDs) {
+				// Another key of the integration ordered it: checked as
+				// its replay would be, and not stored (its orderer's retry
+				// still finds its order).
+				return &queries.CallerRefusal{Err: s.hiddenReport(r, siteID, given)}
+			}
 			p.Jurisdiction, p.DatasetIDs = *prev.Jurisdiction, prev.DatasetIDs
 			return s.orderReport(r, p)
 		case !errors.Is(err, ledger.ErrNotFound):
 			return err
 		}
-		// Another account's site, or none, is not_found (as for section
-		// access: existence never leaks across accounts); the account's own
-		// archived site is site_ineligible.
-		site, _, err := s.led.ReportSite(r.ctx, r.principal.AccountID, siteID)
-		if err != nil {
-			return &placedError{err: err, place: atReportOrder, field: "site_id"}
-		}
-		if site.ArchivedAt != nil {
-			return &placedError{err: errSiteArchived, place: atReportOrder, field: "site_id"}
-		}
-		if site.AreaM2 > maxSiteAreaM2 {
-			return &placedError{err: ledger.ErrSiteIneligible, place: atReportOrder, field: "site_id"}
-		}
-		if p.Jurisdiction, err = reportJurisdiction(site.Geometry, given); err != nil {
+		if p.Jurisdiction, p.DatasetIDs, err = s.reportOrderChecks(r, siteID, given); err != nil {
 			return err
-		}
-		if p.DatasetIDs, err = s.led.ReportScope(r.ctx, p.Jurisdiction, r.principal.DatasetIDs()); err != nil {
-			return err
-		}
-		if len(p.DatasetIDs) == 0 {
-			return newProblem(CodeReportUnavailable, "No report can be built for this site: no dataset of %s or of Australia-wide scope with a current release approved for reports is available to this key. Nothing was charged.", p.Jurisdiction)
 		}
 		return s.orderReport(r, p)
 	})
+}
+
+// reportOrderChecks are an order's checks before its charge: the site
+// (another account's site, or none, is not_found, as for section access:
+// existence never leaks across accounts; the account's own archived site
+// is site_ineligible), its jurisdiction and the datasets of the report's
+// scope that the key may use.
+func (s *Server) reportOrderChecks(r *request, siteID uuid.UUID, given string) (jurisdiction string, datasets []string, _ error) {
+	site, _, err := s.led.ReportSite(r.ctx, r.principal.AccountID, siteID)
+	if err != nil {
+		return "", nil, &placedError{err: err, place: atReportOrder, field: "site_id"}
+	}
+	if site.ArchivedAt != nil {
+		return "", nil, &placedError{err: errSiteArchived, place: atReportOrder, field: "site_id"}
+	}
+	if site.AreaM2 > maxSiteAreaM2 {
+		return "", nil, &placedError{err: ledger.ErrSiteIneligible, place: atReportOrder, field: "site_id"}
+	}
+	if jurisdiction, err = reportJurisdiction(site.Geometry, given); err != nil {
+		return "", nil, err
+	}
+	if datasets, err = s.led.ReportScope(r.ctx, jurisdiction, r.principal.DatasetIDs()); err != nil {
+		return "", nil, err
+	}
+	if len(datasets) == 0 {
+		return "", nil, newProblem(CodeReportUnavailable, "No report can be built for this site: no dataset of %s or of Australia-wide scope with a current release approved for reports is available to this key. Nothing was charged.", jurisdiction)
+	}
+	return jurisdiction, datasets, nil
+}
+
+// reportReplayCheck refuses the replay of an order of a report the key
+// may not read (a dataset of its scope outside the key's restriction, as
+// GET /reports/{id} refuses it): hiddenReport.
+func (s *Server) reportReplayCheck(r *request, siteID uuid.UUID, given string) func(ledger.IdemResponse) error {
+	return func(rec ledger.IdemResponse) error {
+		if ds := storedDatasets(rec); ds == nil || r.principal.PermitsScope(ds) {
+			return nil
+		}
+		return s.hiddenReport(r, siteID, given)
+	}
+}
+
+// hiddenReport answers a key that repeats, with another key's
+// Idempotency-Key, an order of a report it may not read. A fresh order by
+// this key would be refused by the order's checks, or be another order, of
+// this key's narrower scope, charged again: a different logical request,
+// so the key used for it is idempotency_conflict.
+func (s *Server) hiddenReport(r *request, siteID uuid.UUID, given string) error {
+	if _, _, err := s.reportOrderChecks(r, siteID, given); err != nil {
+		return err
+	}
+	return newProblem(CodeIdempotencyConflict, "This Idempotency-Key was used for an order of a report this key may not read; use a new key for a new order.")
 }
 
 // orderReport charges and queues the order, answers 202 and wakes a builder.

@@ -19,6 +19,7 @@ import (
 	"github.com/paulmach/orb/planar"
 
 	"siteenv/api"
+	"siteenv/geo"
 	"siteenv/geo/austates"
 	"siteenv/jobs"
 	"siteenv/ledger"
@@ -420,7 +421,8 @@ func TestReportJurisdictionRule(t *testing.T) {
 
 // TestSiteStatesAgreesWithStateAt: the fast rule (only the state edges that
 // cross a site's bound) finds what asking austates.StateAt of every vertex
-// and the centroid finds, for random sites across borders and coasts.
+// and the centroid finds, with a point counting also for the states within
+// 3 nautical miles of it, for random sites across borders and coasts.
 func TestSiteStatesAgreesWithStateAt(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -440,8 +442,10 @@ func TestSiteStatesAgreesWithStateAt(t *testing.T) {
 				var want []string
 				centroid, _ := planar.CentroidArea(mp)
 				for _, p := range append(orb.MultiPoint{centroid}, mp...) {
-					if code := austates.StateAt(p); code != "" && !slices.Contains(want, code) {
-						want = append(want, code)
+					for _, code := range append(coastalStates(p), austates.StateAt(p)) {
+						if code != "" && !slices.Contains(want, code) {
+							want = append(want, code)
+						}
 					}
 				}
 				slices.Sort(want)
@@ -457,6 +461,32 @@ func TestSiteStatesAgreesWithStateAt(t *testing.T) {
 		}
 	}
 	t.Logf("%d random sites checked", checked)
+}
+
+// coastalStates is the 3-nautical-mile reach by brute force: the states with
+// an outline edge within 3 nautical miles of p, measured in p's
+// own azimuthal equidistant projection (geodesic distances from p).
+func coastalStates(p orb.Point) []string {
+	local := geo.NewLocal(p)
+	var out []string
+	for _, s := range austates.Within(p.Bound().Pad(0.2)) {
+	state:
+		for _, poly := range s.Geometry {
+			for _, ring := range poly {
+				for i := 1; i < len(ring); i++ {
+					if !(orb.MultiPoint{ring[i-1], ring[i]}).Bound().Intersects(p.Bound().Pad(0.2)) {
+						continue
+					}
+					a, b := local.ForwardPoint(ring[i-1]), local.ForwardPoint(ring[i])
+					if planar.DistanceFromSegment(a, b, orb.Point{}) <= 3*1852 {
+						out = append(out, s.Code)
+						break state
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // TestReportFeatureDisabledWithoutPrice: with no report price the order is

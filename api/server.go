@@ -23,8 +23,9 @@ import (
 	"siteenv/clock"
 	"siteenv/engine"
 	"siteenv/internal/phase"
-	"siteenv/jobs"
 	"siteenv/ledger"
+	"siteenv/queries"
+	"siteenv/report"
 	"siteenv/store"
 )
 
@@ -59,6 +60,9 @@ type Config struct {
 	// Content-Length exceeds what the client sends is answered 400 when it
 	// passes, instead of holding the connection for the whole ReadTimeout.
 	BodyReadTimeout time.Duration
+	// Basemap draws streets, water and places under every map image (an
+	// open basemap.Archive); nil: none, and the maps say so.
+	Basemap report.Basemap
 	// Metrics collects this server's metrics; nil: New makes its own. Pass
 	// one to wire its store wrapper and job observer before New.
 	Metrics *Metrics
@@ -146,13 +150,9 @@ type Server struct {
 	ready    readiness
 	// finished caches finished queries' immutable rows (querycache.go).
 	finished finishedQueries
-	// recent are the keys that admitted a query moments ago (precompute.go).
-	recent recentKeys
-	// answerWait is answerFirstWait (tests that hold answers first to it
-	// wait longer: SetAnswerFirstWait).
-	answerWait time.Duration
-	// behind are the finishes stored behind their answers (finishbehind.go).
-	behind finishesBehind
+	// queries is the query use case and the idempotency of every operation
+	// that takes an Idempotency-Key.
+	queries *queries.Service
 	// catalogue caches catalogue reads of one version (cataloguecache.go).
 	catalogue catalogueCache
 	// limitsJSON is GET /context's limits, encoded (encodeLimits).
@@ -173,21 +173,30 @@ func New(cfg Config, led *ledger.Ledger) (*Server, error) {
 		return nil, fmt.Errorf("api: embedded OpenAPI document: %w", err)
 	}
 	s := &Server{
-		answerWait: answerFirstWait,
-		cfg:        cfg,
-		led:        led,
-		log:        cfg.Logger,
-		clock:      cfg.Clock,
-		cursors:    newCursorCodec(cfg.Secret, cfg.Clock, cfg.CursorTTL),
-		store:      cfg.Store,
-		runner:     cfg.Runner,
-		engine:     cfg.Engine,
-		phases:     cfg.Phases,
-		mapSlots:   make(slots, cfg.MapRenders),
-		handlers:   handlers(),
-		metrics:    cfg.Metrics,
+		cfg:      cfg,
+		led:      led,
+		log:      cfg.Logger,
+		clock:    cfg.Clock,
+		cursors:  newCursorCodec(cfg.Secret, cfg.Clock, cfg.CursorTTL),
+		store:    cfg.Store,
+		runner:   cfg.Runner,
+		engine:   cfg.Engine,
+		phases:   cfg.Phases,
+		mapSlots: make(slots, cfg.MapRenders),
+		handlers: handlers(),
+		metrics:  cfg.Metrics,
 	}
 	s.router = newRouter(ops, s.handlers)
+	var scopes []string
+	for _, op := range ops {
+		if op.ID == "create_query" {
+			scopes = op.Scopes // what a precomputed query's admission checks
+		}
+	}
+	s.queries = queries.New(queries.Config{Ledger: led, Logger: cfg.Logger, IdempotencyWait: cfg.IdempotencyWait,
+		Finished: func(q ledger.Query) { s.finished.put(q) }, Clock: cfg.Clock, Scopes: scopes,
+		Limits: queries.Limits{MaxQueued: maxQueuedQueries, MaxRetainedBytes: maxRetainedResultBytes, PerMinute: queryAdmissionsPerMinute}})
+	s.queries.SetRunner(cfg.Runner)
 	s.encodeLimits()
 	if err := s.metrics.attach(s); err != nil {
 		return nil, err
@@ -323,12 +332,9 @@ type request struct {
 	// prefetch is the handler's first read, made with the key lookup
 	// (Server.prefetchFor); nil: none.
 	prefetch ledger.Prefetch
-	// pendingFinish is the finish of a query this request ran and
-	// answered, stored with its idempotent response (runFirst); nil: none.
-	pendingFinish *jobs.PendingFinish
-	// precomputed is the query's answer begun while its admission was in
-	// the ledger (precompute.go), for the attempt that runs it.
-	precomputed *jobs.Precomputed
+	// pending is the answer of a query this request ran, whose finish is
+	// stored with its idempotent response (queries.Service.Settle).
+	pending queries.Pending
 	// keyHash is the bearer key's hash while the key is not yet
 	// authenticated: its operation's admission authenticates it in the same
 	// round trip (admitWithKey). Until then provisional is true and
@@ -338,9 +344,6 @@ type request struct {
 	// authenticated: the request is being served again after its
 	// provisional pass, with the key authenticated first.
 	authenticated bool
-	// wholeAnswer: POST /queries answered 200 with every feature in its
-	// page; its finish is stored behind the answer (finishbehind.go).
-	wholeAnswer bool
 }
 
 // Handle is the fasthttp handler.
@@ -398,11 +401,12 @@ func (s *Server) serve(r *request) error {
 	s.waitBehind(r)
 	err := s.serveRoute(r, rt)
 	if r.provisional {
-		// The key was not authenticated by the admission (any refusal, a
-		// check that failed, another kind of site): nothing was written,
-		// and the request is served again with the key authenticated
-		// first, as every other operation is, so that it is answered as
-		// it would have been.
+		// The request was refused before its use case was called (the
+		// queries package authenticates a provisional key itself on every
+		// path: queries.Service.Admit): nothing was written, and the
+		// request is served again with the key authenticated first, as
+		// every other operation is, so that it is answered as it would
+		// have been.
 		s.resetProvisional(r)
 		err = s.serveRoute(r, rt)
 	}
@@ -444,6 +448,23 @@ func (s *Server) serveRoute(r *request, rt *route) error {
 	}
 	return rt.handler(s, r)
 }
+
+// waitBehind makes a request wait for the finishes stored behind the
+// answers of earlier requests with its key (queries.Service.WaitBehind),
+// so a client reads its own answers; POST /queries itself does not read
+// them.
+func (s *Server) waitBehind(r *request) {
+	if !s.queries.Behind() || r.op.ID == "create_query" {
+		return
+	}
+	if key, err := bearer(r); err == nil {
+		s.queries.WaitBehind(r.ctx, string(ledger.HashKey(key)))
+	}
+}
+
+// WaitFinishesBehind waits until every finish stored behind its answer is
+// stored (tests).
+func (s *Server) WaitFinishesBehind() { s.queries.WaitFinishesBehind() }
 
 // writeJSON writes a successful JSON body.
 func (r *request) writeJSON(status int, v any) error {

@@ -129,7 +129,10 @@ func (s *Server) createSite(r *request) error {
 		Name *string
 		Ref  *ledger.ExternalRef
 	}{req.Site, req.Name, req.ExternalReference}
-	return s.idempotent(r, logical, func() error {
+	// A replay needs no check beyond the route's (a live key with the
+	// scopes): a site reveals no dataset, and a site the first request
+	// created is found, not created, by a fresh one.
+	return s.idempotent(r, logical, nil, func() error {
 		g, existing, err := s.boundary(r, sel, "site")
 		if err != nil {
 			return err

@@ -232,15 +232,30 @@ func (r *APIReport) printFresh(w io.Writer) {
 	fmt.Fprintln(w)
 }
 
-// Markdown writes the fresh mix's figures as one markdown table (a column
-// pair per client count), with the command that made them (cmd) and the
-// machine's load, for docs/benchmarks.md: the doc's figures come from the
-// run that measured them.
+// Markdown writes the fresh mix's figures as a markdown table (a column
+// group per client count), then every mix's whole-pass figures, with the
+// command that made them (cmd) and the machine's load, for
+// docs/benchmarks.md: the doc's figures come from the run that measured
+// them.
 func (r *APIReport) Markdown(w io.Writer, cmd string) {
-	fc := r.FreshComparison
+	var compared, wrong, unexplained int
+	for _, c := range []comparison{r.Comparison, r.SmallComparison, r.FreshComparison} {
+		compared, wrong, unexplained = compared+c.Compared, wrong+c.EngineWrong+c.CoverageWrong, unexplained+c.Unexplained
+	}
 	fmt.Fprintf(w, "`%s`: scale %s, %s features in %d layers, %d CPUs, load average %s at the start and %s at the end; "+
-		"fresh mix of %d queries, %d keys per pass taking turns; first pass checked: %d layer results compared, %d API wrong, %d unexplained.\n\n",
-		cmd, r.Scale, group(r.Features), r.Layers, r.CPUs, r.Load, r.LoadAfter, r.FreshQueries, freshKeys, fc.Compared, fc.EngineWrong+fc.CoverageWrong, fc.Unexplained)
+		"first pass of each mix checked against PostGIS: %d layer results compared, %d API wrong, %d unexplained.\n\n",
+		cmd, r.Scale, group(r.Features), r.Layers, r.CPUs, r.Load, r.LoadAfter, compared, wrong, unexplained)
+	if r.FreshQueries > 0 {
+		fmt.Fprintf(w, "Fresh mix, %d queries, %d keys per pass taking turns, by answer size:\n\n", r.FreshQueries, freshKeys)
+		r.markdownFresh(w)
+		fmt.Fprintln(w)
+	}
+	r.markdownMixes(w)
+}
+
+// markdownFresh writes the fresh mix's buckets and whole-mix rows, a
+// column group per client count.
+func (r *APIReport) markdownFresh(w io.Writer) {
 	head, rule := "| answer size |", "|---|"
 	for _, p := range r.FreshPasses {
 		head += fmt.Sprintf(" queries | siteenv p50, %d cl. | PostGIS p50, %d cl. |", p.Clients, p.Clients)
@@ -298,4 +313,23 @@ func (r *APIReport) Markdown(w io.Writer, cmd string) {
 		}
 	}
 	fmt.Fprintln(w, line)
+}
+
+// markdownMixes writes every mix's whole-pass figures as one table: a row
+// per mix and client count.
+func (r *APIReport) markdownMixes(w io.Writer) {
+	fmt.Fprintln(w, "| mix, clients | queries | siteenv p50 / p99 / mean | PostGIS p50 / p99 / mean | p50 ratio | queries/s siteenv / PostGIS | POST /queries in the server p50 | answered with the admission | heap in use before / after |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	for _, m := range []struct {
+		name   string
+		n      int
+		passes []apiPassReport
+	}{{"engine's mix", r.Queries, r.Passes}, {"small mix", r.SmallQueries, r.SmallPasses}, {"fresh mix", r.FreshQueries, r.FreshPasses}} {
+		for _, p := range m.passes {
+			fmt.Fprintf(w, "| %s, %d | %d | %.2f / %.1f / %.2f ms | %.2f / %.1f / %.2f ms | %.2f | %.0f / %.0f | %.2f ms | %d of %d | %s / %s |\n",
+				m.name, p.Clients, m.n, ms(p.API.P50), ms(p.API.P99), ms(p.API.Mean), ms(p.PostGIS.P50), ms(p.PostGIS.P99), ms(p.PostGIS.Mean),
+				ratio(ms(p.API.P50), ms(p.PostGIS.P50)), p.API.QPS, p.PostGIS.QPS, ms(p.CreateServer.P50), p.AnsweredFirst, m.n,
+				mib(p.HeapBefore), mib(p.HeapAfter))
+		}
+	}
 }

@@ -928,7 +928,7 @@ func TestCluster(t *testing.T) {
 		if err := writeFile(src, `{"type":"FeatureCollection","features":[`+strings.Join(fs, ",")+`]}`); err != nil {
 			t.Fatal(err)
 		}
-		out := cli(t, c.e, "ingest", "--layer", layer, "--rejects", filepath.Join(dir, "rejects.csv"), src)
+		out := cli(t, c.e, "ingest", "--json", "--publish", "--layer", layer, "--rejects", filepath.Join(dir, "rejects.csv"), src)
 		newRelease, _ := out["release_id"].(string)
 		if newRelease == "" || newRelease == oldRelease {
 			t.Fatalf("ingest: %v", out)

@@ -70,7 +70,7 @@ func loadCatalogue(t *testing.T, e env, l *ledger.Ledger) catalogue {
 		if err := os.WriteFile(src, []byte(`{"type":"FeatureCollection","features":[`+strings.Join(features, ",")+`]}`), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out := cli(t, e, "ingest", "--layer", layer, "--rejects", filepath.Join(dir, y.id+".rejects.csv"), src)
+		out := cli(t, e, "ingest", "--json", "--layer", layer, "--rejects", filepath.Join(dir, y.id+".rejects.csv"), src)
 		rel, _ := out["release_id"].(string)
 		if rel == "" || out["features"] != float64(25) {
 			t.Fatalf("ingest %s: %v", y.id, out)

@@ -43,8 +43,9 @@ var (
 )
 
 // parseCSVHeader builds the layout for header. Every column other than the
-// geometry must be a field of the schema (or the id property).
-func parseCSVHeader(header []string, schema tiles.FieldSchema, idProperty string) (*csvLayout, error) {
+// geometry must be a field of the schema (or the id property), once
+// renamed by the layer's field_map, unless the policy drops the others.
+func parseCSVHeader(header []string, schema tiles.FieldSchema, idProperty string, policy *fieldPolicy) (*csvLayout, error) {
 	if len(header) > 0 {
 		header[0] = strings.TrimPrefix(header[0], "\ufeff")
 	}
@@ -85,12 +86,18 @@ func parseCSVHeader(header []string, schema tiles.FieldSchema, idProperty string
 		if i == l.wkt || i == l.x || i == l.y {
 			continue
 		}
-		f, ok := schema.Lookup(h)
+		name := h
+		if to, ok := policy.renamed(h); ok && h != idProperty {
+			name = to
+		}
+		f, ok := schema.Lookup(name)
 		switch {
 		case ok:
-			l.props = append(l.props, csvProp{col: i, name: h, field: f, typed: true})
+			l.props = append(l.props, csvProp{col: i, name: name, field: f, typed: true})
 		case h == idProperty:
 			l.props = append(l.props, csvProp{col: i, name: h})
+		case policy.dropping():
+			policy.noteDropped(h)
 		default:
 			unknown = append(unknown, strconv.Quote(h))
 		}
@@ -199,7 +206,7 @@ func readCSV(ctx context.Context, cfg *config, file io.Reader, src *source, f *f
 	if err != nil {
 		return fmt.Errorf("unreadable CSV header: %w", err)
 	}
-	layout, err := parseCSVHeader(header, cfg.schema, cfg.IDProperty)
+	layout, err := parseCSVHeader(header, cfg.schema, cfg.IDProperty, cfg.fields)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 
 // changeSink receives the changed features of a diff, one at a time.
 type changeSink interface {
-	write(change string, t *tiles.Tile, i int) error
+	write(change string, t *tiles.Tile, i int, what string) error
 	close() error
 }
 
@@ -30,7 +30,7 @@ func newChangeSink(out io.Writer, format string, from, to *tiles.Manifest) (chan
 		return geoParquetSink{w}, nil
 	}
 	w := csv.NewWriter(out)
-	if err := w.Write([]string{"change", "feature_id", "geometry", "properties"}); err != nil {
+	if err := w.Write([]string{"change", "feature_id", "geometry", "properties", "what_changed"}); err != nil {
 		return nil, err
 	}
 	return csvSink{w}, nil
@@ -38,7 +38,7 @@ func newChangeSink(out io.Writer, format string, from, to *tiles.Manifest) (chan
 
 type csvSink struct{ w *csv.Writer }
 
-func (s csvSink) write(change string, t *tiles.Tile, i int) error {
+func (s csvSink) write(change string, t *tiles.Tile, i int, what string) error {
 	g, err := t.Geometry(i)
 	if err != nil {
 		return err
@@ -47,7 +47,7 @@ func (s csvSink) write(change string, t *tiles.Tile, i int) error {
 	if err != nil {
 		return err
 	}
-	return s.w.Write([]string{change, t.IDs[i], wkt.MarshalString(g), string(props)})
+	return s.w.Write([]string{change, t.IDs[i], wkt.MarshalString(g), string(props), what})
 }
 
 func (s csvSink) close() error {
@@ -57,7 +57,7 @@ func (s csvSink) close() error {
 
 type geoParquetSink struct{ w *tiles.ChangeWriter }
 
-func (s geoParquetSink) write(change string, t *tiles.Tile, i int) error {
+func (s geoParquetSink) write(change string, t *tiles.Tile, i int, _ string) error {
 	g, err := t.Geometry(i)
 	if err != nil {
 		return err

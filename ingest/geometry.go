@@ -14,12 +14,11 @@ import (
 
 // Geometry handling for source rows. A row's GeoJSON geometry is read by
 // geo.ReadGeometry in Source mode (in place inside its feature, before any
-// range check: positions may be MGA metres). Sources are not client sites:
-// real layers hold self-intersecting and touching polygons, and those are
-// kept. The checks here are geo.Validate's structural ones (type, vertex
-// cap, finite coordinates in range, enough positions, closed rings) with
-// its wording, without the topology checks (self-intersection, ring
-// crossing, containment).
+// range check: positions may be MGA metres). The checks here are
+// geo.Validate's structural ones (type, vertex cap, finite coordinates in
+// range, enough positions, closed rings) with its wording, in the source
+// CRS; once in CRS84, polygons pass geo.Validate itself, the validator of
+// POST /sites (checkTopology), or are repaired.
 
 // geomError is a per-row geometry problem, worded as geo words a site's.
 type geomError = geo.ValidationError
@@ -273,6 +272,38 @@ func checkRange(g orb.Geometry) *geomError {
 }
 
 func fmtNum(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// checkTopology validates a polygonal g (in CRS84) as POST /sites does
+// (geo.Validate): an invalid polygon is rejected with geo's reason and
+// location, or, with Options.Repair, made valid as PostGIS ST_MakeValid
+// does, and w.repaired set. Queries would otherwise read an invalid polygon
+// by whatever rule their predicates happen to follow.
+func (w *worker) checkTopology(g orb.Geometry) (orb.Geometry, string) {
+	switch g.(type) {
+	case orb.Polygon, orb.MultiPolygon:
+	default:
+		return g, ""
+	}
+	err := geo.Validate(g, 0)
+	if err == nil {
+		return g, ""
+	}
+	if !w.cfg.Repair {
+		return g, err.Error() + " (--repair makes it valid)"
+	}
+	fixed, ok := geo.MakeValid(g)
+	if !ok {
+		return g, err.Error() + "; repair leaves no area"
+	}
+	if name := geomTypeName(fixed); !w.cfg.allowed[name] {
+		return g, err.Error() + "; repaired it is a " + name + ", which the layer does not allow"
+	}
+	if verr := geo.Validate(fixed, 0); verr != nil {
+		return g, err.Error() + "; repair failed: " + verr.Error()
+	}
+	w.repaired = true
+	return fixed, ""
+}
 
 // reproject converts g from c to CRS84 in place (g must not be shared).
 func reproject(c geo.CRS, g orb.Geometry) (orb.Geometry, *geomError) {

@@ -82,6 +82,15 @@ type Options struct {
 	// CreatedBy is the manifest's created_by. Default "siteenv ingest".
 	CreatedBy string
 
+	// Repair makes invalid polygons valid (geo.MakeValid, as PostGIS
+	// ST_MakeValid does) instead of rejecting them; Summary.Repaired
+	// counts them. Default false: an invalid polygon is a reject, with the
+	// reason and location geo.Validate gives.
+	Repair bool
+	// DropUnknownFields drops source columns outside the layer's field
+	// schema, as the layer's "unknown_fields": "drop" does.
+	DropUnknownFields bool
+
 	onSpill func() // tests: called when the sorter spills a run
 }
 
@@ -95,10 +104,21 @@ type Summary struct {
 	Bytes     int64  `json:"bytes"`
 	// AlreadyPublished is true when the release already existed in the
 	// store: re-ingesting identical input is a no-op.
-	AlreadyPublished bool    `json:"already_published"`
-	RejectsFile      string  `json:"rejects_file,omitempty"`
-	ElapsedS         float64 `json:"elapsed_s"`
-	FeaturesPerS     float64 `json:"features_per_s"`
+	AlreadyPublished bool `json:"already_published"`
+	// SameInput is true when the inputs' digest matched an earlier run's:
+	// its release was published again without a row being read.
+	SameInput bool `json:"same_input"`
+	// Repaired counts features whose invalid polygon was made valid
+	// (Options.Repair).
+	Repaired int64 `json:"repaired"`
+	// DroppedFields lists the source columns dropped as outside the
+	// schema; RenamedFields the columns renamed by field_map (source ->
+	// field).
+	DroppedFields []string          `json:"dropped_fields,omitempty"`
+	RenamedFields map[string]string `json:"renamed_fields,omitempty"`
+	RejectsFile   string            `json:"rejects_file,omitempty"`
+	ElapsedS      float64           `json:"elapsed_s"`
+	FeaturesPerS  float64           `json:"features_per_s"`
 }
 
 // Row is one source feature before validation (readers and generators
@@ -148,6 +168,7 @@ type config struct {
 	allowed    map[string]bool
 	idInSchema bool
 	workers    int
+	fields     *fieldPolicy
 }
 
 // WithDefaults returns o with every zero field set to its default.
@@ -230,6 +251,7 @@ func (o Options) config() (*config, error) {
 		_, c.idInSchema = c.schema.Lookup(c.IDProperty)
 	}
 	c.workers = max(1, runtime.GOMAXPROCS(0))
+	c.fields = newFieldPolicy(c.schema, o.Layer.FieldMap, o.DropUnknownFields || o.Layer.UnknownFields == UnknownFieldsDrop)
 	return c, nil
 }
 
@@ -273,7 +295,16 @@ func Run(ctx context.Context, opt Options, files ...string) (Summary, error) {
 		inputs[i] = input{name: name, format: format, size: st.Size()}
 		total += st.Size()
 	}
-	return run(ctx, cfg, total, func(ctx context.Context, f *feeder) error {
+	start := time.Now()
+	digest, err := inputDigest(cfg, files)
+	if err != nil {
+		return Summary{}, &FileError{File: files[0], Err: err}
+	}
+	if sum, ok, err := replayDigest(ctx, cfg, digest); err != nil || ok {
+		sum.ElapsedS = time.Since(start).Seconds()
+		return sum, err
+	}
+	sum, err := run(ctx, cfg, total, func(ctx context.Context, f *feeder) error {
 		for _, in := range inputs {
 			if err := readFile(ctx, cfg, in, f); err != nil {
 				var fe *FileError
@@ -285,6 +316,10 @@ func Run(ctx context.Context, opt Options, files ...string) (Summary, error) {
 		}
 		return nil
 	})
+	if err == nil && sum.Rejected == 0 {
+		err = recordDigest(ctx, cfg, digest, sum)
+	}
+	return sum, err
 }
 
 // RunRows is Run over an in-process feature source (used by the synthetic
@@ -350,8 +385,9 @@ func run(ctx context.Context, cfg *config, totalBytes int64, src func(context.Co
 
 	srt := newSorter(tmp, cfg.MemoryBudget)
 	srt.onSpill = cfg.onSpill
-	features, rejected, err := read(ctx, cfg, srt, rejects, prog, src)
+	features, rejected, err := read(ctx, cfg, srt, rejects, prog, src, &sum.Repaired)
 	sum.Features, sum.Rejected = features, rejected
+	sum.DroppedFields, sum.RenamedFields = cfg.fields.report()
 	if err != nil {
 		return sum, err
 	}

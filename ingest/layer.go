@@ -36,6 +36,13 @@ type LayerDef struct {
 	Coverage *geojson.Geometry `json:"coverage"`
 	// GeometryTypes allowed in the source (default: all six GeoJSON types).
 	GeometryTypes []string `json:"geometry_types,omitempty"`
+	// FieldMap renames source columns to fields of field_schema
+	// (source name -> field name), applied before the schema check.
+	FieldMap map[string]string `json:"field_map,omitempty"`
+	// UnknownFields says what to do with a source column that is not a
+	// field of field_schema: "reject" the row (default) or "drop" the
+	// column (the ingest summary lists the columns dropped).
+	UnknownFields string `json:"unknown_fields,omitempty"`
 
 	// Schema is FieldSchema parsed; set by ParseLayerDef.
 	Schema tiles.FieldSchema `json:"-"`
@@ -154,6 +161,16 @@ func ParseLayerDef(b []byte) (*LayerDef, error) {
 	}
 	if len(d.GeometryTypes) == 0 {
 		d.GeometryTypes = GeometryTypes
+	}
+	for from, to := range d.FieldMap {
+		if _, ok := d.FieldSchema[to]; !ok {
+			add("field_map maps %q to %q, which is not in field_schema", from, to)
+		}
+	}
+	switch d.UnknownFields {
+	case "", UnknownFieldsReject, UnknownFieldsDrop:
+	default:
+		add("unknown_fields must be %q or %q", UnknownFieldsReject, UnknownFieldsDrop)
 	}
 	if len(p) > 0 {
 		return nil, &LayerError{Problems: p}

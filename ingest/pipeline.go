@@ -54,7 +54,8 @@ type item struct {
 type result struct {
 	reason     string // non-empty: rejected
 	id         string
-	start, end int // record in batch.out
+	repaired   bool // the geometry was made valid (Options.Repair)
+	start, end int  // record in batch.out
 }
 
 type batch struct {
@@ -144,9 +145,10 @@ func (f *feeder) flush() error {
 }
 
 // read runs the read stage and returns the number of features accepted and
-// rows rejected.
+// rows rejected; repaired counts the accepted features whose geometry was
+// made valid.
 func read(ctx context.Context, cfg *config, srt *sorter, rejects *rejectLog, prog *progress,
-	src func(context.Context, *feeder) error) (features, rejected int64, err error) {
+	src func(context.Context, *feeder) error, repaired *int64) (features, rejected int64, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
@@ -169,8 +171,8 @@ func read(ctx context.Context, cfg *config, srt *sorter, rejects *rejectLog, pro
 
 	// Collector.
 	type outcome struct {
-		features, rejected int64
-		err                error
+		features, rejected, repaired int64
+		err                          error
 	}
 	collected := make(chan outcome, 1)
 	go func() {
@@ -215,6 +217,9 @@ func read(ctx context.Context, cfg *config, srt *sorter, rejects *rejectLog, pro
 				}
 				seen[h] = struct{}{}
 				o.features++
+				if r.repaired {
+					o.repaired++
+				}
 				prog.features.Add(1)
 				if o.rejected > cfg.MaxRejects {
 					continue // failing anyway: only look for more rejects
@@ -244,6 +249,7 @@ func read(ctx context.Context, cfg *config, srt *sorter, rejects *rejectLog, pro
 	close(order)
 	wg.Wait()
 	o := <-collected
+	*repaired = o.repaired
 	switch {
 	case o.err != nil && !errors.Is(o.err, errStopped):
 		return o.features, o.rejected, o.err
@@ -286,8 +292,9 @@ func hashID(id string) uint64 {
 
 // worker turns rows into records. One per goroutine.
 type worker struct {
-	cfg    *config
-	intern map[string]string
+	cfg      *config
+	intern   map[string]string
+	repaired bool // set by finish: the last row's geometry was repaired
 }
 
 func newWorker(cfg *config) *worker { return &worker{cfg: cfg, intern: map[string]string{}} }
@@ -296,7 +303,9 @@ func (w *worker) processBatch(b *batch) {
 	for i := range b.items {
 		start := len(b.out)
 		var r result
+		w.repaired = false
 		r.id, b.out, r.reason = w.process(&b.items[i], b.out)
+		r.repaired = w.repaired
 		if r.reason != "" {
 			b.out = b.out[:start]
 		}
@@ -384,6 +393,14 @@ func (w *worker) finish(it *item, id string, hasID bool, g orb.Geometry, props m
 	}
 	if gerr := checkRange(g); gerr != nil {
 		return id, out, gerr.Error()
+	}
+	g, reason := w.checkTopology(g)
+	if reason != "" {
+		return id, out, reason
+	}
+	props, err := cfg.fields.apply(props)
+	if err != nil {
+		return id, out, "properties: " + err.Error()
 	}
 	norm, err := cfg.schema.Normalize(props)
 	if err != nil {

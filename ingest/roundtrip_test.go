@@ -21,7 +21,7 @@ import (
 
 // sampleFeatures has every geometry type and every property type, with
 // nulls, awkward strings, integers beyond float64 precision and a
-// self-intersecting polygon (real sources have them; they are kept).
+// polygon whose hole touches its exterior ring at one point (valid).
 func sampleFeatures() []tiles.Feature {
 	p := func(name string, count, area, active, opened, updated any) map[string]any {
 		return map[string]any{"name": name, "count": count, "area": area, "active": active, "opened": opened, "updated": updated}
@@ -43,9 +43,10 @@ func sampleFeatures() []tiles.Feature {
 			{ring([2]float64{149.0, -35.0}, [2]float64{149.1, -35.0}, [2]float64{149.1, -34.9}, [2]float64{149.0, -35.0})},
 			{ring([2]float64{149.2, -35.0}, [2]float64{149.3, -35.0}, [2]float64{149.3, -34.9}, [2]float64{149.2, -34.9}, [2]float64{149.2, -35.0})},
 		}, Properties: p("multi polygon", int64(-9223372036854775808), -0.0, nil, "2099-12-31", nil)},
-		{ID: "bowtie", Geometry: orb.Polygon{
-			ring([2]float64{152.0, -31.0}, [2]float64{152.1, -30.9}, [2]float64{152.1, -31.0}, [2]float64{152.0, -30.9}, [2]float64{152.0, -31.0}),
-		}, Properties: p("self-intersecting", int64(1), 2.5, true, nil, nil)},
+		{ID: "touching-hole", Geometry: orb.Polygon{
+			ring([2]float64{152.0, -31.0}, [2]float64{152.1, -31.0}, [2]float64{152.1, -30.9}, [2]float64{152.0, -30.9}, [2]float64{152.0, -31.0}),
+			ring([2]float64{152.0, -31.0}, [2]float64{152.05, -30.95}, [2]float64{152.08, -30.98}, [2]float64{152.0, -31.0}),
+		}, Properties: p("hole touching the exterior", int64(1), 2.5, true, nil, nil)},
 		{ID: "perth", Geometry: orb.Point{115.8605, -31.9505},
 			Properties: p("far away", int64(9223372036854775807), 6.02214076e23, false, "2024-01-01", "2024-01-01T00:00:00.5Z")},
 	}

@@ -221,11 +221,11 @@ func FuzzCSVRow(f *testing.F) {
 	for _, g := range GeometryTypes {
 		cfg.allowed[g] = true
 	}
-	layout, err := parseCSVHeader([]string{"fid", "wkt", "name", "count", "area", "active", "opened", "updated"}, schema, "fid")
+	layout, err := parseCSVHeader([]string{"fid", "wkt", "name", "count", "area", "active", "opened", "updated"}, schema, "fid", nil)
 	if err != nil {
 		f.Fatal(err)
 	}
-	xy, err := parseCSVHeader([]string{"x", "y", "name"}, schema, "")
+	xy, err := parseCSVHeader([]string{"x", "y", "name"}, schema, "", nil)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/paulmach/orb"
 
 	"siteenv/engine"
+	"siteenv/geo/austates"
 	"siteenv/ledger"
 	"siteenv/report"
 	"siteenv/report/content"
@@ -23,7 +25,8 @@ func assembleInput(rep ledger.Report, revID uuid.UUID, number int, built time.Ti
 		name = *site.Name
 	}
 	in := content.Input{ReportID: rep.ID.String(), RevisionID: revID.String(), Revision: number, Built: built, Parcels: parcels,
-		Site: content.Site{ID: site.ID.String(), Name: name, AreaM2: site.AreaM2, Jurisdiction: jurisdiction, Geometry: siteGeom}}
+		Site: content.Site{ID: site.ID.String(), Name: name, AreaM2: site.AreaM2, Jurisdiction: jurisdiction, Geometry: siteGeom,
+			JurisdictionNamed: jurisdiction != "" && !slices.Equal(austates.StatesOf(siteGeom), []string{jurisdiction})}}
 	if rep.PurchaseID != nil {
 		in.ReceiptID = rep.PurchaseID.String()
 	}
@@ -75,7 +78,7 @@ func evidence(in content.Input, out content.Output, site ledger.Site, built time
 	for i, l := range in.Layers {
 		f := out.Layers[i]
 		e := EvidenceLayer{LayerID: l.ID, Name: l.Name, SectionKey: l.SectionKey, SectionName: sectionOf(l),
-			RadiusM: l.RadiusM, DataStatus: l.Status, Coverage: l.Coverage, MapRadiusM: f.MapRadiusM,
+			RadiusM: l.RadiusM, DataStatus: l.Status, Coverage: l.Coverage, MapRadiusM: f.MapRadiusM, DetailM: f.DetailM,
 			Provenance: []EvidenceProvenance{}, Features: []EvidenceFeature{}, NotDrawn: []int{}}
 		if l.Count != nil {
 			n := int64(*l.Count)
@@ -100,7 +103,11 @@ func evidence(in content.Input, out content.Output, site ledger.Site, built time
 			}
 		}
 		for _, lf := range f.Listed {
-			ef := EvidenceFeature{FeatureID: lf.FeatureID, DistanceM: lf.DistanceM, MapKey: lf.Key, OnSite: lf.OnSite, Drawn: lf.Drawn, Band: lf.Band}
+			ef := EvidenceFeature{FeatureID: lf.FeatureID, DistanceM: lf.DistanceM, MapKey: lf.Key, OnSite: lf.OnSite, Drawn: lf.Drawn, Band: lf.Band,
+				Listed: "appendix"}
+			if lf.Card {
+				ef.Listed = "card"
+			}
 			if b := lf.BearingDeg; !math.IsNaN(b) {
 				ef.BearingDeg = &b
 			}

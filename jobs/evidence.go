@@ -102,7 +102,11 @@ type EvidenceLayer struct {
 	// keys of listed features beyond it.
 	MapRadiusM float64 `json:"map_radius_m,omitempty"`
 	NotDrawn   []int   `json:"not_drawn_keys,omitempty"`
-	// Features are those the PDF lists, nearest first.
+	// DetailM is the layer's detail distance: its features within it are
+	// the PDF's record cards, those beyond rows of its appendix.
+	DetailM float64 `json:"detail_m,omitempty"`
+	// Features are every matched feature, nearest first, each keyed and
+	// listed in the PDF.
 	Features []EvidenceFeature `json:"features"`
 	// Changes against the previous revision; nil for a first revision.
 	Changes *EvidenceChanges `json:"changes"`
@@ -126,6 +130,8 @@ type EvidenceFeature struct {
 	OnSite bool   `json:"on_site,omitempty"`
 	Drawn  bool   `json:"drawn,omitempty"`
 	Band   string `json:"band,omitempty"`
+	// Listed is where the PDF lists it: "card" or "appendix".
+	Listed string `json:"listed,omitempty"`
 }
 
 // EvidenceChanges is what changed for a layer since the previous revision.

@@ -13,7 +13,7 @@ import (
 )
 
 // The in-request path: POST /queries admits a query running in its own
-// process (ledger.AdmitQuery with RunNow) and executes it at once, beside
+// process (ledger.Admit with RunNow) and executes it at once, beside
 // the workers, instead of queueing it for a worker's claim (two round trips)
 // and a hand-over. The attempt is the workers' own (execute: engine, result
 // write, FinishQueryRow); it stops, requeues or fails exactly as a worker's
@@ -84,7 +84,7 @@ type handoff struct {
 }
 
 // RunNow executes q, which the caller admitted running for this process
-// (ledger.AdmitQuery or AdmitQueryBatch with AdmitLimits.RunNow and this
+// (ledger.Admit with AdmitLimits.RunNow and this
 // runner's MaxRunning and Attempt), and waits up to d for it. When the
 // attempt finishes within d its finish is handed over (NowResult.Finish);
 // after d the attempt goes on and stores it itself, as a worker's would.

@@ -22,11 +22,15 @@ import (
 	"siteenv/geo"
 	"siteenv/internal/phase"
 	"siteenv/ledger"
+	"siteenv/report"
 	"siteenv/store"
 )
 
 // Config configures a Runner. Zero values take the documented defaults.
 type Config struct {
+	// Basemap draws streets, water and places under every report map (an
+	// open basemap.Archive); nil: none, and the maps say so.
+	Basemap report.Basemap
 	// Workers executing queries in this process; default 2.
 	Workers int
 	// MaxRunning queries per account across replicas; default 4.

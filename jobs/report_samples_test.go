@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,6 +24,7 @@ import (
 	"siteenv/jobs"
 	"siteenv/ledger"
 	"siteenv/ledger/ledgertest"
+	"siteenv/report/content"
 )
 
 // sample is a report the samples test builds on the demo data.
@@ -141,8 +143,12 @@ func TestReportSamples(t *testing.T) {
 			}
 			checkEvidence(t, &ev)
 			golden(t, "samples-"+s.name+".txt", evidenceSummary(&ev))
+			pdf := readArtifact(t, ctx, d, got.Latest.Artifacts[0].StorageKey)
+			checkPDFListsEveryRecord(t, pdf, &ev, d.published)
 			if dir := os.Getenv("SITEENV_REPORT_SAMPLES"); dir != "" {
-				writeArtifact(t, ctx, d, got.Latest.Artifacts[0].StorageKey, filepath.Join(dir, s.name+".pdf"))
+				if err := os.WriteFile(filepath.Join(dir, s.name+".pdf"), pdf, 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 		})
 	}
@@ -264,7 +270,7 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
-func writeArtifact(t *testing.T, ctx context.Context, d *reportBenchData, key, path string) {
+func readArtifact(t *testing.T, ctx context.Context, d *reportBenchData, key string) []byte {
 	t.Helper()
 	obj, err := d.store.Open(ctx, key)
 	if err != nil {
@@ -275,7 +281,66 @@ func writeArtifact(t *testing.T, ctx context.Context, d *reportBenchData, key, p
 	if _, err := obj.ReadAt(pdf, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, pdf, 0o644); err != nil {
+	return pdf
+}
+
+// checkPDFListsEveryRecord: every matched record of every layer is in the
+// PDF exactly once (twice when on the site: its card and the site profile),
+// nothing says records are "not listed", and every field of the schema of
+// a layer with record cards is printed under its title with its unit.
+func checkPDFListsEveryRecord(t *testing.T, pdf []byte, ev *jobs.Evidence, published []publishedRelease) {
+	t.Helper()
+	text := pdfRawText(t, pdf)
+	if strings.Contains(text, "not listed") {
+		t.Error("the PDF says some records are not listed")
+	}
+	defs := map[string]*ingest.LayerDef{}
+	for _, p := range published {
+		defs[p.def.LayerID] = p.def
+	}
+	flatText := flat(text)
+	records := 0
+	for _, l := range ev.Layers {
+		if l.DataStatus == "data_present" && (l.MatchedCount == nil || int64(len(l.Features)) != *l.MatchedCount) {
+			t.Errorf("%s: %d features in the evidence of %v matched", l.LayerID, len(l.Features), l.MatchedCount)
+		}
+		cards := false
+		for _, f := range l.Features {
+			records++
+			want := 1
+			if f.OnSite {
+				want = 2
+			}
+			if n := strings.Count(text, f.FeatureID); n != want {
+				t.Errorf("%s %s (key %d): in the PDF %d times, want %d", l.LayerID, f.FeatureID, f.MapKey, n, want)
+			}
+			cards = cards || f.Listed == "card"
+		}
+		if def := defs[l.LayerID]; cards && def != nil {
+			schema, _ := json.Marshal(def.FieldSchema)
+			units, _ := json.Marshal(def.Units)
+			fields := content.NewFields(schema, units)
+			for _, name := range fields.Names() {
+				if label := fields.Label(name); !strings.Contains(flatText, label) {
+					t.Errorf("%s: field %s is not printed as %q", l.LayerID, name, label)
+				}
+			}
+		}
+	}
+	t.Logf("%d records, each in the PDF", records)
+}
+
+// pdfRawText is the PDF's text in content-stream order (pdftotext -raw),
+// so that a wrapped cell's lines stay together.
+func pdfRawText(t *testing.T, pdf []byte) string {
+	t.Helper()
+	in := filepath.Join(t.TempDir(), "r.pdf")
+	if err := os.WriteFile(in, pdf, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	out, err := exec.Command("pdftotext", "-raw", "-enc", "UTF-8", in, "-").Output()
+	if err != nil {
+		t.Fatalf("pdftotext: %v", err)
+	}
+	return string(out)
 }

@@ -47,9 +47,6 @@ const (
 	// relevant), capped at 10 km: engine.MaxRadiusM, the farthest any query
 	// may reach, so a report never states more than a query could check.
 	ReportRadiusCapM = engine.MaxRadiusM
-	// ReportNearest is how many features a report lists per layer, nearest
-	// first (the PDF's tables, the map keys and the evidence's features).
-	ReportNearest = content.Listed
 	// MaxPDFBytes is the largest report PDF: the contract's 100 MiB
 	// artifact limit. A larger one fails the report output_too_large.
 	MaxPDFBytes = artifacts.MaxSize
@@ -283,7 +280,13 @@ func (r *Runner) buildRevision(ctx context.Context, rep ledger.Report, previous 
 	if err != nil {
 		return ledger.Revision{}, err
 	}
+	held, err := r.heldRegisters(ctx)
+	if err != nil {
+		return ledger.Revision{}, err
+	}
 	in := assembleInput(rep, revID, number, built, site, refs, jurisdiction, siteGeom, layers, parcels)
+	in.Held = held
+	in.Basemap = r.cfg.Basemap
 	out := content.Build(in)
 	ev := evidence(in, out, site, built)
 	attachProvenance(&ev, layers)
@@ -381,6 +384,33 @@ func (r *Runner) reportLayers(ctx context.Context, ids []string) ([]*builtLayer,
 		return cmp.Or(cmp.Compare(a.layer.SectionKey, b.layer.SectionKey), cmp.Compare(a.id, b.id))
 	})
 	return out, nil
+}
+
+// heldRegisters lists every layer of the catalogue with a current release,
+// whatever the order's scope: what the service holds for any jurisdiction,
+// from which the report names the kinds of register it holds none of for
+// the site's.
+func (r *Runner) heldRegisters(ctx context.Context) ([]content.Held, error) {
+	var out []content.Held
+	after := ""
+	for {
+		page, err := r.led.ListLayers(ctx, ledger.LayerFilter{WithoutCoverage: true, AfterID: after, Limit: 500})
+		if err != nil {
+			return nil, fmt.Errorf("jobs: catalogue: %w", err)
+		}
+		for i, l := range page {
+			if i == 500 {
+				break
+			}
+			if l.CurrentReleaseID != nil {
+				out = append(out, content.Held{SectionKey: l.SectionKey, SectionName: cmp.Or(l.SectionName, l.SectionKey), Jurisdictions: l.Jurisdictions})
+			}
+		}
+		if len(page) <= 500 {
+			return out, nil
+		}
+		after = page[499].ID
+	}
 }
 
 // searchLayers runs the engine for every layer with a release, grouped by

@@ -110,7 +110,7 @@ func reportSetup(t *testing.T, st store.Store) *rbundle {
 }
 
 // boreFeatures: twelve bores 100 m apart eastwards (12 within the layer's
-// 5 km, 10 listed) and one at 8 km (beyond it); extra are added.
+// 5 km, all listed) and one at 8 km (beyond it); extra are added.
 func boreFeatures(extra map[string]orb.Point) map[string]orb.Point {
 	pts := map[string]orb.Point{"B-FAR": east(8000)}
 	for i := 1; i <= 12; i++ {
@@ -319,16 +319,16 @@ func (b *rbundle) checkFirstRevision(rep ledger.Report, pur ledger.Purchase, rev
 	want := []string{siteName, "Groundwater bores", "Flood planning areas", "Water", "Flooding",
 		"© Test Survey 2024", "CC-BY-4.0", "© NSW SES 2024", "CC-BY-4.0-AU", "Test Survey", "NSW State Emergency",
 		"Statistical profile", "Site profile", "Data sources and currency",
-		b.releases[boresID], b.releases[floodID], rep.ID.String(), pur.ID.String(), "B-0100", "F-SITE", "F-WEST", "Duck Creek 1% AEP",
+		b.releases[boresID], b.releases[floodID], rep.ID.String(), pur.ID.String(), "B-0100", "B-1200", "F-SITE", "F-WEST", "Duck Creek 1% AEP",
 		"on site", flat(report.Limitations)}
 	for _, w := range want {
 		if !strings.Contains(text, w) {
 			t.Errorf("the PDF's text lacks %q", w)
 		}
 	}
-	for _, not := range []string{"B-FAR", "F-FAR", "B-1200"} {
+	for _, not := range []string{"B-FAR", "F-FAR", "not listed"} {
 		if strings.Contains(text, not) {
-			t.Errorf("the PDF lists %s (beyond the radius, or beyond the 10 nearest)", not)
+			t.Errorf("the PDF lists %s (beyond the radius), or says a record is not listed", not)
 		}
 	}
 	var ev jobs.Evidence
@@ -345,7 +345,7 @@ func (b *rbundle) checkFirstRevision(rep ledger.Report, pur ledger.Purchase, rev
 	}
 	bores, flood := byID[boresID], byID[floodID]
 	if bores.DataStatus != "data_present" || *bores.MatchedCount != 12 || bores.RadiusM != 5000 || *bores.ReleaseID != b.releases[boresID] ||
-		*bores.SchemaVersion != "1" || len(bores.Features) != jobs.ReportNearest || bores.Features[0].FeatureID != "B-0100" ||
+		*bores.SchemaVersion != "1" || len(bores.Features) != 12 || bores.Features[0].FeatureID != "B-0100" ||
 		len(bores.Provenance) != 1 || bores.Provenance[0].Attribution != "© Test Survey 2024" || bores.Changes != nil {
 		t.Fatalf("bores evidence %+v", bores)
 	}

@@ -31,19 +31,19 @@ var admitAnsweredSQL = func() string {
 // InputError.Field ($14 name, $16 geometry, $17 fingerprint).
 var admitAnsweredSiteParams = []string{12: "", 13: "name", 15: "geometry", 16: "fingerprint"}
 
-// admitAnswered is AdmitQueryBatch of a request with an Answer: its one
+// admitAnswered is Admit of a request with an Answer: its one
 // statement, siteenv_admit_answered, checks and stores what the pipelined
 // batch did (AdmitAnswer), as a single call.
-func (l *Ledger) admitAnswered(ctx context.Context, ar AdmitRequest) (AdmitBatchResult, error) {
+func (l *Ledger) admitAnswered(ctx context.Context, ar AdmitRequest) (Admission, error) {
 	c, err := l.answeredCall(ctx, ar)
 	if err != nil {
-		return AdmitBatchResult{}, err
+		return Admission{}, err
 	}
 	// A refused query's claim turns running under c.token, for the caller
-	// to release (AdmitBatchResult.Token).
+	// to release (Admission.Token).
 	l.leases.add(c.token)
 	var (
-		res     AdmitBatchResult
+		res     Admission
 		p       = &res.Principal
 		st      = &res.Site
 		v       int64
@@ -66,7 +66,7 @@ func (l *Ledger) admitAnswered(ctx context.Context, ar AdmitRequest) (AdmitBatch
 		// claim is left to settle.
 		l.leases.remove(c.token)
 		if err != nil {
-			return AdmitBatchResult{}, err
+			return Admission{}, err
 		}
 		res.Answered = true
 	} else {

@@ -11,16 +11,23 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// ErrAdmissionCheck: one of AdmitQueryBatch's checks failed (the
+// ErrAdmissionCheck: one of Admit's checks failed (the
 // idempotency key was already claimed, the site does not exist and may not
 // be created, a section is not granted) and nothing was written or
 // counted. The caller takes the step-by-step path (ClaimIdempotency,
-// SaveSite, SiteAccess, AdmitQuery), which tells which and answers it.
+// SaveSite, SiteAccess, then Admit without IdemKey), which tells which and
+// answers it.
 var ErrAdmissionCheck = newError("ledger: admission check failed")
 
 // AdmitRequest is POST /queries' whole admission: its idempotency claim,
 // its site's registration, the sections the site must hold and the query.
+// With Claimed it is the query's admission alone, for a request whose key
+// (IdemKey, stored with the query; empty: none) the caller claimed itself
+// (ClaimIdempotency) and whose site it registered: Query's SiteID and
+// SiteGeometry are the site's, and Auth, Integration, Operation,
+// Fingerprint, Site, CreateSite, Sections and Answer are not read.
 type AdmitRequest struct {
+	Claimed bool
 	// Auth, when set, has the admission authenticate the key itself, in
 	// the same round trip (AdmitAuth): Integration, CreateSite and the
 	// query's AccountID and IntegrationID are then the key's, and the
@@ -37,8 +44,9 @@ type AdmitRequest struct {
 	CreateSite bool
 	// Sections must all be granted for the site.
 	Sections []string
-	// Query is admitted as AdmitQuery does (its SiteID and SiteGeometry are
-	// the registered site's).
+	// Query is admitted (counted in the account's rate, stored queued or
+	// running: AdmitLimits); with IdemKey its SiteID and SiteGeometry are
+	// the registered site's.
 	Query  Query
 	Limits AdmitLimits
 	// Answer, when set, is the query's answer, computed before its
@@ -59,15 +67,15 @@ type AdmitRequest struct {
 // wrote the query's row twice. Response's body names the site by the
 // request's Site.ID; when the account's site of that fingerprint existed
 // already, the stored body names that site instead (the caller rewrites
-// its own copy: AdmitBatchResult.Site.ID).
+// its own copy: Admission.Site.ID).
 type AdmitAnswer struct {
 	Finish   QueryFinish
 	Response IdemResponse
 	Activity Activity
 }
 
-// AdmitBatchResult is what AdmitQueryBatch stored.
-type AdmitBatchResult struct {
+// Admission is what Admit stored.
+type Admission struct {
 	// Token is the fresh idempotency claim's: the caller completes or
 	// releases it (CompleteIdempotency..., ReleaseIdempotency), whatever
 	// the admission's outcome.
@@ -97,7 +105,7 @@ func keyIntegrationSQL(n int) string {
 	return fmt.Sprintf("(SELECT integration_id FROM api_keys WHERE key_hash = $%d::bytea)", n)
 }
 
-// admitStatements are AdmitQueryBatch's statements of one form. A check
+// admitStatements are admitBatch's statements of one form. A check
 // is a siteenv_check column (migration 0018) of the statement that reads
 // what it checks.
 type admitStatements struct {
@@ -161,7 +169,7 @@ const admitSaveSiteByKeySQL = `INSERT INTO sites (site_id, account_id, name, por
 		AND NOT EXISTS (SELECT 1 FROM sites WHERE account_id = k.account_id AND fingerprint = $6::text AND archived_at IS NULL)
 	RETURNING site_id`
 
-// AdmitAuth is what AdmitQueryBatch checks of a key it authenticates
+// AdmitAuth is what Admit checks of a key it authenticates
 // itself (AdmitRequest.KeyHash): the scopes the operation needs, the
 // datasets (layer ids) it uses and the catalogue version its layers were
 // read at. Any that fails is ErrAdmissionCheck, as an unknown or revoked
@@ -174,20 +182,16 @@ type AdmitAuth struct {
 	Catalogue int64
 }
 
-// AdmitQueryBatch admits a query in one round trip: one pipelined relaxed
-// transaction (with ar.Auth, authenticates the key first,) claims the
-// idempotency key, registers the site, checks its sections and admits the
-// query (AdmitQuery: the admission counted, the query stored running or
-// queued). Each check is a siteenv_check column (migration 0018), so
-// a failed check undoes the whole transaction before the admission is
-// counted: ErrAdmissionCheck. Past the checks, ErrRateLimited and
-// ErrCapacity come with the fresh claim's Token (the claim and the site
-// stay committed, as on the step-by-step path). With ar.Answer the same
-// checks and writes, and the answer's, are one statement (admitAnswered).
-func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBatchResult, error) {
-	if ar.Answer != nil {
-		return l.admitAnswered(ctx, ar)
-	}
+// admitBatch is Admit of a request with an IdemKey and no Answer: one
+// pipelined relaxed transaction (with ar.Auth, authenticates the key
+// first,) claims the idempotency key, registers the site, checks its
+// sections and admits the query (admitQueryCTEs: the admission counted,
+// the query stored running or queued). Each check is a siteenv_check
+// column (migration 0018), so a failed check undoes the whole transaction
+// before the admission is counted: ErrAdmissionCheck. Past the checks,
+// ErrRateLimited and ErrCapacity come with the fresh claim's Token (the
+// claim and the site stay committed, as on the step-by-step path).
+func (l *Ledger) admitBatch(ctx context.Context, ar AdmitRequest) (Admission, error) {
 	now := l.now()
 	token := uuid.New()
 	l.leases.add(token)
@@ -201,7 +205,7 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 	q.ID, q.Status, q.CreatedAt = newID(), QueryQueued, now
 	frozen, err := l.frozenRefs(ctx, q.Frozen)
 	if err != nil {
-		return AdmitBatchResult{}, err
+		return Admission{}, err
 	}
 	siteID := s.ID
 	if siteID == uuid.Nil {
@@ -238,12 +242,12 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 			s.Bounds[0], s.Bounds[1], s.Bounds[2], s.Bounds[3], now)
 	}
 	b.Queue(st.site, account, s.Fingerprint, sections)
-	args := admitArgs(q, frozen, s.Fingerprint, true, cur, lim, now)
+	args := admitArgs(q, frozen, s.Fingerprint, true, cur, lim, now, ar.IdemKey)
 	args[1], args[2] = account, queryIntegration
 	b.Queue(st.admit, args...)
 	br := l.pool.SendBatch(ctx, b)
 	var (
-		res     AdmitBatchResult
+		res     Admission
 		locked  bool
 		v       int64
 		status  *string
@@ -293,12 +297,12 @@ func (l *Ledger) AdmitQueryBatch(ctx context.Context, ar AdmitRequest) (AdmitBat
 	var pe *pgconn.PgError
 	switch {
 	case errors.As(err, &pe) && pe.Code == "SEA01":
-		return AdmitBatchResult{}, ErrAdmissionCheck
+		return Admission{}, ErrAdmissionCheck
 	case err != nil:
-		return AdmitBatchResult{}, translate(err)
+		return Admission{}, translate(err)
 	case !locked:
 		// Not reached: a claim of a key whose account is gone.
-		return AdmitBatchResult{}, ErrNotFound
+		return Admission{}, ErrNotFound
 	}
 	fresh = true
 	res.Token = token

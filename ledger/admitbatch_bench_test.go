@@ -137,7 +137,7 @@ func benchAdmit(b *testing.B, fresh, answered bool, fn string) {
 		if answered {
 			ar.Answer = benchAnswer(b, led, &ar)
 		}
-		res, err := led.AdmitQueryBatch(ctx, ar)
+		res, err := led.Admit(ctx, ar)
 		if err != nil || (answered && !res.Answered) {
 			b.Fatal(res, err)
 		}

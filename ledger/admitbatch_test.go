@@ -15,7 +15,7 @@ import (
 	"siteenv/ledger/ledgertest"
 )
 
-// AdmitQueryBatch claims, registers the site and admits in one
+// Admit with a key claims, registers the site and admits in one
 // transaction; a failed check (a used key, a section not granted, a site
 // the key may not create) writes and counts nothing, so the step-by-step
 // path that follows finds everything as it was.
@@ -46,7 +46,7 @@ func TestAdmitQueryBatchIsAllOrNothing(t *testing.T) {
 	} {
 		refusedLeavesNothing(t, b, a.ID, c.name, c.ar)
 	}
-	res, err := b.led.AdmitQueryBatch(b.ctx, ask("k1", nil, true, "fp-a"))
+	res, err := b.led.Admit(b.ctx, ask("k1", nil, true, "fp-a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,24 +58,24 @@ func TestAdmitQueryBatchIsAllOrNothing(t *testing.T) {
 		t.Fatalf("stored %+v, %v", got, err)
 	}
 	// The key is claimed now: a second use fails its check, counting nothing.
-	if _, err := b.led.AdmitQueryBatch(b.ctx, ask("k1", nil, true, "fp-a")); !errors.Is(err, ledger.ErrAdmissionCheck) {
+	if _, err := b.led.Admit(b.ctx, ask("k1", nil, true, "fp-a")); !errors.Is(err, ledger.ErrAdmissionCheck) {
 		t.Fatalf("reused key: %v", err)
 	}
 	if claim, err := b.led.ClaimIdempotency(b.ctx, k.IntegrationID, "k1", "create_query", []byte("f")); err != nil || claim.State != ledger.IdemInFlight {
 		t.Fatalf("the first claim: %+v, %v", claim, err)
 	}
 	// The existing site is found, not created again; the limit (2) holds.
-	res2, err := b.led.AdmitQueryBatch(b.ctx, ask("k2", nil, false, "fp-a"))
+	res2, err := b.led.Admit(b.ctx, ask("k2", nil, false, "fp-a"))
 	if err != nil || res2.SiteCreated || res2.Site.ID != res.Site.ID {
 		t.Fatalf("second admission %+v, %v", res2, err)
 	}
-	res3, err := b.led.AdmitQueryBatch(b.ctx, ask("k3", nil, true, "fp-a"))
+	res3, err := b.led.Admit(b.ctx, ask("k3", nil, true, "fp-a"))
 	if !errors.Is(err, ledger.ErrRateLimited) || res3.Token.String() == "00000000-0000-0000-0000-000000000000" || res3.Window.Hits != 3 {
 		t.Fatalf("third admission %+v, %v; want ErrRateLimited with its claim", res3, err)
 	}
 }
 
-// With Auth, AdmitQueryBatch authenticates the key itself: the principal
+// With Auth, Admit authenticates the key itself: the principal
 // is Authenticate's, the claim, site and query are its account's and
 // integration's. An unknown or revoked key, a missing scope or dataset, a
 // catalogue version moved since the caller read it, or a new site for a
@@ -130,7 +130,7 @@ func TestAdmitQueryBatchAuthenticates(t *testing.T) {
 	} {
 		refusedLeavesNothing(t, b, a.ID, c.name, c.ar)
 	}
-	res, err := b.led.AdmitQueryBatch(b.ctx, ask(k.Secret, "k1", p.Catalogue, "fp-a", "queries:run"))
+	res, err := b.led.Admit(b.ctx, ask(k.Secret, "k1", p.Catalogue, "fp-a", "queries:run"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestAdmitQueryBatchAuthenticates(t *testing.T) {
 		t.Fatalf("the claim under the key's integration: %+v, %v", claim, err)
 	}
 	// The read-only key queries the site that now exists.
-	if res, err := b.led.AdmitQueryBatch(b.ctx, ask(ro.Secret, "k2", p.Catalogue, "fp-a", "queries:run")); err != nil || res.SiteCreated || hits() != 2 {
+	if res, err := b.led.Admit(b.ctx, ask(ro.Secret, "k2", p.Catalogue, "fp-a", "queries:run")); err != nil || res.SiteCreated || hits() != 2 {
 		t.Fatalf("existing site without sites:write: %+v, %v, %d hits", res, err, hits())
 	}
 }
@@ -168,7 +168,7 @@ func admissionHits(t *testing.T, b bundle, account uuid.UUID) int {
 // and leaves the account as it was: no admission counted, no site.
 func refusedLeavesNothing(t *testing.T, b bundle, account uuid.UUID, name string, ar ledger.AdmitRequest) {
 	t.Helper()
-	if _, err := b.led.AdmitQueryBatch(b.ctx, ar); !errors.Is(err, ledger.ErrAdmissionCheck) {
+	if _, err := b.led.Admit(b.ctx, ar); !errors.Is(err, ledger.ErrAdmissionCheck) {
 		t.Fatalf("%s: %v, want ErrAdmissionCheck", name, err)
 	}
 	if n := admissionHits(t, b, account); n != 0 {
@@ -240,7 +240,7 @@ func TestAdmitQueryBatchStoresAnAnswer(t *testing.T) {
 
 	// By the key's hash (as POST /queries sends it), on a new site.
 	ar, siteID := ask("k1", true)
-	res, err := b.led.AdmitQueryBatch(b.ctx, ar)
+	res, err := b.led.Admit(b.ctx, ar)
 	if err != nil || !res.Answered || res.Token != uuid.Nil || !res.SiteCreated || res.Site.ID != siteID {
 		t.Fatalf("answered admission %+v, %v", res, err)
 	}
@@ -262,13 +262,13 @@ func TestAdmitQueryBatchStoresAnAnswer(t *testing.T) {
 
 	// An answer is stored only by the admission that authenticates its key.
 	byIDs, _ := ask("k0", false)
-	if _, err := b.led.AdmitQueryBatch(b.ctx, byIDs); !errors.Is(err, ledger.ErrAnswerNeedsAuth) {
+	if _, err := b.led.Admit(b.ctx, byIDs); !errors.Is(err, ledger.ErrAnswerNeedsAuth) {
 		t.Fatalf("answer without its key's check: %v", err)
 	}
 
 	// On the site that exists now: the body names it.
 	ar2, other := ask("k2", true)
-	res2, err := b.led.AdmitQueryBatch(b.ctx, ar2)
+	res2, err := b.led.Admit(b.ctx, ar2)
 	if err != nil || !res2.Answered || res2.SiteCreated || res2.Site.ID != siteID {
 		t.Fatalf("answered admission on an existing site %+v, %v", res2, err)
 	}
@@ -282,13 +282,13 @@ func TestAdmitQueryBatchStoresAnAnswer(t *testing.T) {
 
 	// A used key fails its check, writing nothing.
 	ar1again, _ := ask("k1", true)
-	if _, err := b.led.AdmitQueryBatch(b.ctx, ar1again); !errors.Is(err, ledger.ErrAdmissionCheck) {
+	if _, err := b.led.Admit(b.ctx, ar1again); !errors.Is(err, ledger.ErrAdmissionCheck) {
 		t.Fatalf("reused key: %v", err)
 	}
 
 	// Over the rate (2 a minute): no query, no record; the claim runs.
 	ar3, _ := ask("k3", true)
-	res3, err := b.led.AdmitQueryBatch(b.ctx, ar3)
+	res3, err := b.led.Admit(b.ctx, ar3)
 	if !errors.Is(err, ledger.ErrRateLimited) || res3.Answered || res3.Token == uuid.Nil {
 		t.Fatalf("third admission %+v, %v; want ErrRateLimited with its claim", res3, err)
 	}
@@ -360,12 +360,12 @@ func TestAnsweredAdmissionNamesASiteCreatedMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	type result struct {
-		res ledger.AdmitBatchResult
+		res ledger.Admission
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		res, err := b.led.AdmitQueryBatch(ctx, ar)
+		res, err := b.led.Admit(ctx, ar)
 		done <- result{res, err}
 	}()
 	// Watched from a connection of its own: a transaction reads

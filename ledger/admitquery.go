@@ -2,17 +2,16 @@ package ledger
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// ErrRateLimited: AdmitQuery counted the admission over its limit; nothing
+// ErrRateLimited: Admit counted the admission over its limit; nothing
 // was stored. AdmitResult.Window says when the window resets.
 var ErrRateLimited = newError("ledger: rate limit exceeded")
 
-// AdmitLimits are AdmitQuery's limits: the account's admission rate, its
+// AdmitLimits are Admit's limits: the account's admission rate, its
 // queue and retained bytes (CreateQuery's), and when the query may start at
 // once in the admitting process (RunNow).
 type AdmitLimits struct {
@@ -28,7 +27,7 @@ type AdmitLimits struct {
 	Lease      time.Duration
 }
 
-// AdmitResult is what AdmitQuery counted and stored.
+// AdmitResult is what an admission counted and stored.
 type AdmitResult struct {
 	// Window is the admission's rate window after counting it.
 	Window RateWindow
@@ -44,23 +43,24 @@ type AdmitResult struct {
 // until $16, when the account runs fewer than $17 queries. The counter's
 // value is returned with the inserted status (NULL: not inserted). rc is
 // read twice, so PostgreSQL evaluates it once (a CTE of a volatile call).
-// The site is $4 (its id) and $5 (its geometry); AdmitQueryBatch's
+// The site is $4 (its id) and $5 (its geometry); admitBatch's
 // admitBatchSQL is the same statement of the site it registered.
 var admitQuerySQL = `WITH ` + admitQueryCTEs("$4::uuid", "$5::jsonb", "$2::uuid", "$3::uuid")
 
 // admitQueryCTEs is admitQuerySQL's CTEs with the query's site id and
 // geometry, its account and its integration given as the SQL expressions
 // siteID, siteGeometry, account and integration: the one home of the
-// admission's statement, for AdmitQuery and AdmitQueryBatch (which may
+// admission's statement, for admitClaimed and admitBatch (which may
 // name the account and integration by the key's hash: keyAccountSQL).
 func admitQueryCTEs(siteID, siteGeometry, account, integration string) string {
 	return `rc AS (SELECT rate_count(` + account + `, 'query_admissions', $13::bigint) AS v),
 	ins AS (
 		INSERT INTO queries (query_id, account_id, integration_id, site_id, site_geometry, radius_m, layer_ids,
-			include_geometry, frozen_refs, status, created_at, attempts, started_at, claimed_until)
+			include_geometry, frozen_refs, status, created_at, attempts, started_at, claimed_until, idem_key)
 		SELECT $1::uuid, ` + account + `, ` + integration + `, ` + siteID + `, ` + siteGeometry + `, $6::double precision, $7::text[], $8::boolean, $9::bytea[],
 			CASE WHEN run THEN 'running' ELSE 'queued' END, $10::timestamptz,
-			CASE WHEN run THEN 1 ELSE 0 END, CASE WHEN run THEN $10::timestamptz END, CASE WHEN run THEN $16::timestamptz END
+			CASE WHEN run THEN 1 ELSE 0 END, CASE WHEN run THEN $10::timestamptz END, CASE WHEN run THEN $16::timestamptz END,
+			nullif($18::text, '')
 		FROM rc, ` + queryUsageOf(account) + ` u,
 			LATERAL (SELECT $15::boolean AND u.running < $17::bigint AS run) r
 		WHERE (rc.v & 4294967295) <= $14::bigint AND u.queued < $11 AND u.retained < $12
@@ -69,10 +69,11 @@ func admitQueryCTEs(siteID, siteGeometry, account, integration string) string {
 }
 
 // admitArgs are admitQuerySQL's arguments but the site's ($4, $5: site4
-// and site5).
-func admitArgs(q Query, frozen [][]byte, site4, site5 any, cur int64, lim AdmitLimits, now time.Time) []any {
+// and site5); $18 is the Idempotency-Key the query is admitted under
+// (empty: none), stored with it (QueryByIdemKey).
+func admitArgs(q Query, frozen [][]byte, site4, site5 any, cur int64, lim AdmitLimits, now time.Time, idemKey string) []any {
 	return []any{q.ID, q.AccountID, q.IntegrationID, site4, site5, q.RadiusM, q.LayerIDs, q.IncludeGeometry,
-		frozen, q.CreatedAt, lim.MaxQueued, lim.MaxRetainedBytes, cur, lim.PerMinute, lim.RunNow, now.Add(lim.Lease), lim.MaxRunning}
+		frozen, q.CreatedAt, lim.MaxQueued, lim.MaxRetainedBytes, cur, lim.PerMinute, lim.RunNow, now.Add(lim.Lease), lim.MaxRunning, idemKey}
 }
 
 // admitted is the admission's outcome from what admitQuerySQL returned
@@ -94,64 +95,63 @@ func admitted(q Query, v int64, status *string, lim AdmitLimits, now time.Time, 
 	return res, nil
 }
 
-// AdmitQuery admits a query in one round trip: it counts the admission in
-// the account's rate window and, within the limit, stores the query with
-// its inputs frozen (as CreateQuery), running when lim.RunNow allows. The
-// account's row lock orders concurrent admissions of one account on every
-// replica, so the queue, running and retained limits stay exact.
-// Relaxed commit (relaxed.go). Errors: ErrRateLimited (over the rate,
-// nothing stored; the result's Window is set), ErrCapacity, ErrNotFound (no
-// such account). The admission is counted in every case but ErrNotFound: a
-// count is not undone.
-func (l *Ledger) AdmitQuery(ctx context.Context, q Query, lim AdmitLimits) (AdmitResult, error) {
+// Admit is POST /queries' admission, the ledger's one (AdmitRequest): it
+// counts the query in the account's rate window (PerMinute), stores it
+// within the account's limits, running for the caller to run when
+// Limits.RunNow allows, and relaxes its commit (relaxed.go). Its options
+// choose the statement, each one round trip:
+//   - IdemKey empty: the query alone, the key claimed and the site
+//     registered by the caller (admitClaimed);
+//   - IdemKey set: the claim, the site's registration and its sections'
+//     check too, pipelined (admitBatch), the key authenticated by the same
+//     round trip with Auth;
+//   - Answer set (needs Auth): the query stored finished with its answer's
+//     response and audit record, in one call of siteenv_admit_answered
+//     (admitAnswered, migration 0020).
+//
+// Errors: ErrAdmissionCheck (a check before the count failed: nothing
+// written), ErrRateLimited (over the rate; Window says when it resets),
+// ErrCapacity, ErrNotFound (no such account), ErrAnswerNeedsAuth.
+func (l *Ledger) Admit(ctx context.Context, ar AdmitRequest) (Admission, error) {
+	switch {
+	case ar.Claimed:
+		return l.admitClaimed(ctx, ar.Query, ar.IdemKey, ar.Limits)
+	case ar.Answer != nil:
+		return l.admitAnswered(ctx, ar)
+	}
+	return l.admitBatch(ctx, ar)
+}
+
+// admitClaimed is Admit of a request whose key the caller claimed itself
+// (AdmitRequest.Claimed) and whose site is registered (ar.Query's
+// SiteID and SiteGeometry): one pipelined relaxed transaction
+// (lockedRelaxed) counts the admission in the account's rate window and,
+// within the limit, stores the query with its inputs frozen (as
+// CreateQuery), running when lim.RunNow allows. The account's row lock
+// orders concurrent admissions of one account on every replica, so the
+// queue, running and retained limits stay exact. The admission is counted
+// in every case but ErrNotFound: a count is not undone.
+func (l *Ledger) admitClaimed(ctx context.Context, q Query, idemKey string, lim AdmitLimits) (Admission, error) {
 	now := l.now()
 	q.ID, q.Status, q.CreatedAt = newID(), QueryQueued, now
 	frozen, err := l.frozenRefs(ctx, q.Frozen)
 	if err != nil {
-		return AdmitResult{}, err
+		return Admission{}, err
 	}
 	cur := windowIndex(now, time.Minute)
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue("SET LOCAL synchronous_commit = off")
-	b.Queue(lockAccountSQL, q.AccountID)
-	b.Queue(admitQuerySQL, admitArgs(q, frozen, q.SiteID, q.SiteGeometry, cur, lim, now)...)
-	b.Queue("COMMIT")
-	br := l.pool.SendBatch(ctx, b)
 	var (
-		locked bool
 		v      int64
 		status *string
 	)
-	err = func() error {
-		for range 2 {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
-		}
-		var id any
-		switch err := br.QueryRow().Scan(&id); {
-		case err == nil:
-			locked = true
-		case !errors.Is(err, pgx.ErrNoRows):
-			return err
-		}
-		if err := br.QueryRow().Scan(&v, &status); err != nil {
-			return err
-		}
-		_, err := br.Exec()
-		return err
-	}()
-	// On an error the transaction is left aborted and pgxpool discards the
-	// connection instead of reusing it (as with execRelaxed).
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	locked, err := l.lockedRelaxed(ctx, q.AccountID, func(b *pgx.Batch) {
+		b.Queue(admitQuerySQL, admitArgs(q, frozen, q.SiteID, q.SiteGeometry, cur, lim, now, idemKey)...)
+	}, func(br pgx.BatchResults) error { return br.QueryRow().Scan(&v, &status) })
 	if err != nil {
-		return AdmitResult{}, translate(err)
+		return Admission{}, err
 	}
 	if !locked {
-		return AdmitResult{Window: rateWindow(v, now, time.Minute, cur)}, ErrNotFound
+		return Admission{AdmitResult: AdmitResult{Window: rateWindow(v, now, time.Minute, cur)}}, ErrNotFound
 	}
-	return admitted(q, v, status, lim, now, cur)
+	res, err := admitted(q, v, status, lim, now, cur)
+	return Admission{AdmitResult: res}, err
 }

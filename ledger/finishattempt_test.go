@@ -25,7 +25,7 @@ func TestStalledAttemptCannotFinishTheNewOwnersQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	const lease = 5 * time.Second
-	res, err := b.led.AdmitQueryBatch(b.ctx, ledger.AdmitRequest{Integration: k.IntegrationID, IdemKey: "stalled-1", Operation: "create_query",
+	res, err := b.led.Admit(b.ctx, ledger.AdmitRequest{Integration: k.IntegrationID, IdemKey: "stalled-1", Operation: "create_query",
 		Fingerprint: []byte("f"), CreateSite: true,
 		Site: ledger.Site{AccountID: acct.ID, Geometry: json.RawMessage(`{"type":"Point","coordinates":[151,-33.8]}`), Fingerprint: "stalled"},
 		Query: ledger.Query{AccountID: acct.ID, IntegrationID: k.IntegrationID, RadiusM: 100, LayerIDs: []string{"l"},

@@ -16,7 +16,7 @@ import (
 
 // TestFrozenLayersStoredOnce: a query's frozen layers are stored once per
 // entry and named by digest in the query row; every admission path
-// (CreateQuery, AdmitQuery, AdmitQueryBatch) and a second process with
+// (CreateQuery, Admit without and with a key) and a second process with
 // nothing cached read them back exactly, in the query's layer order; a
 // row admitted before migration 0019 (its frozen JSON in the row) still
 // reads back; the row cannot hold both forms or neither; and 0019 set
@@ -82,17 +82,17 @@ func TestFrozenLayersStoredOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("CreateQuery", q1, flood, fire)
-	res, err := led.AdmitQuery(ctx, q(fire, flood), ledger.AdmitLimits{QueryLimits: lim, PerMinute: 100})
+	res, err := led.Admit(ctx, ledger.AdmitRequest{Claimed: true, Query: q(fire, flood), Limits: ledger.AdmitLimits{QueryLimits: lim, PerMinute: 100}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("AdmitQuery, layers in another order", res.Query, fire, flood)
-	br, err := other.AdmitQueryBatch(ctx, ledger.AdmitRequest{Integration: k.IntegrationID, IdemKey: "k1", Operation: "create_query",
+	check("Admit, layers in another order", res.Query, fire, flood)
+	br, err := other.Admit(ctx, ledger.AdmitRequest{Integration: k.IntegrationID, IdemKey: "k1", Operation: "create_query",
 		Fingerprint: []byte("f"), Site: site, Sections: []string{}, Query: q(flood), Limits: ledger.AdmitLimits{QueryLimits: lim, PerMinute: 100}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("AdmitQueryBatch from a process that stored nothing", br.Query, flood)
+	check("Admit with a key from a process that stored nothing", br.Query, flood)
 	if n := entries(); n != 2 {
 		t.Fatalf("%d frozen entries stored for two distinct layers, want 2", n)
 	}

@@ -325,7 +325,7 @@ const (
 	// revokeKeySQL revokes a key at $2 unless it is already revoked.
 	revokeKeySQL = `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $2) WHERE key_id = $1`
 	// authenticateSQL reads the principal of the key whose hash is $1,
-	// with the catalogue's version (AdmitQueryBatch's admitPrincipalSQL is
+	// with the catalogue's version (Admit's admitPrincipalSQL is
 	// the same read).
 	authenticateSQL = `SELECT k.key_id, k.account_id, k.integration_id, a.name, k.principal_kind, k.scopes, k.dataset_ids,
 			a.dataset_ids, k.revoked_at IS NOT NULL, ` + catalogueVersionSQL + `

@@ -103,50 +103,20 @@ func (l *Ledger) CreateQuery(ctx context.Context, q Query, lim QueryLimits) (Que
 	if err != nil {
 		return Query{}, err
 	}
-	// One round trip: a pipelined transaction (relaxed commit: see
-	// relaxed.go for what a crash could lose). The account lock orders
-	// concurrent admissions of one account, on every replica; the insert
-	// runs after it, so its snapshot counts every query committed before
-	// the lock was granted: the limits stay exact.
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue("SET LOCAL synchronous_commit = off")
-	b.Queue(lockAccountSQL, q.AccountID)
-	b.Queue(createQuerySQL, q.ID, q.AccountID, q.IntegrationID, q.SiteID, q.SiteGeometry, q.RadiusM, q.LayerIDs, q.IncludeGeometry,
-		frozen, q.CreatedAt, lim.MaxQueued, lim.MaxRetainedBytes)
-	b.Queue("COMMIT")
-	br := l.pool.SendBatch(ctx, b)
-	var locked, inserted bool
-	err = func() error {
-		for range 2 {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
-		}
+	// One round trip (lockedRelaxed): the account's lock keeps its limits
+	// exact across replicas.
+	var inserted bool
+	locked, err := l.lockedRelaxed(ctx, q.AccountID, func(b *pgx.Batch) {
+		b.Queue(createQuerySQL, q.ID, q.AccountID, q.IntegrationID, q.SiteID, q.SiteGeometry, q.RadiusM, q.LayerIDs, q.IncludeGeometry,
+			frozen, q.CreatedAt, lim.MaxQueued, lim.MaxRetainedBytes)
+	}, func(br pgx.BatchResults) (err error) {
 		var id uuid.UUID
-		switch err := br.QueryRow().Scan(&id); {
-		case err == nil:
-			locked = true
-		case !errors.Is(err, pgx.ErrNoRows):
-			return err
-		}
-		switch err := br.QueryRow().Scan(&id); {
-		case err == nil:
-			inserted = true
-		case !errors.Is(err, pgx.ErrNoRows):
-			return err
-		}
-		_, err := br.Exec()
+		inserted, err = scanOptional(br.QueryRow(), &id)
 		return err
-	}()
-	// On an error the transaction is left aborted and pgxpool discards the
-	// connection instead of reusing it (as with execRelaxed).
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	})
 	switch {
 	case err != nil:
-		return Query{}, translate(err)
+		return Query{}, err
 	case !locked:
 		return Query{}, ErrNotFound
 	case !inserted:

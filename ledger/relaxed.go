@@ -22,7 +22,7 @@ import (
 //
 // What uses it, and what a crash could lose (see docs/operations.md, "Durability"):
 //   - POST /queries as a whole (free, its inputs frozen): its admission
-//     (AdmitQueryBatch: claim, site, query row) and its answer
+//     (Admit: claim, site, query row) and its answer
 //     (FinishQueryCompleted: finish, stored response, audit record;
 //     CompleteIdempotencyAuditedRelaxed on the step-by-step path), or both
 //     in one statement for an answer computed first (admitAnswered:
@@ -63,7 +63,7 @@ import (
 //     commits with its stored response (CompleteIdempotencyAudited).
 
 // relaxedTxSQL begins the implicit transaction of a batch without BEGIN
-// (AdmitQueryBatch, relaxedBatch): it relaxes the transaction's commit, and
+// (Admit, relaxedBatch): it relaxes the transaction's commit, and
 // plans its statements generically. Their plans are key lookups, the same
 // for every parameter, and PostgreSQL's default (plan_cache_mode auto) kept
 // planning the admission's statements anew on every execution (about a

@@ -28,7 +28,7 @@ func RelaxedSettingForTest(ctx context.Context, l *Ledger) (inside, after string
 }
 
 // RelaxedBatchSettingForTest is RelaxedSettingForTest of a batch without
-// BEGIN that begins with relaxedTxSQL (AdmitQueryBatch's form), reading
+// BEGIN that begins with relaxedTxSQL (Admit's form), reading
 // synchronous_commit and plan_cache_mode.
 func RelaxedBatchSettingForTest(ctx context.Context, l *Ledger) (inside, after string, err error) {
 	if _, err := l.pool.Exec(ctx, `SET synchronous_commit = on`); err != nil {

@@ -27,7 +27,7 @@ func TestRelaxedCommits(t *testing.T) {
 	if err != nil || inside != "off" || after != "on" {
 		t.Fatalf("synchronous_commit inside %q, after %q, err %v", inside, after, err)
 	}
-	// A batch's implicit transaction (AdmitQueryBatch) is relaxed alone too,
+	// A batch's implicit transaction (Admit with a key) is relaxed alone too,
 	// and plans its statements generically.
 	inside, after, err = ledger.RelaxedBatchSettingForTest(b.ctx, one)
 	if err != nil || inside != "off force_generic_plan" || after != "on auto" {

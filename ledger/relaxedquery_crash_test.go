@@ -48,7 +48,7 @@ func TestRelaxedQueryAnswerAfterCrash(t *testing.T) {
 	// answer admits and answers one query under idemKey, all relaxed.
 	answer := func(l *ledger.Ledger, idemKey, fingerprint string) uuid.UUID {
 		t.Helper()
-		res, err := l.AdmitQueryBatch(ctx, ledger.AdmitRequest{Integration: k.IntegrationID, IdemKey: idemKey, Operation: "create_query",
+		res, err := l.Admit(ctx, ledger.AdmitRequest{Integration: k.IntegrationID, IdemKey: idemKey, Operation: "create_query",
 			Fingerprint: []byte("f"), CreateSite: true,
 			Site: ledger.Site{AccountID: acct.ID, Geometry: json.RawMessage(`{"type":"Point","coordinates":[151,-33.8]}`), Fingerprint: fingerprint},
 			Query: ledger.Query{AccountID: acct.ID, IntegrationID: k.IntegrationID, RadiusM: 100, LayerIDs: []string{"l"},
@@ -81,7 +81,7 @@ func TestRelaxedQueryAnswerAfterCrash(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := l.AdmitQueryBatch(ctx, ledger.AdmitRequest{Auth: auth, IdemKey: idemKey, Operation: "create_query",
+		res, err := l.Admit(ctx, ledger.AdmitRequest{Auth: auth, IdemKey: idemKey, Operation: "create_query",
 			Fingerprint: []byte("f"),
 			Site:        ledger.Site{ID: uuid.New(), AccountID: acct.ID, Geometry: json.RawMessage(`{"type":"Point","coordinates":[151,-33.8]}`), Fingerprint: fingerprint},
 			Query:       q,

@@ -11,10 +11,15 @@ import (
 
 // Release states, as ListReleases reports them.
 const (
-	ReleaseCurrent  = "current"  // the layer's current release: what queries, maps and reports use
-	ReleaseStaged   = "staged"   // published with --stage and never current
-	ReleasePrevious = "previous" // was current once, is not now
+	ReleaseCurrent   = "current"   // the layer's current release: what queries, maps and reports use
+	ReleaseStaged    = "staged"    // published with --stage and never current
+	ReleasePrevious  = "previous"  // was current once, is not now
+	ReleaseDiscarded = "discarded" // staged, then discarded in review; never current
 )
+
+// ErrNotStaged: DiscardRelease was asked to discard a release that is not
+// staged (current, previous or discarded already).
+var ErrNotStaged = newError("ledger: the release is not staged")
 
 // PublishMode says how PublishReleaseAs makes a release visible.
 type PublishMode struct {
@@ -37,7 +42,7 @@ type ReleaseEvent struct {
 	ID                int64
 	LayerID           string
 	ReleaseID         string
-	Action            string // published, staged or promoted
+	Action            string // published, staged, promoted or discarded
 	PreviousReleaseID *string
 	Actor             string
 	CreatedAt         time.Time
@@ -177,7 +182,9 @@ const (
 	listReleasesSQL   = `SELECT r.layer_id, r.release_id, r.schema_version, r.field_schema, r.units, r.sources, r.coverage,
 			r.manifest_key, r.feature_count, r.tile_count, r.bytes, r.published_at,
 			EXISTS (SELECT 1 FROM release_events e WHERE e.layer_id = r.layer_id AND e.release_id = r.release_id
-				AND e.action IN ('published', 'promoted'))
+				AND e.action IN ('published', 'promoted')),
+			EXISTS (SELECT 1 FROM release_events e WHERE e.layer_id = r.layer_id AND e.release_id = r.release_id
+				AND e.action = 'discarded')
 		FROM releases r WHERE r.layer_id = $1 ORDER BY r.published_at DESC, r.release_id`
 )
 
@@ -196,10 +203,10 @@ func (l *Ledger) ListReleases(ctx context.Context, layerID string) ([]ReleaseInf
 	var out []ReleaseInfo
 	for rows.Next() {
 		var ri ReleaseInfo
-		var wasCurrent bool
+		var wasCurrent, discarded bool
 		if err := rows.Scan(&ri.LayerID, &ri.ReleaseID, &ri.SchemaVersion, (*[]byte)(&ri.FieldSchema), (*[]byte)(&ri.Units),
 			(*[]byte)(&ri.Sources), (*[]byte)(&ri.Coverage), &ri.ManifestKey, &ri.FeatureCount, &ri.TileCount, &ri.Bytes,
-			&ri.PublishedAt, &wasCurrent); err != nil {
+			&ri.PublishedAt, &wasCurrent, &discarded); err != nil {
 			return nil, translate(err)
 		}
 		switch {
@@ -207,12 +214,43 @@ func (l *Ledger) ListReleases(ctx context.Context, layerID string) ([]ReleaseInf
 			ri.State = ReleaseCurrent
 		case wasCurrent:
 			ri.State = ReleasePrevious
+		case discarded:
+			ri.State = ReleaseDiscarded
 		default:
 			ri.State = ReleaseStaged
 		}
 		out = append(out, ri)
 	}
 	return out, translate(rows.Err())
+}
+
+const releaseReviewStateSQL = `SELECT l.current_release_id IS NOT DISTINCT FROM r.release_id,
+			EXISTS (SELECT 1 FROM release_events e WHERE e.layer_id = r.layer_id AND e.release_id = r.release_id
+				AND e.action IN ('published', 'promoted', 'discarded'))
+		FROM layers l JOIN releases r ON r.layer_id = l.layer_id WHERE l.layer_id = $1 AND r.release_id = $2 FOR UPDATE OF l`
+
+// DiscardRelease marks a staged release discarded after review, audited
+// (release_events, action "discarded", with actor): it is no longer
+// staged (ListReleases says discarded) and stays immutable in the
+// catalogue and the store; it may still be promoted later. An unknown
+// layer or release is ErrNotFound; a release that is not staged is
+// ErrNotStaged.
+func (l *Ledger) DiscardRelease(ctx context.Context, layerID, releaseID, actor string) error {
+	if actor == "" {
+		actor = "siteenv release discard"
+	}
+	now := l.now()
+	err := l.tx(ctx, func(tx pgx.Tx) error {
+		var current, decided bool
+		if err := tx.QueryRow(ctx, releaseReviewStateSQL, layerID, releaseID).Scan(&current, &decided); err != nil {
+			return err
+		}
+		if current || decided {
+			return ErrNotStaged
+		}
+		return releaseEvent(ctx, tx, layerID, releaseID, "discarded", nil, actor, now)
+	})
+	return translate(err)
 }
 
 const listReleaseEventsSQL = `SELECT event_id, layer_id, release_id, action, previous_release_id, actor, created_at

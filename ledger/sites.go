@@ -322,58 +322,34 @@ const saveSiteSQL = `INSERT INTO sites (site_id, account_id, name, portfolio_id,
 // fingerprint (the new one, or the oldest existing).
 func (l *Ledger) saveSitePipelined(ctx context.Context, s Site, create bool) (saved Site, created bool, err error) {
 	id, now := newID(), l.now()
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue("SET LOCAL synchronous_commit = off")
-	b.Queue(lockAccountSQL, s.AccountID)
-	if create {
-		// Only when it may insert: the site's values are not even sent
-		// otherwise (a value PostgreSQL refuses fails only a creation).
-		b.Queue(saveSiteSQL, id, s.AccountID, s.Name, s.PortfolioID, s.Geometry, s.Fingerprint, s.AreaM2,
-			s.Bounds[0], s.Bounds[1], s.Bounds[2], s.Bounds[3], now)
-	}
-	b.Queue(siteByFingerprintSQL, s.AccountID, s.Fingerprint)
-	b.Queue("COMMIT")
-	br := l.pool.SendBatch(ctx, b)
-	var locked, found bool
-	err = func() error {
-		for range 2 {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
-		}
-		var got uuid.UUID
-		switch err := br.QueryRow().Scan(&got); {
-		case err == nil:
-			locked = true
-		case !errors.Is(err, pgx.ErrNoRows):
-			return err
-		}
+	var found bool
+	locked, err := l.lockedRelaxed(ctx, s.AccountID, func(b *pgx.Batch) {
 		if create {
-			switch err := br.QueryRow().Scan(&got); {
-			case err == nil:
-				created = true
-			case !errors.Is(err, pgx.ErrNoRows):
+			// Only when it may insert: the site's values are not even sent
+			// otherwise (a value PostgreSQL refuses fails only a creation).
+			b.Queue(saveSiteSQL, id, s.AccountID, s.Name, s.PortfolioID, s.Geometry, s.Fingerprint, s.AreaM2,
+				s.Bounds[0], s.Bounds[1], s.Bounds[2], s.Bounds[3], now)
+		}
+		b.Queue(siteByFingerprintSQL, s.AccountID, s.Fingerprint)
+	}, func(br pgx.BatchResults) error {
+		if create {
+			var got uuid.UUID
+			var err error
+			if created, err = scanOptional(br.QueryRow(), &got); err != nil {
 				return nameParams(err, siteParams...)
 			}
 		}
-		switch saved, err = scanSite(br.QueryRow()); {
+		switch got, err := scanSite(br.QueryRow()); {
 		case err == nil:
-			found = true
+			saved, found = got, true
 		case !errors.Is(err, pgx.ErrNoRows):
 			return err
 		}
-		_, err := br.Exec()
-		return err
-	}()
-	// On an error the transaction is left aborted and pgxpool discards the
-	// connection instead of reusing it (as with execRelaxed).
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+		return nil
+	})
 	switch {
 	case err != nil:
-		return Site{}, false, translate(err)
+		return Site{}, false, err
 	case !locked:
 		return Site{}, false, ErrNotFound
 	case created:

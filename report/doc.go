@@ -117,13 +117,14 @@ type ReportLayer struct {
 	// contract's per-layer reason ("" when data is present).
 	Status, Reason, Coverage string
 	Count                    *int
-	// FieldNames are the column headings of Rows' Fields.
-	FieldNames []string
-	// Rows are the listed features drawn on the section map; NotDrawn
-	// those beyond the map's frame; Unlisted counts matched features not
-	// listed (counted in the profile).
-	Rows, NotDrawn []Row
-	Unlisted       int
+	// DetailM is the distance within which records are record cards
+	// (Cards: every field of the schema, in its order, titled, with units);
+	// the records beyond it are rows of the appendix table (Appendix, with
+	// the BriefFields). Every matched record is in one of them.
+	DetailM     float64
+	BriefFields []string
+	Cards       []Row
+	Appendix    []Row
 }
 
 // Row is a listed feature.
@@ -134,7 +135,9 @@ type Row struct {
 	DistanceM  float64
 	BearingDeg float64 // from the site, clockwise from north; NaN on site
 	OnSite     bool
-	Fields     []Field
+	// Drawn: on its section's map (else beyond the map's frame).
+	Drawn  bool
+	Fields []Field
 }
 
 // Field is one printed field of a listed feature.

@@ -27,7 +27,7 @@ import (
 
 // MapVersion names the map renderer: a change to what it draws changes it,
 // and with it every map's ETag.
-const MapVersion = "map-1"
+const MapVersion = "map-2"
 
 // Map image size in pixels (the contract's fixed 1280 x 900).
 const (
@@ -71,6 +71,10 @@ type Layer struct {
 	// Keys, when set, hold a map key per feature (parallel to Features;
 	// 0: none): the report's numbers that tie a table row to its mark.
 	Keys []int
+	// Minor, parallel to Keys: a key printed only where it fits clear of
+	// every other label and mark (a record of the appendix, beyond the
+	// detail distance); the others are placed whatever it takes.
+	Minor []bool
 }
 
 // Map is everything a map image shows.
@@ -99,6 +103,9 @@ type Map struct {
 	// 1.5, for a map the A4 body's width); a map placed narrower needs
 	// more to print 7 pt or larger.
 	TextScale float64
+	// Basemap, when set, draws streets, water and places under the map;
+	// without one the map says it has none.
+	Basemap Basemap
 }
 
 // ErrInvalidMap reports inputs that cannot be drawn.
@@ -189,6 +196,7 @@ func DrawMap(m Map) (*image.RGBA, error) {
 	d.rings(radii)
 	d.site()
 	d.furniture()
+	d.noBasemap()
 	d.banner(counts)
 	d.header(radii[0])
 	d.legend(counts, radii)
@@ -220,10 +228,10 @@ func newFrame(site orb.Geometry, radius float64, panel image.Rectangle) *frame {
 	centre := b.Center()
 	f := &frame{local: geo.NewLocal(centre)}
 	minX, minY, maxX, maxY := math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)
-	eachPoint(site, func(p orb.Point) {
+	for p := range geo.Points(site) {
 		x, y := f.local.Forward(p)
 		minX, minY, maxX, maxY = min(minX, x), min(minY, y), max(maxX, x), max(maxY, y)
-	})
+	}
 	// The search area with a margin; at least 300 m across so a point
 	// site at radius 0 still shows its street.
 	half := max((maxX-minX)/2+radius, (maxY-minY)/2+radius, 150) * 1.08
@@ -243,37 +251,6 @@ func newFrame(site orb.Geometry, radius float64, panel image.Rectangle) *frame {
 	return f
 }
 
-func eachPoint(g orb.Geometry, fn func(orb.Point)) {
-	switch g := g.(type) {
-	case orb.Point:
-		fn(g)
-	case orb.MultiPoint:
-		for _, p := range g {
-			fn(p)
-		}
-	case orb.LineString:
-		eachPoint(orb.MultiPoint(g), fn)
-	case orb.Ring:
-		eachPoint(orb.MultiPoint(g), fn)
-	case orb.MultiLineString:
-		for _, l := range g {
-			eachPoint(l, fn)
-		}
-	case orb.Polygon:
-		for _, r := range g {
-			eachPoint(r, fn)
-		}
-	case orb.MultiPolygon:
-		for _, p := range g {
-			eachPoint(p, fn)
-		}
-	case orb.Collection:
-		for _, x := range g {
-			eachPoint(x, fn)
-		}
-	}
-}
-
 type drawer struct {
 	// panel is the map panel (canvas pixels).
 	panel image.Rectangle
@@ -290,6 +267,13 @@ type drawer struct {
 	// drawn last (print maps).
 	taken      []image.Rectangle
 	ringLabels []ringLabel
+	// marks are the boxes of the point marks drawn, which no label may
+	// cover; keyBoxes the key labels placed (print maps).
+	// basemapDrawn: the vector basemap is under the map.
+	basemapDrawn bool
+	marks        []image.Rectangle
+	keyBoxes     []image.Rectangle
+	ringBoxes    []image.Rectangle
 }
 
 func (d *drawer) path() *path {
@@ -412,6 +396,7 @@ func addMarker(p *path, shape marker, x, y, r float64) {
 func (d *drawer) basemap() {
 	c, f := d.c, d.f
 	draw.Draw(c.img, d.panel, image.NewUniform(landColour), image.Point{}, draw.Src)
+	d.vectorBasemap()
 	states := austates.Within(f.ll)
 	if len(states) == 0 {
 		return
@@ -618,6 +603,8 @@ func (d *drawer) markers(xy []float64, st style, r float64) {
 			continue
 		}
 		seen[k/64] |= 1 << (k % 64)
+		m := int(math.Ceil(r + 1.2))
+		d.marks = append(d.marks, image.Rect(int(x)-m, int(y)-m, int(x)+m+1, int(y)+m+1))
 		addMarker(edge.p, st.shape, x, y, r+1.2)
 		addMarker(body.p, st.shape, x, y, r)
 	}
@@ -689,11 +676,11 @@ func (d *drawer) rings(radii []float64) {
 	const w = 1.6
 	var top orb.Point // the site's northernmost vertex
 	first := true
-	eachPoint(d.m.Site, func(p orb.Point) {
+	for p := range geo.Points(d.m.Site) {
 		if first || p[1] > top[1] {
 			top, first = p, false
 		}
-	})
+	}
 	tx, ty := d.f.px(top)
 	for _, r := range radii {
 		if r <= 0 {
@@ -710,7 +697,7 @@ func (d *drawer) rings(radii []float64) {
 			a.Pix[i] = uint8(uint32(a.Pix[i]) * (255 - uint32(b.Pix[i])) / 255)
 		}
 		d.c.paintMask(a, ringColour)
-		label := formatDistance(r)
+		label := Distance(r)
 		lw := textWidth(d.fc.label, label)
 		if d.m.Print {
 			d.ringLabel(label, int(tx)-lw/2, int(ty-rp)+8, lw)
@@ -741,9 +728,7 @@ func (d *drawer) site() {
 		d.addLines(line, g, 3.2)
 		d.c.fill(line, siteColour, d.panel)
 	default:
-		var pts []orb.Point
-		eachPoint(g, func(p orb.Point) { pts = append(pts, p) })
-		for _, p := range pts {
+		for p := range geo.Points(g) {
 			x, y := d.f.px(p)
 			drawSiteMarker(d.c, x, y)
 		}
@@ -763,6 +748,27 @@ func drawSiteMarker(c *canvas, x, y float64) {
 }
 
 // furniture draws the panel border, the north arrow and the scale bar.
+// noBasemap states on the map that no basemap is drawn under it, so that
+// a blank ground is never read as open land: bottom right, clear of the
+// scale bar.
+func (d *drawer) noBasemap() {
+	text := "No basemap configured: streets, water and place names are not shown"
+	if d.basemapDrawn {
+		text = "Basemap: " + d.m.Basemap.Attribution()
+		if d.m.Basemap.Attribution() == "" {
+			return
+		}
+	}
+	face := d.fc.small
+	w := textWidth(face, text)
+	asc := face.Metrics().Ascent.Ceil()
+	x, y := d.panel.Max.X-w-10, d.panel.Max.Y-10
+	box := image.Rect(x-5, y-asc-5, x+w+5, y+5)
+	fillRect(d.c, box, rgba(255, 255, 255, 0.85))
+	d.c.text(face, text, x, y, mutedColour)
+	d.taken = append(d.taken, box)
+}
+
 func (d *drawer) furniture() {
 	c := d.c
 	// North arrow, top right: the projection is centred on the site, so
@@ -799,7 +805,7 @@ func (d *drawer) scaleBar() {
 	length := niceLength(target)
 	px := length * d.f.scale
 	x0, y0 := float64(d.panel.Min.X+18), float64(d.panel.Max.Y-22)
-	label := formatDistance(length)
+	label := Distance(length)
 	lw := textWidth(d.fc.small, label)
 	top := max(24, d.fc.small.Metrics().Ascent.Ceil()+10)
 	fillRect(c, image.Rect(int(x0)-10, int(y0)-top, int(x0+px)+lw/2+14, int(y0)+14), rgba(255, 255, 255, 0.85))
@@ -835,8 +841,9 @@ func niceLength(m float64) float64 {
 	return p
 }
 
-// formatDistance writes metres as "750 m", "1 km" or "2.5 km".
-func formatDistance(m float64) string {
+// Distance writes metres as "750 m", "1 km" or "2.5 km": the one way the
+// report and its text write a distance.
+func Distance(m float64) string {
 	if m < 1000 {
 		return strconv.FormatFloat(math.Round(m), 'f', -1, 64) + " m"
 	}
@@ -918,7 +925,7 @@ func (d *drawer) header(radius float64) {
 	if len(title) > 0 {
 		d.c.text(d.fc.title, title[0], 24, 34, textColour)
 	}
-	sub := fmt.Sprintf("%s  ·  within %s of the site  ·  %s", d.m.Section, formatDistance(radius), d.m.Date.UTC().Format("2 January 2006"))
+	sub := fmt.Sprintf("%s  ·  within %s of the site  ·  %s", d.m.Section, Distance(radius), d.m.Date.UTC().Format("2 January 2006"))
 	if s := wrap(d.fc.subtitle, sub, MapWidth-48, 1); len(s) > 0 {
 		d.c.text(d.fc.subtitle, s[0], 24, 60, mutedColour)
 	}
@@ -954,7 +961,7 @@ func (d *drawer) legend(counts []layerCount, radii []float64) {
 	var rs []string
 	for _, r := range radii {
 		if r > 0 {
-			rs = append(rs, formatDistance(r))
+			rs = append(rs, Distance(r))
 		}
 	}
 	c.text(fc.body, "Search distance", textX, y+10, textColour)
@@ -1051,7 +1058,7 @@ type note struct {
 // absence.
 func layerNotes(l Layer, n layerCount) []note {
 	r := min(max(l.RadiusM, 0), MaxRenderRadiusM)
-	within := "within " + formatDistance(r)
+	within := "within " + Distance(r)
 	var out []note
 
 	switch l.Outcome {
@@ -1080,7 +1087,7 @@ func layerNotes(l Layer, n layerCount) []note {
 		out = append(out, note{"not drawn: no data release published yet", true})
 	}
 	if l.RadiusM > r && l.Outcome == Searched {
-		out = append(out, note{"drawn to " + formatDistance(r) + "; queries reach " + formatDistance(l.RadiusM), false})
+		out = append(out, note{"drawn to " + Distance(r) + "; queries reach " + Distance(l.RadiusM), false})
 	}
 	return out
 }

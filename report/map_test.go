@@ -214,8 +214,8 @@ func TestNiceLengthAndFormat(t *testing.T) {
 		in   float64
 		want string
 	}{{250, "250 m"}, {1000, "1 km"}, {2500, "2.5 km"}, {10000, "10 km"}} {
-		if got := formatDistance(tc.in); got != tc.want {
-			t.Errorf("formatDistance(%v) = %q, want %q", tc.in, got, tc.want)
+		if got := Distance(tc.in); got != tc.want {
+			t.Errorf("Distance(%v) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

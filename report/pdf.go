@@ -20,7 +20,7 @@ import (
 
 // PDFVersion names the report PDF layout; a change to what a report prints
 // changes it.
-const PDFVersion = "pdf-2"
+const PDFVersion = "pdf-3"
 
 // Limitations is printed on every report: the contract's own words first.
 const Limitations = "An empty result or incomplete coverage does not prove the absence of environmental risk. " +
@@ -172,6 +172,7 @@ func RenderPDF(r Report) ([]byte, error) {
 			return nil, err
 		}
 	}
+	d.appendix()
 	if r.Changes != nil {
 		d.changes()
 	}
@@ -457,10 +458,10 @@ func (d *pdfDoc) linkFor(key string, i int) int {
 			return d.links[j]
 		}
 	}
-	if i < len(d.links) {
+	if key == "" && i < len(d.links) {
 		return d.links[i]
 	}
-	return 0
+	return 0 // a theme the report has no section of (a register not held)
 }
 
 // bandLabels head the profile's band columns.
@@ -523,8 +524,11 @@ func (d *pdfDoc) profile() {
 	var rows [][]string
 	for _, r := range d.r.SiteProfile {
 		var fs []string
-		for _, f := range r.Fields {
+		for _, f := range r.Fields[:min(len(r.Fields), 4)] {
 			fs = append(fs, f.Name+": "+f.Value)
+		}
+		if len(r.Fields) > 4 {
+			fs = append(fs, "all fields on its record card")
 		}
 		rows = append(rows, []string{strconv.Itoa(r.Key), r.Layer, r.ID, strings.Join(fs, "; ")})
 	}
@@ -547,7 +551,7 @@ func (d *pdfDoc) section(i int) error {
 	drawn := len(s.Legend) > 0 && s.Map.Site != nil
 	need := 45.0
 	if drawn {
-		need = 14 + bodyW*MapHeight/MapWidth + 22
+		need = 14 + bodyW*MapHeight/MapWidth + 32 // the map and its legend
 	}
 	if d.GetY()+need > bottom {
 		d.AddPage()
@@ -594,14 +598,19 @@ const (
 
 // detail places a section's detail map below its legend, captioned.
 func (d *pdfDoc) detail(s *ReportSection, drawn sectionMap) {
+	page := d.PageNo()
 	d.room(5 + detailH)
+	if d.PageNo() != page {
+		// The detail map starts a page: its legend goes with it.
+		defer d.legend(s)
+	}
 	d.SetFont("go", "B", 8.5)
 	d.SetTextColor(20, 20, 20)
 	var rs []string
 	for _, r := range s.Detail.Rings {
-		rs = append(rs, formatDistance(r))
+		rs = append(rs, Distance(r))
 	}
-	d.CellFormat(bodyW, 5, "Detail: the records keyed within "+formatDistance(s.DetailRadiusM)+" of the site boundary (rings "+
+	d.CellFormat(bodyW, 5, "Detail: the records keyed within "+Distance(s.DetailRadiusM)+" of the site boundary (rings "+
 		strings.Join(rs, ", ")+")", "", 1, "L", false, 0, "")
 	if err := d.mapImage("detail-"+s.Key, drawn, detailH); err != nil {
 		d.SetError(err)
@@ -616,7 +625,7 @@ func (d *pdfDoc) legend(s *ReportSection) {
 	var rs []string
 	for _, r := range ringRadii(s.Map.Layers) {
 		if r > 0 {
-			rs = append(rs, formatDistance(r))
+			rs = append(rs, Distance(r))
 		}
 	}
 	y := d.GetY()
@@ -628,13 +637,13 @@ func (d *pdfDoc) legend(s *ReportSection) {
 	d.SetDrawColor(0, 0, 0)
 	d.SetXY(marginL+8, y)
 	d.SetFont("go", "", 8)
-	keys := "Numbers are map keys of the listed records (tables below)."
+	keys := "Numbers are map keys: every record has one; its record card follows (within the layer's detail distance) or its row is in Appendix A."
 	if s.Detail.Site != nil {
-		keys = "Numbers are map keys of the listed records (tables below); those within " + formatDistance(s.DetailRadiusM) +
-			" are on the detail map."
+		keys += " Those within " + Distance(s.DetailRadiusM) + " are on the detail map."
 	}
 	d.MultiCell(bodyW-8, 4.2, "Site. Rings: search distances "+strings.Join(rs, ", ")+" from the site boundary; the map draws to "+
-		formatDistance(s.MapRadiusM)+". "+keys, "", "L", false)
+		Distance(s.MapRadiusM)+". "+keys, "", "L", false)
+	d.contextLegend()
 	if len(s.Legend) == 0 {
 		d.para("No layer of this section has records within the distance drawn.", 8)
 	}
@@ -666,7 +675,7 @@ func (d *pdfDoc) legend(s *ReportSection) {
 			text += fmt.Sprintf(" (MultiPoints: %s marks)", formatCount(e.Marks))
 		}
 		if e.Keyed > 0 && e.Keyed < e.Features {
-			text += fmt.Sprintf("; the nearest %d numbered", e.Keyed)
+			text += fmt.Sprintf("; %d numbered on the map, the rest where the map is crowded in the tables only", e.Keyed)
 		}
 		d.SetXY(marginL+8, y)
 		d.SetFont("go", "", 8)
@@ -676,6 +685,52 @@ func (d *pdfDoc) legend(s *ReportSection) {
 	d.Ln(3)
 }
 
+// contextLegend keys what every map draws besides the layers: parcels,
+// the coast and state borders, and the veil beyond the search distance.
+func (d *pdfDoc) contextLegend() {
+	d.room(9)
+	y := d.GetY()
+	x := marginL
+	item := func(draw func(x, y float64), text string) {
+		d.SetFont("go", "", 8)
+		if x+8+d.GetStringWidth(text) > marginL+bodyW {
+			x, y = marginL, y+4.4
+		}
+		draw(x, y)
+		d.SetXY(x+8, y)
+		d.SetFont("go", "", 8)
+		d.SetTextColor(40, 40, 40)
+		w := d.GetStringWidth(text) + 2
+		d.CellFormat(w, 4.2, text, "", 0, "L", false, 0, "")
+		x += 8 + w + 3
+	}
+	item(func(x, y float64) {
+		d.SetDrawColor(int(parcelColour.R), int(parcelColour.G), int(parcelColour.B))
+		d.Rect(x, y+0.8, 6, 3, "D")
+	}, "Cadastral parcels")
+	item(func(x, y float64) {
+		d.SetDrawColor(int(coastColour.R), int(coastColour.G), int(coastColour.B))
+		d.SetLineWidth(0.5)
+		d.Line(x, y+2.1, x+6, y+2.1)
+	}, "Coastline")
+	item(func(x, y float64) {
+		d.SetDrawColor(int(borderColour.R), int(borderColour.G), int(borderColour.B))
+		d.SetLineWidth(0.3)
+		d.SetDashPattern([]float64{1, 0.8}, 0)
+		d.Line(x, y+2.1, x+6, y+2.1)
+		d.SetDashPattern(nil, 0)
+	}, "State border (Natural Earth 1:10m)")
+	item(func(x, y float64) {
+		d.SetFillColor(225, 225, 225)
+		d.SetDrawColor(160, 160, 160)
+		d.SetLineWidth(0.2)
+		d.Rect(x, y+0.8, 6, 3, "FD")
+	}, "Shaded: beyond the search distance, not searched")
+	d.SetLineWidth(0.2)
+	d.SetDrawColor(0, 0, 0)
+	d.SetXY(marginL, y+4.6)
+}
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
@@ -683,67 +738,173 @@ func plural(n int, one, many string) string {
 	return formatCount(n) + " " + many
 }
 
-// layer prints a layer's summary and its detail table: the features on
-// the map, then those beyond its frame.
+// layer prints a layer's summary and a record card for each record within
+// its detail distance; the records beyond are rows of the appendix.
 func (d *pdfDoc) layer(l *ReportLayer) {
-	rows := len(l.Rows) + len(l.NotDrawn)
-	// The heading, summary, table head and first rows stay together.
-	d.room(14 + 5*float64(min(rows, 3)))
+	// The heading, summary and first card stay together.
+	d.room(14 + 12*float64(min(len(l.Cards), 1)))
 	d.subheading(l.Name, 1)
-	summary := statusText(*l) + " within " + formatDistance(l.RadiusM) + "; coverage " + l.Coverage
+	summary := statusText(*l) + " within " + Distance(l.RadiusM) + "; coverage " + l.Coverage
 	if l.Count != nil {
 		summary += "; " + plural(*l.Count, "record", "records") + " matched"
 	}
 	if l.ReleaseID != "" {
 		summary += ". Release " + l.ReleaseID + ", schema " + l.SchemaVersion
 	}
-	d.para(summary+".", 8)
-	if rows == 0 {
-		d.Ln(1)
+	summary += "."
+	if len(l.Cards)+len(l.Appendix) > 0 {
+		summary += fmt.Sprintf(" Detail distance %s: %s within it as record cards below", Distance(l.DetailM),
+			plural(len(l.Cards), "record", "records"))
+		if len(l.Appendix) > 0 {
+			keys := fmt.Sprintf("key %d", l.Appendix[0].Key)
+			if n := len(l.Appendix); n > 1 {
+				keys = fmt.Sprintf("keys %d–%d", l.Appendix[0].Key, l.Appendix[n-1].Key)
+			}
+			summary += fmt.Sprintf(", %s beyond it in Appendix A (%s)", plural(len(l.Appendix), "record", "records"), keys)
+		}
+		summary += "."
+	}
+	d.para(summary, 8)
+	for _, r := range l.Cards {
+		d.card(r)
+	}
+	d.Ln(2)
+}
+
+// card prints one record card: a bar with its key, id, distance and
+// direction, then every field of the layer's schema, titled with its unit,
+// two to a line.
+func (d *pdfDoc) card(r Row) {
+	const labelW, valueW, lineH = 36.0, 54.0, 3.6
+	d.SetFont("go", "", tableSize)
+	type pair struct{ label, value []string }
+	var ps []pair
+	for _, f := range r.Fields {
+		ps = append(ps, pair{d.SplitText(f.Name, labelW-1.6), d.SplitText(f.Value, valueW-1.6)})
+	}
+	var heights []float64
+	for k := 0; k < len(ps); k += 2 {
+		n := max(len(ps[k].label), len(ps[k].value))
+		if k+1 < len(ps) {
+			n = max(n, len(ps[k+1].label), len(ps[k+1].value))
+		}
+		heights = append(heights, float64(max(n, 1))*lineH+0.6)
+	}
+	total := 5.2
+	for _, h := range heights {
+		total += h
+	}
+	// A card of a page or less never splits.
+	d.room(min(total, bottom-25) + 1.5)
+	x, y := marginL, d.GetY()
+	d.SetFillColor(232, 232, 232)
+	d.SetDrawColor(150, 150, 150)
+	d.Rect(x, y, bodyW, 5.2, "FD")
+	where := Distance(r.DistanceM) + "  " + direction(r.BearingDeg)
+	if r.OnSite {
+		where = "on site"
+	}
+	head := fmt.Sprintf("%d", r.Key)
+	rest := fmt.Sprintf("%s  ·  %s", r.ID, where)
+	if !r.Drawn {
+		rest += "  ·  beyond the map's frame"
+	}
+	d.SetXY(x+0.8, y+0.8)
+	d.SetFont("go", "B", 8)
+	d.SetTextColor(20, 20, 20)
+	d.CellFormat(10, 3.6, head, "", 0, "L", false, 0, "")
+	d.SetFont("go", "", 8)
+	d.CellFormat(bodyW-12, 3.6, rest, "", 0, "L", false, 0, "")
+	y += 5.2
+	d.SetFont("go", "", tableSize)
+	for k := 0; k < len(ps); k += 2 {
+		h := heights[k/2]
+		if y+h > bottom {
+			d.AddPage()
+			y = d.GetY()
+		}
+		for c := 0; c < 2 && k+c < len(ps); c++ {
+			cx := x + float64(c)*(labelW+valueW)
+			d.SetFillColor(246, 246, 246)
+			d.Rect(cx, y, labelW, h, "FD")
+			d.Rect(cx+labelW, y, valueW, h, "D")
+			d.SetTextColor(70, 70, 70)
+			d.SetXY(cx+0.8, y+0.3)
+			d.MultiCell(labelW-1.6, lineH, ps[k+c].label[0]+joinRest(ps[k+c].label), "", "L", false)
+			d.SetTextColor(20, 20, 20)
+			d.SetXY(cx+labelW+0.8, y+0.3)
+			d.MultiCell(valueW-1.6, lineH, ps[k+c].value[0]+joinRest(ps[k+c].value), "", "L", false)
+		}
+		if k+1 >= len(ps) {
+			d.Rect(x+labelW+valueW, y, labelW+valueW, h, "D")
+		}
+		y += h
+	}
+	d.SetDrawColor(0, 0, 0)
+	d.SetXY(marginL, y+1.5)
+}
+
+// joinRest gives back the lines after the first of a split text, each on
+// its own line.
+func joinRest(lines []string) string {
+	if len(lines) <= 1 {
+		return ""
+	}
+	return "\n" + strings.Join(lines[1:], "\n")
+}
+
+// appendix prints, per layer, every record beyond its detail distance as
+// a row: key, feature, distance, direction and the layer's brief fields,
+// page after page.
+func (d *pdfDoc) appendix() {
+	some := false
+	for _, s := range d.r.Sections {
+		for _, l := range s.Layers {
+			some = some || len(l.Appendix) > 0
+		}
+	}
+	if !some {
 		return
 	}
-	head := []string{"Key", "Feature", "Distance", "Direction", "On site"}
-	cols := []float64{9, 29, 15, 17, 11}
-	rest := bodyW - 81
-	for _, n := range l.FieldNames {
-		head = append(head, n)
-		cols = append(cols, rest/float64(len(l.FieldNames)))
-	}
-	if len(l.FieldNames) == 0 {
-		cols[1] += rest
-	}
-	cells := func(r Row) []string {
-		dist := formatDistance(r.DistanceM)
-		onSite := "No"
-		if r.OnSite {
-			dist, onSite = "0 m", "Yes"
+	d.AddPage()
+	d.heading("Appendix A: records beyond the detail distance")
+	d.para("Every matched record beyond its layer's detail distance, keyed as on the section maps (a key whose place on a crowded "+
+		"map is taken is listed here only). Distances are geodesic from the site's boundary; direction from the site.", 8.5)
+	for _, s := range d.r.Sections {
+		for _, l := range s.Layers {
+			if len(l.Appendix) == 0 {
+				continue
+			}
+			d.room(20)
+			d.subheading(s.Name+": "+l.Name, 1)
+			d.para(fmt.Sprintf("%s beyond %s (of %s matched within %s).", plural(len(l.Appendix), "record", "records"),
+				Distance(l.DetailM), plural(len(l.Cards)+len(l.Appendix), "record", "records"), Distance(l.RadiusM)), 8)
+			head := []string{"Key", "Feature", "Distance", "Direction"}
+			cols := []float64{10, 32, 16, 17}
+			rest := bodyW - 75
+			for _, n := range l.BriefFields {
+				head = append(head, n)
+				cols = append(cols, rest/float64(len(l.BriefFields)))
+			}
+			if len(l.BriefFields) == 0 {
+				cols[1] += rest
+			}
+			rows := make([][]string, 0, len(l.Appendix))
+			for _, r := range l.Appendix {
+				c := []string{strconv.Itoa(r.Key), r.ID, Distance(r.DistanceM), direction(r.BearingDeg)}
+				for _, f := range r.Fields {
+					c = append(c, f.Value)
+				}
+				for len(c) < len(cols) {
+					c = append(c, "")
+				}
+				rows = append(rows, c)
+			}
+			d.tableHead(cols, head)
+			d.rowsHead(cols, rows, head)
+			d.Ln(3)
 		}
-		c := []string{strconv.Itoa(r.Key), r.ID, dist, direction(r.BearingDeg), onSite}
-		for _, f := range r.Fields {
-			c = append(c, f.Value)
-		}
-		for len(c) < len(cols) {
-			c = append(c, "")
-		}
-		return c
 	}
-	if len(l.Rows) > 0 {
-		d.tableHead(cols, head)
-		d.rowsHead(cols, mapRows(l.Rows, cells), head)
-	}
-	if len(l.NotDrawn) > 0 {
-		d.Ln(1)
-		d.room(14)
-		d.SetFont("go", "B", 8)
-		d.MultiCell(bodyW, 4.5, fmt.Sprintf("Not drawn: %s beyond the map's frame", plural(len(l.NotDrawn), "listed record", "listed records")), "", "L", false)
-		d.tableHead(cols, head)
-		d.rowsHead(cols, mapRows(l.NotDrawn, cells), head)
-	}
-	if l.Unlisted > 0 {
-		d.SetFont("go", "", 7.5)
-		d.MultiCell(bodyW, 4, fmt.Sprintf("%s more matched records are counted in the statistical profile and not listed.", formatCount(l.Unlisted)), "", "L", false)
-	}
-	d.Ln(3)
 }
 
 // tableHead prints a table's header row.
@@ -857,8 +1018,10 @@ func (d *pdfDoc) sources() {
 	d.heading("Data sources and currency")
 	d.para("One row per source of each layer used: who published it, the release this report read, its published, effective and "+
 		"retrieved dates, its licence, and how far its data covers this site's search area.", 8.5)
-	cols := []float64{28, 30, 24, 19, 19, 19, 23, 18}
-	head := []string{"Layer", "Provider / source variant", "Release", "Published", "Effective", "Retrieved", "Licence", "Coverage"}
+	// The release id (a 34-character hash) gets a column it fits on one
+	// line; the three dates share one, stacked.
+	cols := []float64{30, 34, 54, 20, 22, 20}
+	head := []string{"Layer", "Provider / source variant", "Release", "Published, effective, retrieved", "Licence", "Coverage"}
 	d.tableHead(cols, head)
 	var rows [][]string
 	for _, s := range d.r.Sources {
@@ -866,8 +1029,8 @@ func (d *pdfDoc) sources() {
 		if s.Variant != "" {
 			prov += " / " + s.Variant
 		}
-		rows = append(rows, []string{s.Layer, prov, orDash(s.Release), orDash(day(s.Published)), orDash(day(s.Effective)), orDash(day(s.Retrieved)),
-			orDash(s.Licence), s.Coverage})
+		dates := orDash(day(s.Published)) + "\n" + orDash(day(s.Effective)) + "\n" + orDash(day(s.Retrieved))
+		rows = append(rows, []string{s.Layer, prov, orDash(s.Release), dates, orDash(s.Licence), s.Coverage})
 	}
 	d.rowsHead(cols, rows, head)
 	d.Ln(3)
@@ -902,6 +1065,9 @@ func (d *pdfDoc) limitations() {
 		ls = []string{Limitations}
 	}
 	for _, l := range ls {
+		// A paragraph is never split across pages.
+		d.SetFont("go", "", 8.5)
+		d.room(float64(len(d.SplitText(l, bodyW)))*8.5*0.45 + 2)
 		d.para(l, 8.5)
 	}
 }

@@ -70,7 +70,7 @@ func sampleReport() Report {
 				Layers: []ReportLayer{
 					{ID: "nsw-epa-contaminated-land", Name: "NSW contaminated land notified to the EPA", ReleaseID: "r_aaaa", SchemaVersion: "2024-03",
 						RadiusM: 2000, Status: "data_present", Coverage: "complete", Count: &two,
-						FieldNames: []string{"Name of the notified site", "EPA regulatory status"}, Rows: rows[1:], NotDrawn: rows[:1]},
+						DetailM: 500, BriefFields: []string{"Name of the notified site", "EPA regulatory status"}, Cards: rows[:1], Appendix: rows[1:]},
 					{ID: "vic-epa-priority-sites", Name: "Victoria EPA Priority Sites Register", ReleaseID: "r_bbbb", SchemaVersion: "2023-11",
 						RadiusM: 2000, Status: "no_data", Reason: "outside_coverage", Coverage: "none", Count: &zero},
 				}},
@@ -122,9 +122,9 @@ func TestPDFStatesEveryLine(t *testing.T) {
 	want := []string{r.Site.Name, r.ReportID, r.ReceiptID, "DEAL-42", "613 m²", "NSW", "1/DP608976", "PARRAMATTA NSW 2150",
 		"33.815000° S, 151.003600° E", "zone 56: 315223.7 mE, 6256564.2 mN", "AEDT (UTC+11:00)",
 		"Records found", "No records", "Not covered", "Source unavailable", "Statistical profile", "Site profile",
-		"NSWEPA-00000042", "412 m", "NE", "on site", "Dry cleaner", "EPA regulatory status", "Not drawn: 1 listed record",
+		"NSWEPA-00000042", "412 m", "NE", "on site", "Dry cleaner", "EPA regulatory status", "beyond the map's frame", "Appendix A: records beyond the detail distance",
 		"Changes since revision 1", "250–500 m 0 → 1", "No NSW register",
-		"Detail: the records keyed within 250 m of the site boundary (rings 100 m, 250 m)", "those within 250 m are on the detail map",
+		"Detail: the records keyed within 250 m of the site boundary (rings 100 m, 250 m)", "Those within 250 m are on the detail map",
 		strings.Join(strings.Fields(Limitations), " ")}
 	for _, s := range r.Sections {
 		want = append(want, s.Name)

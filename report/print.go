@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/paulmach/orb"
+
+	"siteenv/geo"
 )
 
 // printScale is how much larger the print map's text is than the screen
@@ -31,7 +33,10 @@ func ringLayers(rings []float64) []Layer {
 
 // drawPrint draws m for the PDF: the panel alone, keys on the listed
 // features, ring labels placed clear of the keys.
-func drawPrint(m Map, radii []float64) *image.RGBA {
+func drawPrint(m Map, radii []float64) *image.RGBA { return layoutPrint(m, radii).c.img }
+
+// layoutPrint draws m for the PDF and keeps what it placed.
+func layoutPrint(m Map, radii []float64) *drawer {
 	f := newFrame(m.Site, radii[0], printPanel)
 	c := newCanvas(MapWidth, MapHeight)
 	scale := printScale
@@ -51,6 +56,7 @@ func drawPrint(m Map, radii []float64) *image.RGBA {
 	d.rings(radii)
 	d.site()
 	d.furniture()
+	d.noBasemap()
 	// The furniture's corners are taken: keys stay clear of them.
 	d.taken = append(d.taken,
 		image.Rect(printPanel.Max.X-64, printPanel.Min.Y, printPanel.Max.X, printPanel.Min.Y+64),
@@ -72,7 +78,7 @@ func drawPrint(m Map, radii []float64) *image.RGBA {
 				func(h int) int { return d.panel.Max.Y - 70 - h })
 		}
 	}
-	return c.img
+	return d
 }
 
 type ringLabel struct {
@@ -109,15 +115,16 @@ place:
 	}
 	d.ringLabels = append(d.ringLabels, ringLabel{text, x, y})
 	d.taken = append(d.taken, box(x, y))
+	d.ringBoxes = append(d.ringBoxes, box(x, y))
 }
 
 // siteBox is the site's extent in pixels, padded a little.
 func (d *drawer) siteBox() image.Rectangle {
 	minX, minY, maxX, maxY := math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)
-	eachPoint(d.m.Site, func(p orb.Point) {
+	for p := range geo.Points(d.m.Site) {
 		x, y := d.f.px(p)
 		minX, minY, maxX, maxY = min(minX, x), min(minY, y), max(maxX, x), max(maxY, y)
-	})
+	}
 	return image.Rect(int(minX)-6, int(minY)-6, int(maxX)+7, int(maxY)+7)
 }
 
@@ -128,10 +135,18 @@ type keyMark struct {
 }
 
 // keys labels each keyed feature drawn on the map with its number, in a
-// box beside its mark: the first of a ring of places around the mark
-// that overlaps no other label, ring label or furniture, with a leader
-// when it stands off; over the others when every place is taken.
+// box beside its mark: the first of rings of places around the mark that
+// overlaps no other label, ring label, furniture or mark, with a leader
+// when it stands off. A minor key (a record of the appendix) takes only
+// the near places; where none is free its record is keyed in its table
+// alone. Nothing is ever printed over a mark or another label.
 func (d *drawer) keys() {
+	type keyMark struct {
+		key    int
+		minor  bool
+		x, y   float64
+		colour color.NRGBA
+	}
 	var marks []keyMark
 	for i, l := range d.m.Layers {
 		if l.Outcome != Searched {
@@ -146,10 +161,31 @@ func (d *drawer) keys() {
 			if !ok {
 				continue
 			}
-			marks = append(marks, keyMark{l.Keys[j], x, y, st.colour})
+			marks = append(marks, keyMark{l.Keys[j], j < len(l.Minor) && l.Minor[j], x, y, st.colour})
+			// Every other mark of a MultiPoint carries its record's key too,
+			// where it fits.
+			if mp, ok := g.(orb.MultiPoint); ok {
+				for _, p := range mp {
+					if !d.f.inside(p) {
+						continue
+					}
+					if px, py := d.f.px(p); px != x || py != y {
+						marks = append(marks, keyMark{l.Keys[j], true, px, py, st.colour})
+					}
+				}
+			}
 		}
 	}
-	slices.SortFunc(marks, func(a, b keyMark) int { return a.key - b.key })
+	// Major keys first, each in key order: they get the nearest places.
+	slices.SortFunc(marks, func(a, b keyMark) int {
+		if a.minor != b.minor {
+			if a.minor {
+				return 1
+			}
+			return -1
+		}
+		return a.key - b.key
+	})
 	face := d.fc.label
 	asc := face.Metrics().Ascent.Ceil()
 	h := asc + 8
@@ -158,9 +194,13 @@ func (d *drawer) keys() {
 		w := textWidth(face, text) + 10
 		var box image.Rectangle
 		placed := false
-		for _, dist := range []float64{10, 22, 38, 58, 84} {
-			for k := 0; k < 8; k++ {
-				a := float64(k) * math.Pi / 4
+		dists := []float64{10, 22, 38, 58, 84, 120, 170, 240}
+		if mk.minor {
+			dists = dists[:3]
+		}
+		for _, dist := range dists {
+			for k := 0; k < 16; k++ {
+				a := float64(k) * math.Pi / 8
 				cx, cy := mk.x+math.Cos(a)*(dist+float64(w)/2), mk.y-math.Sin(a)*(dist+float64(h)/2)
 				b := image.Rect(int(cx)-w/2, int(cy)-h/2, int(cx)-w/2+w, int(cy)-h/2+h)
 				if !b.In(d.panel.Inset(4)) || d.overlaps(b) {
@@ -174,9 +214,10 @@ func (d *drawer) keys() {
 			}
 		}
 		if !placed {
-			box = image.Rect(int(mk.x)+8, int(mk.y)-h-8, int(mk.x)+8+w, int(mk.y)-8)
+			continue
 		}
 		d.taken = append(d.taken, box)
+		d.keyBoxes = append(d.keyBoxes, box)
 		// Leader from the mark to the box's nearest point.
 		bx := math.Max(float64(box.Min.X), math.Min(mk.x, float64(box.Max.X)))
 		by := math.Max(float64(box.Min.Y), math.Min(mk.y, float64(box.Max.Y)))
@@ -193,8 +234,14 @@ func (d *drawer) keys() {
 	}
 }
 
+// overlaps: b would cover a taken box or a mark.
 func (d *drawer) overlaps(b image.Rectangle) bool {
 	for _, t := range d.taken {
+		if b.Overlaps(t) {
+			return true
+		}
+	}
+	for _, t := range d.marks {
 		if b.Overlaps(t) {
 			return true
 		}
@@ -233,11 +280,11 @@ func (d *drawer) anchor(g orb.Geometry) (float64, float64, bool) {
 	}
 	switch g := g.(type) {
 	case orb.Point, orb.MultiPoint:
-		eachPoint(g, func(p orb.Point) {
+		for p := range geo.Points(g) {
 			if d.f.inside(p) {
 				consider(d.f.px(p))
 			}
-		})
+		}
 	case orb.LineString, orb.MultiLineString:
 		for _, l := range linesOf(g) {
 			for _, xy := range d.f.lines(l) {
@@ -245,6 +292,11 @@ func (d *drawer) anchor(g orb.Geometry) (float64, float64, bool) {
 			}
 		}
 	default:
+		// A polygon over the site is keyed at the site, not at its far edge.
+		if geo.PolygonalContains(g, d.f.local.Center()) {
+			x, y := d.f.px(d.f.local.Center())
+			return x, y, (image.Point{int(x), int(y)}).In(d.panel)
+		}
 		for _, poly := range polygonsOf(g) {
 			for _, r := range d.f.polygon(poly) {
 				seg(append(r, r[0], r[1]))

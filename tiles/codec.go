@@ -18,6 +18,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/encoding/wkb"
+
+	"siteenv/geo"
 )
 
 // Feature is one row of a tile: a stable id, a geometry in OGC:CRS84
@@ -273,57 +275,19 @@ func tileGeometry(g orb.Geometry) (orb.Geometry, error) {
 	if empty(g) {
 		return nil, fmt.Errorf("empty %s", g.GeoJSONType())
 	}
-	var bad bool
-	visitPoints(g, func(p orb.Point) {
+	for p := range geo.Points(g) {
 		if math.IsNaN(p[0]) || math.IsNaN(p[1]) || math.IsInf(p[0], 0) || math.IsInf(p[1], 0) {
-			bad = true
+			return nil, fmt.Errorf("non-finite coordinate")
 		}
-	})
-	if bad {
-		return nil, fmt.Errorf("non-finite coordinate")
 	}
 	return g, nil
 }
 
 func empty(g orb.Geometry) bool {
-	n := 0
-	visitPoints(g, func(orb.Point) { n++ })
-	return n == 0
-}
-
-func visitPoints(g orb.Geometry, fn func(orb.Point)) {
-	switch x := g.(type) {
-	case orb.Point:
-		fn(x)
-	case orb.MultiPoint:
-		for _, p := range x {
-			fn(p)
-		}
-	case orb.LineString:
-		for _, p := range x {
-			fn(p)
-		}
-	case orb.Ring:
-		for _, p := range x {
-			fn(p)
-		}
-	case orb.MultiLineString:
-		for _, l := range x {
-			visitPoints(l, fn)
-		}
-	case orb.Polygon:
-		for _, r := range x {
-			visitPoints(r, fn)
-		}
-	case orb.MultiPolygon:
-		for _, p := range x {
-			visitPoints(p, fn)
-		}
-	case orb.Collection:
-		for _, c := range x {
-			visitPoints(c, fn)
-		}
+	for range geo.Points(g) {
+		return false
 	}
+	return true
 }
 
 var bboxType = arrow.StructOf(

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"siteenv/ingest"
 	"siteenv/ingest/synth"
 	"siteenv/ledger"
+	storepkg "siteenv/store"
 	"siteenv/tiles"
 )
 
@@ -124,6 +126,21 @@ func loadDemo(ctx context.Context, e *env, scale synth.Scale, seed int64, progre
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return demoResult{}, err
+	}
+	// The basemap of the demo's towns, which serve draws under its maps.
+	var bm bytes.Buffer
+	if err := g.WriteBasemap(&bm); err != nil {
+		return demoResult{}, fmt.Errorf("basemap: %w", err)
+	}
+	size := int64(bm.Len())
+	// Objects are never overwritten: a demo run again keeps the first one.
+	switch err := store.Put(ctx, storeBasemapKey, &bm, size); {
+	case errors.Is(err, storepkg.ErrExists):
+		fmt.Fprintf(progress, "basemap: %s kept\n", storeBasemapKey)
+	case err != nil:
+		return demoResult{}, fmt.Errorf("basemap: %w", err)
+	default:
+		fmt.Fprintf(progress, "basemap: %s, %d bytes\n", storeBasemapKey, size)
 	}
 	na, np, err := loadGazetteer(ctx, e.led, g.Addresses, g.Parcels)
 	if err != nil {

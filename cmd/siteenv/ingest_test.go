@@ -52,14 +52,14 @@ func TestIngestCommand(t *testing.T) {
 	layer := write("layer.json", layerJSON)
 	good := write("bores.geojson", goodGeoJSON)
 
-	first, err := cli(t, "ingest", "--layer", layer, "--rejects", filepath.Join(dir, "rejects.csv"), good)
+	first, err := cli(t, "ingest", "--json", "--layer", layer, "--rejects", filepath.Join(dir, "rejects.csv"), good)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if first["features"] != float64(2) || first["rejected"] != float64(0) || !strings.HasPrefix(first["release_id"].(string), "r_") {
 		t.Fatalf("summary %v", first)
 	}
-	again, err := cli(t, "ingest", "--layer", layer, good)
+	again, err := cli(t, "ingest", "--json", "--layer", layer, good)
 	if err != nil || again["release_id"] != first["release_id"] || again["already_published"] != true {
 		t.Fatalf("re-ingest %v %v", again, err)
 	}
@@ -75,7 +75,7 @@ func TestIngestCommand(t *testing.T) {
 
 	bad := write("bad.geojson", badGeoJSON)
 	rejects := filepath.Join(dir, "bad-rejects.csv")
-	if _, err := cli(t, "ingest", "--layer", layer, "--rejects", rejects, bad); err == nil {
+	if _, err := cli(t, "ingest", "--json", "--layer", layer, "--rejects", rejects, bad); err == nil {
 		t.Fatal("an unclosed ring was published")
 	}
 	b, err := os.ReadFile(rejects)
@@ -85,7 +85,7 @@ func TestIngestCommand(t *testing.T) {
 	if y, _ := led.Layer(context.Background(), "nsw.test-bores"); *y.CurrentReleaseID != first["release_id"] {
 		t.Fatal("a failed ingest moved the current release")
 	}
-	if _, err := cli(t, "ingest", "--layer", write("broken.json", `{"layer_id": "x"}`), good); err == nil || !strings.Contains(err.Error(), "schema_version") {
+	if _, err := cli(t, "ingest", "--json", "--layer", write("broken.json", `{"layer_id": "x"}`), good); err == nil || !strings.Contains(err.Error(), "schema_version") {
 		t.Fatalf("layer.json without required fields: %v", err)
 	}
 }

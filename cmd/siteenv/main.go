@@ -32,13 +32,17 @@ Usage:
   siteenv admin report revise --report ID          (builds revision N+1 from current releases; no charge)
   siteenv admin report import --account ID --site ID --file X.pdf [--created-at T]
           (a historical website report: PDF only, dataset scope and provenance unknown)
-  siteenv ingest --layer layer.json [--source-crs EPSG:N] [--id-property NAME]
-          [--max-rejects N] [--rejects FILE] [--table NAME] [--stage] FILE...
-          (GeoJSON, NDJSON, CSV, GeoParquet, Shapefile .shp or .zip, GeoPackage .gpkg)
+  siteenv ingest --layer layer.json [--source-crs EPSG:N] [--id-property NAME] [--repair]
+          [--drop-unknown-fields] [--stage|--publish] [--out DIR] [--json]
+          [--max-rejects N] [--rejects FILE] [--table NAME] FILE...
+          (GeoJSON, NDJSON, CSV, GeoParquet, Shapefile .shp or .zip, GeoPackage .gpkg;
+          a layer with a current release is staged unless --publish)
   siteenv release list --layer ID                  (every release: current, staged, previous)
-  siteenv release diff --layer ID [--from R1] [--to R2] [--out FILE.csv]
+  siteenv release diff --layer ID [--from R1] [--to R2] [--tolerance 1mm] [--out FILE.csv]
           (added / removed / changed features; default current -> newest staged)
   siteenv release promote --layer ID --release R   (make R current; also the rollback)
+  siteenv release discard --layer ID --release R   (a staged release, after review)
+  siteenv review [--addr 127.0.0.1:8090]           (staged releases on a map, in a browser)
   siteenv ingest gazetteer --addresses FILE --parcels FILE
   siteenv demo [--scale small|medium|large] [--seed N]
   siteenv bench engine [--scale small|medium|large] [--queries N]   (engine vs PostGIS)
@@ -88,21 +92,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		printVersion(stdout)
 		return nil
 	case args[0] != "help" && helpRequested(args[1:]):
-		if u := commandUsage(args); u != "" {
-			fmt.Fprint(stdout, u)
-			return nil
+		return commandHelp(ctx, args, stdout)
+	}
+	switch args[0] {
+	case "help", "-h", "--help":
+		if len(args) > 1 && isCommand(args[1]) {
+			return commandHelp(ctx, append(args[1:], "--help"), stdout)
 		}
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	var set settings
-	if args[0] != "help" && args[0] != "-h" && args[0] != "--help" {
-		s, err := loadSettings()
-		if err != nil {
-			return err
-		}
-		set = s
+	if !isCommand(args[0]) {
+		return unknownCommand(args[0], stderr)
 	}
+	set, err := loadSettings()
+	if err != nil {
+		return err
+	}
+	return dispatch(ctx, set, args, stdout, stderr)
+}
+
+// dispatch runs command args[0].
+func dispatch(ctx context.Context, set settings, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "serve":
 		return serve(ctx, set, args[1:], stdout, stderr)
@@ -119,12 +130,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return demoCmd(ctx, set, args[1:], stdout, stderr)
 	case "bench":
 		return benchCmd(ctx, set, args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
+	case "review":
+		boundMemory()
+		return reviewCmd(ctx, set, args[1:], stdout, stderr)
 	}
-	fmt.Fprint(stderr, usage)
-	return usageError{fmt.Sprintf("unknown command %q", args[0])}
+	return unknownCommand(args[0], stderr)
 }
 
 // boundMemory keeps ingest well under 1 GiB resident: without GOMEMLIMIT the

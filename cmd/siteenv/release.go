@@ -8,8 +8,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/user"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,8 +23,9 @@ import (
 
 const releaseUsage = `usage:
   siteenv release list --layer ID
-  siteenv release diff --layer ID [--from R1] [--to R2] [--out changes.csv|changes.parquet]
-  siteenv release promote --layer ID --release R`
+  siteenv release diff --layer ID [--from R1] [--to R2] [--tolerance 1mm] [--out changes.csv|changes.parquet]
+  siteenv release promote --layer ID --release R
+  siteenv release discard --layer ID --release R`
 
 // releaseCmd reviews a layer's releases: list them, compare two, make one
 // current (a staged one, or an earlier one: the rollback).
@@ -34,15 +38,18 @@ func releaseCmd(ctx context.Context, set settings, args []string, stdout, stderr
 	fs.SetOutput(stderr)
 	dataDir := dataDirFlag(fs, set)
 	layer := fs.String("layer", "", "layer id (required)")
-	var from, to, out, rel *string
+	var from, to, out, rel, tol *string
 	switch sub {
 	case "list":
 	case "diff":
 		from = fs.String("from", "", "release to compare from (default: the current release)")
 		to = fs.String("to", "", "release to compare to (default: the newest staged release)")
-		out = fs.String("out", "", "file of the added, removed and changed features: GeoParquet when it ends in .parquet, CSV otherwise (default <layer>.<from>..<to>.csv; - for none)")
+		out = fs.String("out", "", "file of the added, removed and changed features: GeoParquet when it ends in .parquet, CSV otherwise (default <data-dir>/out/<layer>.<from>..<to>.csv; - for none)")
+		tol = fs.String("tolerance", "1mm", "a geometry whose vertices moved no further is unchanged (e.g. 1mm, 5cm, 0.5m; 0 for exact)")
 	case "promote":
 		rel = fs.String("release", "", "release to make current (required)")
+	case "discard":
+		rel = fs.String("release", "", "staged release to discard after review (required)")
 	default:
 		return usageError{releaseUsage}
 	}
@@ -61,9 +68,33 @@ func releaseCmd(ctx context.Context, set settings, args []string, stdout, stderr
 	case "list":
 		return releaseList(ctx, e, *layer, stdout)
 	case "diff":
-		return releaseDiff(ctx, e, *layer, *from, *to, *out, stdout)
+		t, err := parseLength(*tol)
+		if err != nil {
+			return usageError{"--tolerance: " + err.Error()}
+		}
+		return releaseDiff(ctx, e, *layer, *from, *to, *out, t, stdout)
+	}
+	if sub == "discard" {
+		return releaseDiscard(ctx, e, *layer, *rel, stdout)
 	}
 	return releasePromote(ctx, e, *layer, *rel, stdout)
+}
+
+func releaseDiscard(ctx context.Context, e *env, layer, rel string, stdout io.Writer) error {
+	err := e.led.DiscardRelease(ctx, layer, rel, actor("siteenv release discard"))
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return fmt.Errorf("layer %q has no release %q", layer, rel)
+	case errors.Is(err, ledger.ErrNotStaged):
+		return fmt.Errorf("release %q of %q is not staged: only a staged release can be discarded", rel, layer)
+	case err != nil:
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(struct {
+		LayerID   string `json:"layer_id"`
+		ReleaseID string `json:"release_id"`
+		State     string `json:"state"`
+	}{layer, rel, ledger.ReleaseDiscarded})
 }
 
 // releaseJSON is one release in `release list`.
@@ -110,7 +141,7 @@ func releaseList(ctx context.Context, e *env, layer string, stdout io.Writer) er
 	return json.NewEncoder(stdout).Encode(out)
 }
 
-func releaseDiff(ctx context.Context, e *env, layer, from, to, out string, stdout io.Writer) error {
+func releaseDiff(ctx context.Context, e *env, layer, from, to, out string, tolerance float64, stdout io.Writer) error {
 	if from == "" || to == "" {
 		rs, err := e.led.ListReleases(ctx, layer)
 		if errors.Is(err, ledger.ErrNotFound) {
@@ -147,7 +178,11 @@ func releaseDiff(ctx context.Context, e *env, layer, from, to, out string, stdou
 	}
 	var w io.Writer
 	if out == "" {
-		out = fmt.Sprintf("%s.%s..%s.csv", layer, short(from), short(to))
+		dir, err := e.outDir("")
+		if err != nil {
+			return err
+		}
+		out = filepath.Join(dir, fmt.Sprintf("%s.%s..%s.csv", layer, short(from), short(to)))
 	}
 	var f *os.File
 	var bw *bufio.Writer
@@ -163,7 +198,10 @@ func releaseDiff(ctx context.Context, e *env, layer, from, to, out string, stdou
 		format = ingest.ChangesGeoParquet
 	}
 	start := time.Now()
-	sum, err := ingest.DiffReleasesAs(ctx, st, layer, from, to, w, format)
+	if tolerance == 0 {
+		tolerance = -1 // exact
+	}
+	sum, err := ingest.DiffReleasesWith(ctx, st, layer, from, to, ingest.DiffOptions{Out: w, Format: format, Tolerance: tolerance})
 	sum.ElapsedS = time.Since(start).Seconds()
 	if f != nil {
 		if err == nil {
@@ -205,6 +243,27 @@ func releasePromote(ctx context.Context, e *env, layer, rel string, stdout io.Wr
 		PreviousRelease *string `json:"previous_release_id"`
 		Changed         bool    `json:"changed"`
 	}{layer, rel, prev, changed})
+}
+
+// parseLength reads a length with a unit: 1mm, 5cm, 0.5m, 2km; a bare
+// number is metres.
+func parseLength(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	unit := 1.0
+	for _, u := range []struct {
+		suffix string
+		m      float64
+	}{{"mm", 0.001}, {"cm", 0.01}, {"km", 1000}, {"m", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, unit = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.m
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, fmt.Errorf("%q is not a length such as 1mm, 5cm or 0.5m", s)
+	}
+	return v * unit, nil
 }
 
 // actor names who ran a command, for the release audit.

@@ -140,7 +140,7 @@ func TestStageDiffPromote(t *testing.T) {
 	}
 
 	// 1. A is published and current.
-	sumA, err := cli(t, "ingest", "--layer", layer, fa)
+	sumA, err := cli(t, "ingest", "--json", "--layer", layer, fa)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestStageDiffPromote(t *testing.T) {
 	query("after publishing A", relA)
 
 	// 2. B is staged: A stays current for queries.
-	sumB, err := cli(t, "ingest", "--stage", "--layer", layer, fb)
+	sumB, err := cli(t, "ingest", "--json", "--stage", "--layer", layer, fb)
 	if err != nil {
 		t.Fatal(err)
 	}

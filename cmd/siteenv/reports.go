@@ -29,7 +29,12 @@ func reviseReport(ctx context.Context, e *env, id uuid.UUID) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	runner, err := jobs.New(jobs.Config{Logger: e.log}, e.led, eng, st)
+	bm, bmClose, err := openBasemap(ctx, e.set, st)
+	if err != nil {
+		return nil, err
+	}
+	defer bmClose.Close()
+	runner, err := jobs.New(jobs.Config{Logger: e.log, Basemap: bm}, e.led, eng, st)
 	if err != nil {
 		return nil, err
 	}

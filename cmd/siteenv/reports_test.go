@@ -40,7 +40,7 @@ func TestAdminReportImportAndRevise(t *testing.T) {
 		}
 		return p
 	}
-	if _, err := cli(t, "ingest", "--layer", write("layer.json", []byte(layerJSON)), write("bores.geojson", []byte(goodGeoJSON))); err != nil {
+	if _, err := cli(t, "ingest", "--json", "--layer", write("layer.json", []byte(layerJSON)), write("bores.geojson", []byte(goodGeoJSON))); err != nil {
 		t.Fatal(err)
 	}
 	acct, err := cli(t, "admin", "account", "create", "--name", "Reports Co", "--credits", "100")

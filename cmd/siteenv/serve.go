@@ -81,14 +81,20 @@ func serve(ctx context.Context, set settings, args []string, stdout, stderr io.W
 	warmed := make(chan struct{})
 	go func() { defer close(warmed); warmEngine(wctx, eng, e.led, log) }()
 	defer func() { stopWarm(); <-warmed }()
+	bm, bmClose, err := openBasemap(ctx, set, store)
+	if err != nil {
+		return err
+	}
+	defer bmClose.Close()
 	jobsCfg := set.Jobs
+	jobsCfg.Basemap = bm
 	jobsCfg.Logger = log
 	jobsCfg.ObserveAttempt = metrics.ObserveAttempt
 	runner, err := jobs.New(jobsCfg, e.led, eng, store)
 	if err != nil {
 		return err
 	}
-	srv, err := api.New(api.Config{Secret: secret, Logger: log, Store: store, Runner: runner, Engine: eng, Metrics: metrics}, e.led)
+	srv, err := api.New(api.Config{Secret: secret, Logger: log, Store: store, Runner: runner, Engine: eng, Metrics: metrics, Basemap: bm}, e.led)
 	if err != nil {
 		return err
 	}

@@ -54,6 +54,10 @@ type settings struct {
 	// defaults.
 	MetricsAddr   string
 	MetricsPublic bool
+	// Basemap is SITEENV_BASEMAP: the PMTiles basemap drawn under report
+	// maps and map images, a file path or "store:KEY" (an object in the
+	// store); "": none, and the maps say so.
+	Basemap string
 	// BenchDir is SITEENV_BENCH_DIR: where `bench engine` and `bench api`
 	// keep the datasets they build for later runs; "": none kept.
 	BenchDir string
@@ -69,7 +73,7 @@ var envVars = []string{
 	"SITEENV_S3_ENDPOINT", "SITEENV_S3_ACCESS_KEY", "SITEENV_S3_SECRET_KEY", "SITEENV_S3_REGION",
 	"SITEENV_SECRET", "SITEENV_LOG_LEVEL", "SITEENV_ENGINE_MEMORY", "SITEENV_INGEST_MEMORY", "SITEENV_STORE_RECENT",
 	"SITEENV_QUERY_ATTEMPT", "SITEENV_REPORT_ATTEMPT", "SITEENV_QUERY_SWEEP", "SITEENV_JOB_LEASE",
-	"SITEENV_METRICS_ADDR", "SITEENV_METRICS_PUBLIC", "SITEENV_BENCH_DIR", "GOMEMLIMIT",
+	"SITEENV_METRICS_ADDR", "SITEENV_METRICS_PUBLIC", "SITEENV_BENCH_DIR", "SITEENV_BASEMAP", "GOMEMLIMIT",
 }
 
 // loadSettings reads the process's environment (readSettings).
@@ -89,6 +93,7 @@ func readSettings(getenv func(string) string) (settings, error) {
 		MetricsAddr:   get("SITEENV_METRICS_ADDR"),
 		MetricsPublic: get("SITEENV_METRICS_PUBLIC") == "1",
 		BenchDir:      get("SITEENV_BENCH_DIR"),
+		Basemap:       strings.TrimSpace(get("SITEENV_BASEMAP")),
 		GoMemLimitSet: get("GOMEMLIMIT") != "",
 	}
 	if s.DataDir == "" {
@@ -123,6 +128,9 @@ func readSettings(getenv func(string) string) (settings, error) {
 	}
 	if s.Jobs, err = jobTimings(get); err != nil {
 		return settings{}, err
+	}
+	if k, ok := strings.CutPrefix(s.Basemap, "store:"); ok && k == "" {
+		return settings{}, fmt.Errorf("SITEENV_BASEMAP must be a file or store:KEY, got %q", s.Basemap)
 	}
 	if s.Secret != "" && len(s.Secret) < 32 {
 		return settings{}, fmt.Errorf("SITEENV_SECRET must be at least 32 characters")

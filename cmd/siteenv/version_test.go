@@ -41,7 +41,7 @@ func TestCommandHelp(t *testing.T) {
 		{[]string{"admin", "account", "--help"}, []string{"siteenv admin account create --name NAME"}, "siteenv admin key"},
 		{[]string{"admin", "key", "create", "-h"}, []string{"--datasets"}, "key revoke"},
 		{[]string{"bench", "--help"}, []string{"siteenv bench engine", "siteenv bench api"}, "siteenv serve"},
-		{[]string{"bench", "api", "--help"}, []string{"siteenv bench api"}, "bench engine"},
+		{[]string{"bench", "api", "--help"}, []string{"siteenv bench api"}, "siteenv bench engine"},
 		{[]string{"ingest", "--help"}, []string{"siteenv ingest --layer", "siteenv ingest gazetteer"}, "siteenv serve"},
 		{[]string{"demo", "--help"}, []string{"siteenv demo"}, "siteenv serve"},
 	} {

@@ -152,6 +152,12 @@ type lot struct {
 	HasAddr   bool
 	Parcel    Parcel
 	HasParcel bool
+	// Road, on the first lot of a street segment, is the segment's centre
+	// line and RoadName its name, Main whether it is a main road (the
+	// basemap draws them).
+	Road     orb.LineString
+	RoadName string
+	Main     bool
 }
 
 // plans hands out unique plan numbers per (state, plan type).
@@ -354,7 +360,9 @@ func (g *Generator) localityLots(i, n int, pl *plans, lt *lot, yield func(*lot) 
 			if h-segEnd < minSeg/2 {
 				segEnd = h
 			}
-			street := namer.name(l.State, ri == 0 && seg == 0 && nrows > 1 && chance(r, 0.35))
+			main := ri == 0 && seg == 0 && nrows > 1 && chance(r, 0.35)
+			street := namer.name(l.State, main)
+			road := orb.LineString{fr.at(x, y0), fr.at(segEnd, y0)}
 			for side := 0; side < 2 && done < n; side++ {
 				num := 1 + side // odd numbers on the left, even on the right
 				var plan planRun
@@ -383,6 +391,10 @@ func (g *Generator) localityLots(i, n int, pl *plans, lt *lot, yield func(*lot) 
 					cadastre := plan.format(plan.nextLot)
 					plan.nextLot++
 					*lt = lot{}
+					if road != nil {
+						lt.Road, lt.RoadName, lt.Main = road, street, main
+						road = nil
+					}
 					if spare > 0 && chance(r, vacancy) {
 						spare--
 					} else {

@@ -21,12 +21,6 @@ import (
 	"siteenv/report"
 )
 
-// Listed is how many features a report lists per layer, nearest first
-// (the detail table, the map keys and the evidence's features), beyond
-// those on the site itself, which are always all listed: the site profile
-// names every record on the site.
-const Listed = 10
-
 // onSite counts the features at distance 0 (the engine returns them
 // nearest first, so they lead).
 func onSite(fs []Feature) int {
@@ -37,8 +31,31 @@ func onSite(fs []Feature) int {
 	return n
 }
 
-// keyFields is how many of a listed feature's fields are printed.
-const keyFields = 3
+// appendixFields is how many fields a record beyond the detail distance
+// shows in the appendix table (its card would show them all).
+const appendixFields = 3
+
+// detailByTheme is the default detail distance per section key: within it
+// a layer's records print as full record cards, beyond it as rows of the
+// appendix table. Contamination and groundwater records matter farther
+// out (migration of a plume, a bore's drawdown) than a heritage item or a
+// planning overlay.
+var detailByTheme = map[string]float64{"contamination": 500, "water": 500}
+
+// defaultDetailM is the detail distance of the other themes.
+const defaultDetailM = 250
+
+// DetailDistance is the distance within which a layer's records print as
+// record cards: the layer's own (Layer.DetailM) or its theme's default.
+func DetailDistance(l *Layer) float64 {
+	if l.DetailM > 0 {
+		return l.DetailM
+	}
+	if d, ok := detailByTheme[l.SectionKey]; ok {
+		return d
+	}
+	return defaultDetailM
+}
 
 // Input is everything a report states, as gathered by the job runner.
 type Input struct {
@@ -52,6 +69,19 @@ type Input struct {
 	// Parcels are the cadastral parcels near the site (map context; those
 	// making up the site give its lot/plan and address).
 	Parcels []Parcel
+	// Held is every layer the service holds (with a current release), of
+	// any jurisdiction, in or out of the order: the kinds of register the
+	// service keeps, from which Gaps names those it holds none of here.
+	// Nil: the order's layers stand in for it.
+	Held []Held
+	// Basemap goes under every map (nil: none, and the maps say so).
+	Basemap report.Basemap
+}
+
+// Held is one layer of the service's catalogue, as Gaps reads it.
+type Held struct {
+	SectionKey, SectionName string
+	Jurisdictions           []string
 }
 
 // Site is the site as saved.
@@ -60,7 +90,11 @@ type Site struct {
 	Name         string // the site's name, or its id when it has none
 	AreaM2       float64
 	Jurisdiction string // "" when unknown
-	Geometry     orb.Geometry
+	// JurisdictionNamed: the customer named the jurisdiction in the order
+	// (the site's boundary does not determine one: across a border, or
+	// offshore).
+	JurisdictionNamed bool
+	Geometry          orb.Geometry
 	// References: the client's external references ("namespace: ref").
 	References []string
 }
@@ -94,8 +128,11 @@ type Layer struct {
 	FieldSchema, Units json.RawMessage
 	Sources            []Source
 	// Features are every matched feature, nearest first (empty unless
-	// data is present).
+	// data is present). Every one gets a map key and a row.
 	Features []Feature
+	// DetailM is the layer's detail distance from its metadata (0: the
+	// theme's default; see DetailDistance).
+	DetailM float64
 }
 
 // Feature is a matched feature.
@@ -131,9 +168,11 @@ type LayerFacts struct {
 	// Bands: counts per content.Bands; nil beyond the search distance,
 	// all nil when the count is unknown.
 	Bands []*int
-	// MapRadiusM is the distance its section map draws.
-	MapRadiusM float64
-	Listed     []ListedFeature
+	// MapRadiusM is the distance its section map draws; DetailM the
+	// distance within which its records are record cards.
+	MapRadiusM, DetailM float64
+	// Listed: every matched feature, keyed, nearest first.
+	Listed []ListedFeature
 }
 
 // ListedFeature is a listed feature with its map key.
@@ -146,6 +185,9 @@ type ListedFeature struct {
 	// Drawn: on its section's map (else listed under "not drawn").
 	Drawn bool
 	Band  string
+	// Card: printed as a record card (within the detail distance), else
+	// as a row of the appendix table.
+	Card bool
 }
 
 // Build decides the report's content.
@@ -159,6 +201,9 @@ func Build(in Input) Output {
 	doc.Site = report.ReportSite{Name: in.Site.Name, Reference: strings.Join(in.Site.References, "; "), Addresses: loc.Addresses,
 		LotPlans: loc.LotPlans, Lon: loc.Lon, Lat: loc.Lat, MGAZone: loc.MGAZone, Easting: loc.Easting, Northing: loc.Northing,
 		AreaM2: in.Site.AreaM2, Jurisdiction: in.Site.Jurisdiction, Built: localTime(in.Built, loc.TimeZone)}
+	if in.Site.JurisdictionNamed && in.Site.Jurisdiction != "" {
+		doc.Site.Jurisdiction += " (named by the customer in the order: the site's boundary does not determine it)"
+	}
 
 	var parcels []orb.Geometry
 	for _, p := range in.Parcels {
@@ -177,7 +222,8 @@ func Build(in Input) Output {
 			}
 		}
 		maxMap = math.Max(maxMap, rs.MapRadiusM)
-		rs.Map = report.Map{Title: in.Site.Name, Section: rs.Name, Date: in.Built, Site: in.Site.Geometry, Parcels: parcels, Print: true}
+		rs.Map = report.Map{Title: in.Site.Name, Section: rs.Name, Date: in.Built, Site: in.Site.Geometry, Parcels: parcels, Print: true,
+			Basemap: in.Basemap}
 		var drawnAt [][]float64 // per map layer, each drawn feature's distance
 		for _, i := range sec {
 			l := &in.Layers[i]
@@ -204,41 +250,42 @@ func Build(in Input) Output {
 			}
 			n := 0
 			if l.Status == "data_present" {
-				n = min(len(l.Features), max(Listed, onSite(l.Features)))
+				n = len(l.Features)
 			}
 			fields := NewFields(l.FieldSchema, l.Units)
-			var names []string
+			names := fields.Names()
+			brief := briefFieldNames(names, appendixFields)
+			detail := DetailDistance(l)
+			f.DetailM, rl.DetailM = detail, detail
+			for _, name := range brief {
+				rl.BriefFields = append(rl.BriefFields, fields.Label(name))
+			}
 			for j := range n {
 				ft := &l.Features[j]
 				key++
 				lf := ListedFeature{Key: key, FeatureID: ft.ID, DistanceM: ft.DistanceM, BearingDeg: bearing(local, ft),
-					OnSite: ft.DistanceM == 0, Drawn: ml != nil && ft.Geometry != nil && ft.DistanceM <= drawTo, Band: Bands[BandOf(ft.DistanceM)].Key}
+					OnSite: ft.DistanceM == 0, Drawn: ml != nil && ft.Geometry != nil && ft.DistanceM <= drawTo, Band: Bands[BandOf(ft.DistanceM)].Key,
+					Card: ft.DistanceM <= detail}
 				f.Listed = append(f.Listed, lf)
 				var props map[string]any
 				if ft.Properties != nil {
 					props = ft.Properties()
 				}
-				if names == nil {
-					names = keyFieldNames(props, keyFields)
-				}
-				row := report.Row{Key: key, Layer: l.Name, ID: ft.ID, DistanceM: ft.DistanceM, BearingDeg: lf.BearingDeg, OnSite: lf.OnSite}
-				for _, name := range names {
-					row.Fields = append(row.Fields, report.Field{Name: fields.Label(name), Value: Value(props[name])})
-				}
-				if lf.Drawn {
-					rl.Rows = append(rl.Rows, row)
+				row := report.Row{Key: key, Layer: l.Name, ID: ft.ID, DistanceM: ft.DistanceM, BearingDeg: lf.BearingDeg, OnSite: lf.OnSite, Drawn: lf.Drawn}
+				if lf.Card {
+					for _, name := range names {
+						row.Fields = append(row.Fields, report.Field{Name: fields.Label(name), Value: Value(props[name])})
+					}
+					rl.Cards = append(rl.Cards, row)
 				} else {
-					rl.NotDrawn = append(rl.NotDrawn, row)
+					for _, name := range brief {
+						row.Fields = append(row.Fields, report.Field{Name: fields.Label(name), Value: Value(props[name])})
+					}
+					rl.Appendix = append(rl.Appendix, row)
 				}
 				if lf.OnSite {
 					doc.SiteProfile = append(doc.SiteProfile, row)
 				}
-			}
-			for _, name := range names {
-				rl.FieldNames = append(rl.FieldNames, fields.Label(name))
-			}
-			if l.Count != nil {
-				rl.Unlisted = *l.Count - n
 			}
 			if ml != nil && l.Status == "data_present" {
 				keys := map[string]int{}
@@ -253,6 +300,7 @@ func Build(in Input) Output {
 					}
 					ml.Features = append(ml.Features, ft.Geometry)
 					ml.Keys = append(ml.Keys, keys[ft.ID])
+					ml.Minor = append(ml.Minor, ft.DistanceM > detail)
 					drawnAt[len(drawnAt)-1] = append(drawnAt[len(drawnAt)-1], ft.DistanceM)
 					entry.Features++
 					if keys[ft.ID] > 0 {
@@ -285,10 +333,18 @@ func Build(in Input) Output {
 	for _, g := range Gaps(in) {
 		note := "the service holds no " + in.Site.Jurisdiction + " register of this kind (its " + strings.ToLower(g.Section) +
 			" registers cover " + strings.Join(g.Others, ", ") + " only): no records here is not a clean result"
+		found := false
 		for i := range doc.Overview {
 			if doc.Overview[i].Key == g.Key {
 				doc.Overview[i].Detail = strings.TrimPrefix(doc.Overview[i].Detail+"; ", "; ") + note
+				found = true
 			}
+		}
+		if !found {
+			// A theme none of the order's layers is of: the overview still
+			// names it, so that its absence is never read as a clean page.
+			doc.Overview = append(doc.Overview, report.OverviewLine{Section: g.Section, Key: g.Key, Finding: "Not held",
+				Detail: "no " + in.Site.Jurisdiction + " register: " + note})
 		}
 		for i := range doc.Sections {
 			if doc.Sections[i].Key == g.Key {
@@ -297,7 +353,8 @@ func Build(in Input) Output {
 		}
 	}
 	if in.Site.Geometry != nil {
-		doc.Locality = report.Map{Title: in.Site.Name, Section: "Locality plan", Date: in.Built, Site: in.Site.Geometry, Parcels: parcels, Print: true}
+		doc.Locality = report.Map{Title: in.Site.Name, Section: "Locality plan", Date: in.Built, Site: in.Site.Geometry, Parcels: parcels, Print: true,
+			Basemap: in.Basemap}
 		var rings []float64
 		for _, b := range Bands[1:] {
 			if b.MaxM <= math.Max(maxMap, 100) {
@@ -305,7 +362,7 @@ func Build(in Input) Output {
 			}
 		}
 		doc.SearchArea = report.Map{Title: in.Site.Name, Section: "Search area", Date: in.Built, Site: in.Site.Geometry, Parcels: parcels,
-			Print: true, Rings: rings}
+			Print: true, Rings: rings, Basemap: in.Basemap}
 	}
 	for _, l := range in.Layers {
 		for _, s := range l.Sources {
@@ -386,6 +443,8 @@ func overviewLine(rs report.ReportSection, layers []Layer, sec []int) report.Ove
 	line := report.OverviewLine{Section: rs.Name, Key: rs.Key}
 	nearest, searched, unknown, found := math.Inf(1), 0, 0, 0
 	var onSite []string
+	var nearestKind string
+	nearestBearing := math.NaN()
 	for _, i := range sec {
 		l := &layers[i]
 		switch {
@@ -398,7 +457,10 @@ func overviewLine(rs report.ReportSection, layers []Layer, sec []int) report.Ove
 		searched++
 		if l.Status == "data_present" && len(l.Features) > 0 {
 			found += *l.Count
-			nearest = math.Min(nearest, l.Features[0].DistanceM)
+			if l.Features[0].DistanceM < nearest {
+				nearest, nearestKind = l.Features[0].DistanceM, l.Name
+				nearestBearing = bearingOf(rs, l.ID, l.Features[0].ID)
+			}
 			if l.Features[0].DistanceM == 0 {
 				onSite = append(onSite, l.Name)
 			}
@@ -409,8 +471,11 @@ func overviewLine(rs report.ReportSection, layers []Layer, sec []int) report.Ove
 		line.Finding = "On site"
 		line.Detail = strings.Join(onSite, "; ")
 	case found > 0:
-		line.Finding = "Within " + Distance(Bands[BandOf(nearest)].MaxM)
-		line.Detail = "nearest " + Distance(nearest)
+		line.Finding = "Within " + report.Distance(Bands[BandOf(nearest)].MaxM)
+		line.Detail = "nearest: a record of " + nearestKind + ", " + report.Distance(nearest)
+		if !math.IsNaN(nearestBearing) {
+			line.Detail += " " + Direction(nearestBearing)
+		}
 	case searched > 0:
 		line.Finding = "None found"
 	case unknown > 0:
@@ -427,6 +492,22 @@ func overviewLine(rs report.ReportSection, layers []Layer, sec []int) report.Ove
 		line.Detail += "; " + plural(unknown, "layer", "layers") + " unavailable"
 	}
 	return line
+}
+
+// bearingOf is the bearing of a feature as the section's rows give it
+// (NaN when not found or on site).
+func bearingOf(rs report.ReportSection, layerID, featureID string) float64 {
+	for _, l := range rs.Layers {
+		if l.ID != layerID {
+			continue
+		}
+		for _, r := range append(slices.Clone(l.Cards), l.Appendix...) {
+			if r.ID == featureID {
+				return r.BearingDeg
+			}
+		}
+	}
+	return math.NaN()
 }
 
 func coverageText(l *Layer) string {

@@ -89,50 +89,104 @@ func TestBandsSumToMatched(t *testing.T) {
 	}
 }
 
-// TestMapKeys: every listed feature has a key unique in the report; the
-// drawn ones appear once on their section map, the others once in their
-// layer's not-drawn rows, and the tables and maps agree.
-func TestMapKeys(t *testing.T) {
-	out := Build(sampleInput())
+// TestEveryRecordKeyedAndListed: every matched record of every layer (a
+// layer of 500 among them) has a key unique in the report and one row: a
+// record card within its layer's detail distance (every schema field,
+// titled, with its unit, in schema order), an appendix row beyond; the
+// drawn ones are on exactly one map, and every mark on a map is keyed.
+func TestEveryRecordKeyedAndListed(t *testing.T) {
+	in := sampleInput()
+	many := make([]float64, 500)
+	for i := range many {
+		many[i] = float64(i) * 19.9
+	}
+	in.Layers = append(in.Layers, layer("m", "water", 10000, []string{"AUS"}, points("M", many...)))
+	out := Build(in)
 	onMap := keysOnMaps(out.Doc.Sections)
-	notDrawn := map[int]int{}
-	rows := map[int]bool{}
+	rows := map[int]report.Row{}
+	cards := map[int]bool{}
 	for _, s := range out.Doc.Sections {
-		for _, l := range s.Layers {
-			for _, r := range l.NotDrawn {
-				notDrawn[r.Key]++
+		// A mark keyed on neither the section map nor its detail map (which
+		// takes the near ones' keys) would be a record without a number.
+		for i, ml := range s.Map.Layers {
+			for j, k := range ml.Keys {
+				if s.Detail.Site != nil {
+					k = max(k, s.Detail.Layers[i].Keys[j])
+				}
+				if k <= 0 && ml.Features[j] != nil {
+					t.Errorf("%s: a mark without a key", ml.ID)
+				}
 			}
-			for _, r := range l.Rows {
-				rows[r.Key] = true
+		}
+		for _, l := range s.Layers {
+			for _, r := range l.Cards {
+				if _, dup := rows[r.Key]; dup {
+					t.Errorf("key %d has two rows", r.Key)
+				}
+				rows[r.Key], cards[r.Key] = r, true
+				if r.DistanceM > l.DetailM {
+					t.Errorf("key %d: a card at %v m beyond the detail distance %v m", r.Key, r.DistanceM, l.DetailM)
+				}
+				var names []string
+				for _, f := range r.Fields {
+					names = append(names, f.Name)
+				}
+				if want := []string{"Bore ID", "Depth drilled (m)", "Probability class"}; !slices.Equal(names, want) {
+					t.Errorf("key %d card fields %v, want %v", r.Key, names, want)
+				}
+			}
+			for _, r := range l.Appendix {
+				if _, dup := rows[r.Key]; dup {
+					t.Errorf("key %d has two rows", r.Key)
+				}
+				rows[r.Key] = r
+				if r.DistanceM <= l.DetailM {
+					t.Errorf("key %d: an appendix row at %v m within the detail distance %v m", r.Key, r.DistanceM, l.DetailM)
+				}
 			}
 		}
 	}
 	seen := map[int]bool{}
-	listed := 0
-	for _, f := range out.Layers {
+	listed, matched := 0, 0
+	for i, f := range out.Layers {
+		if in.Layers[i].Status == "data_present" {
+			matched += *in.Layers[i].Count
+		}
+		if len(f.Listed) != len(in.Layers[i].Features) {
+			t.Errorf("%s: %d listed of %d matched", in.Layers[i].ID, len(f.Listed), len(in.Layers[i].Features))
+		}
 		for _, lf := range f.Listed {
 			listed++
 			if seen[lf.Key] {
 				t.Errorf("key %d used twice", lf.Key)
 			}
 			seen[lf.Key] = true
-			if got := onMap[lf.Key] + notDrawn[lf.Key]; got != 1 {
-				t.Errorf("key %d (%s) appears %d times on maps and not-drawn lists", lf.Key, lf.FeatureID, got)
+			r, ok := rows[lf.Key]
+			if !ok || r.ID != lf.FeatureID || cards[lf.Key] != lf.Card {
+				t.Errorf("key %d (%s): row %v %q, card %v", lf.Key, lf.FeatureID, ok, r.ID, lf.Card)
 			}
-			if lf.Drawn != (onMap[lf.Key] == 1) || lf.Drawn != rows[lf.Key] {
-				t.Errorf("key %d: drawn %v, on the map %d, in the map's rows %v", lf.Key, lf.Drawn, onMap[lf.Key], rows[lf.Key])
+			if lf.Drawn != (onMap[lf.Key] == 1) || onMap[lf.Key] > 1 {
+				t.Errorf("key %d: drawn %v, on %d maps", lf.Key, lf.Drawn, onMap[lf.Key])
 			}
 			if lf.Drawn && lf.DistanceM > f.MapRadiusM {
 				t.Errorf("key %d drawn at %v m beyond the map's %v m", lf.Key, lf.DistanceM, f.MapRadiusM)
 			}
 		}
 	}
-	if listed != Listed+6 {
-		t.Errorf("%d listed, want %d", listed, Listed+6)
+	if listed != matched || listed != 518 {
+		t.Errorf("%d listed, %d matched, want 518", listed, matched)
+	}
+	if len(rows) != listed {
+		t.Errorf("%d rows for %d records", len(rows), listed)
 	}
 	// The site profile: the on-site features of every layer, first.
-	if got := len(out.Doc.SiteProfile); got != 3 {
-		t.Errorf("site profile has %d rows, want 3", got)
+	if got := len(out.Doc.SiteProfile); got != 4 {
+		t.Errorf("site profile has %d rows, want 4", got)
+	}
+	for _, text := range Text(out.Doc) {
+		if strings.Contains(text.Text, "not listed") {
+			t.Errorf("section %s says records are not listed", text.Heading)
+		}
 	}
 }
 
@@ -181,28 +235,6 @@ func TestLabels(t *testing.T) {
 		if strings.Contains(text.Text, "probability_class") || strings.Contains(text.Text, "bore_id") {
 			t.Errorf("section %s prints a raw field name:\n%s", text.Heading, text.Text)
 		}
-	}
-}
-
-// TestSiteProfileListsEveryOnSiteRecord: a layer with more records on the
-// site than Listed lists them all (each keyed once, in the site profile),
-// and then no others.
-func TestSiteProfileListsEveryOnSiteRecord(t *testing.T) {
-	in := sampleInput()
-	dists := make([]float64, Listed+3)
-	in.Layers = append(in.Layers, layer("e", "water", 1000, []string{"AUS"}, points("E", append(dists, 10, 20)...)))
-	out := Build(in)
-	f := out.Layers[len(out.Layers)-1]
-	if len(f.Listed) != Listed+3 {
-		t.Fatalf("listed %d, want every one of the %d on-site records", len(f.Listed), Listed+3)
-	}
-	for _, lf := range f.Listed {
-		if !lf.OnSite {
-			t.Errorf("listed %s at %v m beyond the on-site records", lf.FeatureID, lf.DistanceM)
-		}
-	}
-	if got, want := len(out.Doc.SiteProfile), 3+Listed+3; got != want {
-		t.Errorf("site profile has %d rows, want %d", got, want)
 	}
 }
 
@@ -269,4 +301,93 @@ func TestDetailMap(t *testing.T) {
 	if s := Build(in).Doc.Sections[0]; s.Detail.Site != nil {
 		t.Errorf("a 500 m map got a detail map to %v m", s.DetailRadiusM)
 	}
+}
+
+// TestGapsFromTheWholeCatalogue: an NT order holds only national layers
+// (as the order's scope gives it), yet the report names every theme the
+// service holds state registers of for other states but none for the NT,
+// from the whole catalogue: on the overview (a line of its own for a theme
+// with no section), in the section and in the limitations. National
+// layers do not fill a gap; one state's regional layer makes none.
+func TestGapsFromTheWholeCatalogue(t *testing.T) {
+	in := sampleInput()
+	in.Layers = []Layer{
+		layer("pfas", "contamination", 2000, []string{"AUS"}, points("P", 300)),
+		layer("gauges", "flood", 2000, []string{"AUS"}, points("G", 100)),
+	}
+	in.Held = []Held{
+		{SectionKey: "contamination", SectionName: "Contamination", Jurisdictions: []string{"AUS"}},
+		{SectionKey: "contamination", SectionName: "Contamination", Jurisdictions: []string{"NSW"}},
+		{SectionKey: "contamination", SectionName: "Contamination", Jurisdictions: []string{"QLD"}},
+		{SectionKey: "flood", SectionName: "Flooding", Jurisdictions: []string{"AUS"}},
+		{SectionKey: "flood", SectionName: "Flooding", Jurisdictions: []string{"NSW"}},
+		{SectionKey: "flood", SectionName: "Flooding", Jurisdictions: []string{"QLD"}},
+		{SectionKey: "bushfire", SectionName: "Bushfire", Jurisdictions: []string{"NSW"}},
+		{SectionKey: "bushfire", SectionName: "Bushfire", Jurisdictions: []string{"VIC"}},
+		{SectionKey: "biodiversity", SectionName: "Biodiversity", Jurisdictions: []string{"QLD"}},
+		{SectionKey: "heritage", SectionName: "Heritage", Jurisdictions: []string{"NT"}},
+		{SectionKey: "heritage", SectionName: "Heritage", Jurisdictions: []string{"VIC"}},
+	}
+	out := Build(in)
+	var gaps []string
+	for _, g := range Gaps(in) {
+		gaps = append(gaps, g.Key)
+	}
+	if want := []string{"bushfire", "contamination", "flood"}; !slices.Equal(gaps, want) {
+		t.Errorf("gaps %v, want %v", gaps, want)
+	}
+	lines := map[string]report.OverviewLine{}
+	for _, o := range out.Doc.Overview {
+		lines[o.Key] = o
+	}
+	for _, k := range []string{"bushfire", "contamination", "flood"} {
+		if !strings.Contains(lines[k].Detail, "holds no NT register") {
+			t.Errorf("overview %s: %+v", k, lines[k])
+		}
+	}
+	if lines["bushfire"].Finding != "Not held" {
+		t.Errorf("the bushfire theme, without a section, reads %+v", lines["bushfire"])
+	}
+	if d := lines["flood"].Detail; !strings.Contains(d, "a record of Layer gauges, 100 m E") {
+		t.Errorf("the flood line does not say what was found: %q", d)
+	}
+	for _, s := range out.Doc.Sections {
+		if !strings.Contains(s.Warning, "No NT register") {
+			t.Errorf("section %s does not warn: %q", s.Key, s.Warning)
+		}
+	}
+	lim := strings.Join(out.Doc.Limitations, " ")
+	for _, name := range []string{"Bushfire", "Contamination", "Flooding"} {
+		if !strings.Contains(lim, name+" (the service's") {
+			t.Errorf("the limitations do not name %s: %s", name, lim)
+		}
+	}
+}
+
+// BenchmarkBuild50Pages: a report of 2,000 matched records (a 500-record
+// layer in each of four sections, fields in every record) decided and
+// rendered to a PDF of 50 pages or more. Goal: under 10 s an op.
+func BenchmarkBuild50Pages(b *testing.B) {
+	in := sampleInput()
+	in.Layers = nil
+	for i, sec := range []string{"contamination", "flood", "soils", "water"} {
+		dists := make([]float64, 500)
+		for j := range dists {
+			dists[j] = float64(j) * 3.9
+		}
+		in.Layers = append(in.Layers, layer(fmt.Sprintf("l%d", i), sec, 2000, []string{"AUS"}, points(fmt.Sprintf("L%d", i), dists...)))
+	}
+	b.ReportAllocs()
+	pages := 0
+	for b.Loop() {
+		pdf, err := report.RenderPDF(Build(in).Doc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pages = strings.Count(string(pdf), "/Type /Page\n")
+	}
+	if pages < 50 {
+		b.Fatalf("%d pages, want 50 or more", pages)
+	}
+	b.ReportMetric(float64(pages), "pages")
 }

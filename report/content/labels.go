@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +27,7 @@ type fieldSpec struct {
 type Fields struct {
 	labels map[string]string
 	units  map[string]string
+	names  []string // the schema's fields in its order (by name)
 }
 
 // NewFields reads a layer's field schema and units (JSON objects keyed by
@@ -37,6 +37,7 @@ func NewFields(schema, units json.RawMessage) Fields {
 	var specs map[string]fieldSpec
 	if len(schema) > 0 && json.Unmarshal(schema, &specs) == nil {
 		for k, s := range specs {
+			f.names = append(f.names, k)
 			switch {
 			case strings.TrimSpace(s.Title) != "":
 				f.labels[k] = strings.TrimSpace(s.Title)
@@ -45,6 +46,7 @@ func NewFields(schema, units json.RawMessage) Fields {
 			}
 		}
 	}
+	slices.Sort(f.names)
 	var us map[string]*string
 	if len(units) > 0 && json.Unmarshal(units, &us) == nil {
 		for k, u := range us {
@@ -55,6 +57,11 @@ func NewFields(schema, units json.RawMessage) Fields {
 	}
 	return f
 }
+
+// Names are the schema's fields in the schema's order: by name, as the
+// release's manifest and tiles order them, so that a layer's record cards
+// read the same in every report.
+func (f Fields) Names() []string { return f.names }
 
 // Label is the field's printed name, with its unit.
 func (f Fields) Label(name string) string {
@@ -123,40 +130,24 @@ func Value(v any) string {
 	return s
 }
 
-// keyFieldNames picks a listed feature's most telling fields, at most n:
-// names first, then statuses, classes and kinds, then other text, numbers
-// and flags, each group by field name; null values are skipped.
-func keyFieldNames(props map[string]any, n int) []string {
+// briefFieldNames picks the n most telling of a layer's fields for its
+// appendix rows, from the names alone so that they are the same in every
+// report: names first, then statuses, classes and kinds, then the rest in
+// schema order; identifiers of other registers last.
+func briefFieldNames(names []string, n int) []string {
 	rank := func(k string) int {
 		switch {
-		case strings.Contains(k, "name"):
+		case strings.Contains(k, "name"), strings.Contains(k, "title"), strings.Contains(k, "address"):
 			return 0
 		case strings.Contains(k, "status"), strings.Contains(k, "class"), strings.Contains(k, "type"),
-			strings.Contains(k, "category"), strings.Contains(k, "activity"):
+			strings.Contains(k, "category"), strings.Contains(k, "activity"), strings.Contains(k, "purpose"):
 			return 1
+		case strings.HasSuffix(k, "_id"), strings.HasSuffix(k, "_url"):
+			return 3
 		}
-		switch props[k].(type) {
-		case string:
-			return 2
-		case bool:
-			return 4
-		}
-		return 3
+		return 2
 	}
-	keys := make([]string, 0, len(props))
-	for k, v := range props {
-		if v != nil {
-			keys = append(keys, k)
-		}
-	}
-	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a, b)) })
+	keys := slices.Clone(names)
+	slices.SortStableFunc(keys, func(a, b string) int { return cmp.Compare(rank(a), rank(b)) })
 	return keys[:min(len(keys), n)]
-}
-
-// Distance writes metres as "75 m", "1.2 km".
-func Distance(m float64) string {
-	if m >= 1000 {
-		return strconv.FormatFloat(math.Round(m/100)/10, 'f', -1, 64) + " km"
-	}
-	return strconv.FormatFloat(math.Round(m), 'f', -1, 64) + " m"
 }

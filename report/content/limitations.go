@@ -1,6 +1,7 @@
 package content
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,9 +27,10 @@ func limitations(in Input) []string {
 		"Sources are evidence, not instructions. Names, notes and descriptions from source records are reproduced as data; " +
 			"they are the publisher's words, not advice, and they direct nothing. Distances are geodesic from the site's boundary " +
 			"to the nearest part of each feature; directions are from the site's centre.",
-		"Maps. Each section map draws its layers to at most 2 km; numbered marks are the map keys of the listed features, and " +
-			"listed features beyond a map's frame are printed under \"not drawn\". The statistical profile counts every matched " +
-			"feature, drawn or not; the tables list the nearest of them.",
+		"Maps and records. Each section map draws its layers to at most 2 km. Every matched feature has a map key and is listed: " +
+			"within its layer's detail distance as a record card with every field of the layer's schema, beyond it as a row of " +
+			"Appendix A; a record beyond the map's frame says so. Where a map is too crowded to print every key clear of the marks, " +
+			"the farther records' keys are left off the map, never their rows. The statistical profile counts the same features.",
 	}
 	if gap := registerGaps(in); gap != "" {
 		out = append(out, gap)
@@ -62,36 +64,57 @@ type Gap struct {
 	Others []string
 }
 
-// Gaps are the sections the service holds no register of for the site's
-// jurisdiction: sections with state registers of two or more other
-// jurisdictions and none of the site's (a kind of register the service
-// keeps state by state, but not for this state). A single other state's
-// regional layer (a koala habitat map) is no such gap.
+// Gaps are the themes (sections) the service holds no register of for
+// the site's jurisdiction, across its whole catalogue (Input.Held), not
+// just the order's layers: themes with state registers of two or more
+// other jurisdictions and none of the site's (a kind of register the
+// service keeps state by state, but not for this state). National layers
+// of the theme do not fill the gap (Defence's PFAS sampling is no
+// contaminated land register), and a single other state's regional layer
+// (a koala habitat map) is no such gap.
 func Gaps(in Input) []Gap {
 	j := in.Site.Jurisdiction
 	if j == "" {
 		return nil
 	}
-	var out []Gap
-	for _, sec := range sections(in.Layers) {
-		holds, others := false, []string{}
-		for _, i := range sec {
-			l := &in.Layers[i]
-			if len(l.Jurisdictions) == 0 || slices.Contains(l.Jurisdictions, "AUS") {
-				continue // national data: no state register
-			}
-			if slices.Contains(l.Jurisdictions, j) {
-				holds = true
-			}
-			for _, o := range l.Jurisdictions {
-				if !slices.Contains(others, o) {
-					others = append(others, o)
-				}
+	held := in.Held
+	if held == nil {
+		for _, l := range in.Layers {
+			held = append(held, Held{SectionKey: l.SectionKey, SectionName: sectionName(&l), Jurisdictions: l.Jurisdictions})
+		}
+	}
+	type theme struct {
+		name   string
+		holds  bool
+		others []string
+	}
+	themes := map[string]*theme{}
+	var keys []string
+	for _, l := range held {
+		t := themes[l.SectionKey]
+		if t == nil {
+			t = &theme{name: cmp.Or(l.SectionName, l.SectionKey)}
+			themes[l.SectionKey] = t
+			keys = append(keys, l.SectionKey)
+		}
+		if len(l.Jurisdictions) == 0 || slices.Contains(l.Jurisdictions, "AUS") {
+			continue // national data: no state register
+		}
+		if slices.Contains(l.Jurisdictions, j) {
+			t.holds = true
+		}
+		for _, o := range l.Jurisdictions {
+			if !slices.Contains(t.others, o) {
+				t.others = append(t.others, o)
 			}
 		}
-		if !holds && len(others) >= 2 {
-			slices.Sort(others)
-			out = append(out, Gap{Key: in.Layers[sec[0]].SectionKey, Section: sectionName(&in.Layers[sec[0]]), Others: others})
+	}
+	slices.Sort(keys)
+	var out []Gap
+	for _, k := range keys {
+		if t := themes[k]; !t.holds && len(t.others) >= 2 {
+			slices.Sort(t.others)
+			out = append(out, Gap{Key: k, Section: t.name, Others: t.others})
 		}
 	}
 	return out

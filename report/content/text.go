@@ -104,18 +104,18 @@ func Text(doc report.Report) []Section {
 				continue
 			}
 			fmt.Fprintf(&b, "%s (%s)\nOutcome: %s", l.Name, l.ID, StatusText(l.Status, l.Reason))
-			fmt.Fprintf(&b, "; matched: %s within %s; coverage: %s.\n", countText(l.Count), Distance(l.RadiusM), l.Coverage)
+			fmt.Fprintf(&b, "; matched: %s within %s; coverage: %s.\n", countText(l.Count), report.Distance(l.RadiusM), l.Coverage)
 			if l.ReleaseID != "" {
 				fmt.Fprintf(&b, "Release %s, schema %s.\n", l.ReleaseID, l.SchemaVersion)
 			}
-			for _, r := range l.Rows {
-				b.WriteString(rowText(r, ""))
+			if len(l.Cards)+len(l.Appendix) > 0 {
+				fmt.Fprintf(&b, "Detail distance %s.\n", report.Distance(l.DetailM))
 			}
-			for _, r := range l.NotDrawn {
-				b.WriteString(rowText(r, " (not drawn: beyond the map)"))
+			for _, r := range l.Cards {
+				b.WriteString(rowText(r, drawnNote(r)))
 			}
-			if l.Unlisted > 0 {
-				fmt.Fprintf(&b, "%s more counted, not listed.\n", formatInt(l.Unlisted))
+			for _, r := range l.Appendix {
+				b.WriteString(rowText(r, " (appendix)"+drawnNote(r)))
 			}
 			b.WriteString("\n")
 		}
@@ -181,12 +181,19 @@ func more(listed, count int) string {
 	return ""
 }
 
+func drawnNote(r report.Row) string {
+	if r.Drawn {
+		return ""
+	}
+	return " (not drawn: beyond the map)"
+}
+
 func rowText(r report.Row, note string) string {
 	dir := "on site"
 	if !r.OnSite {
 		dir = Direction(r.BearingDeg)
 	}
-	return fmt.Sprintf("[%d] %s: %s %s%s%s\n", r.Key, r.ID, Distance(r.DistanceM), dir, note, fieldsText(r.Fields))
+	return fmt.Sprintf("[%d] %s: %s %s%s%s\n", r.Key, r.ID, report.Distance(r.DistanceM), dir, note, fieldsText(r.Fields))
 }
 
 func fieldsText(fs []report.Field) string {

@@ -1,4 +1,4 @@
-package api
+package queries
 
 import (
 	"context"
@@ -14,10 +14,10 @@ import (
 
 // finishesBehind are the finishes of queries answered whole in their POST
 // (the first page held every feature) that are stored behind the answer
-// (Server.finishBehind) instead of before it: the request's second ledger
+// (Service.finishBehind) instead of before it: the request's second ledger
 // round trip (ledger.FinishQueryCompleted) is off its latency. Until a
 // finish is stored, a request with the same key on this replica waits for
-// it before it reads (Server.serve), so a client reads its own answers.
+// it before it reads (Service.WaitBehind), so a client reads its own answers.
 type finishesBehind struct {
 	n     atomic.Int64 // pending, for the requests' check without the lock
 	mu    sync.Mutex
@@ -78,22 +78,24 @@ func (f *finishesBehind) wait(ctx context.Context, key string) {
 	}
 }
 
-// waitBehind makes a request wait for the finishes stored behind the
-// answers of earlier requests with its key (finishesBehind); POST /queries
-// itself does not read them.
-func (s *Server) waitBehind(r *request) {
-	if s.behind.n.Load() == 0 || r.op.ID == "create_query" {
+// WaitBehind waits until the finishes stored behind the answers of
+// earlier requests with the key of hash keyHash are stored (or ctx ends),
+// so that the key's next read sees them.
+func (s *Service) WaitBehind(ctx context.Context, keyHash string) {
+	if s.behind.n.Load() == 0 {
 		return
 	}
-	if key, err := bearer(r); err == nil {
-		s.behind.wait(r.ctx, string(ledger.HashKey(key)))
-	}
+	s.behind.wait(ctx, keyHash)
 }
+
+// Behind reports whether any finish is pending behind its answer (a
+// request checks it before it hashes its key for WaitBehind).
+func (s *Service) Behind() bool { return s.behind.n.Load() > 0 }
 
 // WaitFinishesBehind waits until every finish stored behind its answer is
 // stored (tests; a process's shutdown is covered by jobs.Runner.Stop, whose
 // in-request attempts wait for their finish's word).
-func (s *Server) WaitFinishesBehind() { s.behind.wg.Wait() }
+func (s *Service) WaitFinishesBehind() { s.behind.wg.Wait() }
 
 // finishBehind stores, after the answer was sent, the finish of the query
 // the request ran with its stored response and audit record, in one
@@ -109,9 +111,9 @@ func (s *Server) WaitFinishesBehind() { s.behind.wg.Wait() }
 // worker computes it from its frozen inputs: the same answer) and the
 // claim running until its lease lapses (a retry then runs the query
 // afresh); docs/operations.md, "Durability".
-func (s *Server) finishBehind(p *jobs.PendingFinish, integration uuid.UUID, key string, token uuid.UUID, rec ledger.IdemResponse,
+func (s *Service) finishBehind(p *jobs.PendingFinish, integration uuid.UUID, key string, token uuid.UUID, rec ledger.IdemResponse,
 	account uuid.UUID, a ledger.Activity, requestID, operation string, done func()) {
-	ctx, cancel := context.WithTimeout(context.Background(), claimSettleTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), SettleTimeout)
 	defer cancel()
 	kept, err := s.led.FinishQueryCompleted(ctx, p.QueryFinish, integration, key, token, rec, account, a)
 	switch {

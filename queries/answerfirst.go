@@ -1,0 +1,124 @@
+package queries
+
+import (
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"siteenv/internal/phase"
+	"siteenv/jobs"
+	"siteenv/ledger"
+)
+
+// AnswerFirstWait and answerFirstBytes bound the answers stored with their
+// admission (answerFirst). A small query's engine takes a few tenths of a
+// millisecond; an answer still computing after AnswerFirstWait, or whose
+// records exceed answerFirstBytes, is admitted as before: the engine then
+// runs beside the admission rather than before it, and the stored
+// response, whose write grows with it, is stored behind the answer. Either
+// way the request pays at most the wait for the engine; answering a
+// medium-scale query first (a few milliseconds of engine, hundreds of
+// features) measured slower than the admission beside it.
+const (
+	AnswerFirstWait  = time.Millisecond
+	answerFirstBytes = 64 << 10
+)
+
+// vouchAdmitted vouches for the key of an admission that authenticated it
+// (Vouches) when it was admitted with room left in its rate, and forgets
+// it otherwise.
+func (s *Service) vouchAdmitted(hash []byte, p ledger.Principal, err error, w ledger.RateWindow) {
+	if err == nil && w.Hits < s.cfg.Limits.PerMinute {
+		s.vouches.Vouch(hash, s.cfg.Clock.Now(), p)
+	} else {
+		s.vouches.Forget(hash)
+	}
+}
+
+// precompute begins ar's query's answer before its admission
+// (jobs.Runner.Precompute) when the request's provisional key was seen
+// authenticated moments ago on this replica (Vouches) and may use every
+// layer; nil otherwise. The key's vouch comes with it.
+func (s *Service) precompute(ar ledger.AdmitRequest, site ledger.Site, hash []byte, provisional bool) (*jobs.Precomputed, Seen) {
+	nr, ok := s.runner.(nowRunner)
+	if !ok || !ar.Limits.RunNow || !provisional {
+		return nil, Seen{}
+	}
+	v, ok := s.vouches.Vouched(hash, s.cfg.Clock.Now())
+	if !ok || !v.Permits(ar.Query.LayerIDs) {
+		return nil, Seen{}
+	}
+	q := ar.Query
+	q.SiteGeometry = site.Geometry
+	return nr.Precompute(q), v
+}
+
+// answerFirst answers a query from its precomputed answer before it is
+// stored, when the answer is ready within AnswerFirstWait and its first
+// page holds every feature: the response is rendered, and the admission
+// stores the query finished with it, its stored response and its audit
+// record in the one round trip (ledger.AdmitAnswer). ok is false when it
+// does not apply (AnswerFirstWait, answerFirstBytes); nothing was sent or
+// written then, and the caller admits the query as before. Otherwise
+// handled and the error are admitAtOnce's. The body names the site the
+// request would create; when the admission found the account's site of
+// that fingerprint instead, both copies are rewritten to name it. A crash
+// after the relaxed commit loses what any relaxed admission loses
+// (docs/operations.md, Durability); the result is not stored as a file
+// (jobs.Answered.Stored): a results page computes it again.
+func (s *Service) answerFirst(c QueryCall, ar ledger.AdmitRequest, pre *jobs.Precomputed, v Seen, ask Ask) (handled bool, _ error, ok bool) {
+	nr, isNow := s.runner.(nowRunner)
+	if pre == nil || !isNow || ar.Auth == nil {
+		return false, nil, false
+	}
+	q := ar.Query
+	q.ID, q.AccountID, q.IntegrationID = uuid.New(), v.Account, v.Integration
+	q.SiteID, q.SiteGeometry = uuid.New(), ar.Site.Geometry
+	tw := c.Phases().Start()
+	ans, ok := nr.AnswerFirst(pre, q, s.cfg.AnswerWait, ask.PageSize, answerFirstBytes)
+	c.Phases().Done(phase.Wait, tw)
+	if !ok {
+		return false, nil, false
+	}
+	row := ans.Finish.Row
+	if !c.AnswerFirst(row, ask) {
+		ans.Dropped()
+		c.Withdraw()
+		return false, nil, false
+	}
+	a := c.Record()
+	ar.Site.ID = row.SiteID
+	// The body is read during the call only (the ledger encodes it), so
+	// the response's own buffer serves, uncopied.
+	resp := c.Response()
+	ar.Answer = &ledger.AdmitAnswer{Finish: ans.Finish, Activity: a, Response: ledger.IdemResponse{Status: 200,
+		ContentType: resp.ContentType, Body: resp.Body}}
+	res, err := s.led.Admit(c.Context(), ar)
+	if !res.Answered {
+		ans.Dropped()
+		c.Withdraw()
+	}
+	switch {
+	case errors.Is(err, ledger.ErrAdmissionCheck):
+		s.vouches.Forget(ar.Auth.KeyHash)
+		return false, nil, true
+	case err != nil && res.Token == uuid.Nil:
+		return true, err, true // nothing claimed: the ledger failed
+	}
+	s.vouchAdmitted(ar.Auth.KeyHash, res.Principal, err, res.Window)
+	c.Authenticated(res.Principal)
+	if !res.Answered {
+		return true, s.Settle(c, ar.IdemKey, res.Token, nil, func() error { return s.refusedAdmission(c, res.Window, err) }), true
+	}
+	if res.Site.ID != row.SiteID {
+		c.RenameSite(row.SiteID, res.Site.ID)
+		row.SiteID = res.Site.ID
+	}
+	row.SiteGeometry = res.Site.Geometry
+	ans.Stored()
+	s.cfg.Finished(row)
+	c.Audited(a.HTTPStatus)
+	_ = c.Rate(res.Window)
+	return true, nil, true
+}

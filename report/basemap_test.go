@@ -1,0 +1,117 @@
+package report
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	"testing"
+
+	"github.com/paulmach/orb"
+	"github.com/paulmach/orb/encoding/mvt"
+	"github.com/paulmach/orb/geojson"
+	"github.com/paulmach/orb/maptile"
+
+	"siteenv/basemap"
+)
+
+// testBasemap writes a PMTiles archive of one major road running east-west
+// through the site, a lake 600 m north and a place name, at zooms 12-15,
+// and opens it.
+func testBasemap(t *testing.T) *basemap.Archive {
+	t.Helper()
+	road := geojson.NewFeature(orb.LineString{offset(parramatta, -3000, 0), offset(parramatta, 3000, 0)})
+	road.Properties["kind"] = "major_road"
+	lake := geojson.NewFeature(orb.Polygon{{offset(parramatta, -300, 450), offset(parramatta, 300, 450), offset(parramatta, 300, 750),
+		offset(parramatta, -300, 750), offset(parramatta, -300, 450)}})
+	lake.Properties["kind"] = "water"
+	place := geojson.NewFeature(offset(parramatta, 0, -400))
+	place.Properties["name"], place.Properties["kind"] = "Testville", "locality"
+	fc := func(fs ...*geojson.Feature) *geojson.FeatureCollection {
+		c := geojson.NewFeatureCollection()
+		c.Features = fs
+		return c
+	}
+	tiles := map[maptile.Tile]mvt.Layers{}
+	b := orb.Bound{Min: offset(parramatta, -4000, -4000), Max: offset(parramatta, 4000, 4000)}
+	for z := maptile.Zoom(12); z <= 15; z++ {
+		lo, hi := maptile.At(orb.Point{b.Min[0], b.Max[1]}, z), maptile.At(orb.Point{b.Max[0], b.Min[1]}, z)
+		for x := lo.X; x <= hi.X; x++ {
+			for y := lo.Y; y <= hi.Y; y++ {
+				tiles[maptile.New(x, y, z)] = mvt.NewLayers(map[string]*geojson.FeatureCollection{
+					"roads": fc(road), "water": fc(lake), "places": fc(place)})
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if err := basemap.Write(&buf, tiles, "test", "© Test Basemap contributors"); err != nil {
+		t.Fatal(err)
+	}
+	a, err := basemap.Open(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Attribution() != "© Test Basemap contributors" || a.MaxZoom() != 15 {
+		t.Fatalf("attribution %q, max zoom %d", a.Attribution(), a.MaxZoom())
+	}
+	return a
+}
+
+// TestBasemapDrawn: a map image and a report map drawn with a basemap from
+// a PMTiles archive show its road and its lake where they are; without
+// one, neither is there.
+func TestBasemapDrawn(t *testing.T) {
+	t.Parallel()
+	bm := testBasemap(t)
+	m := Map{Title: "Basemap test", Section: "Water", Date: renderDate, Site: parramatta,
+		Layers: []Layer{{ID: "bores", Name: "Bores", RadiusM: 1000, Coverage: "complete"}}}
+	near := func(img *image.RGBA, f *frame, p orb.Point, want color.NRGBA) bool {
+		x, y := f.px(p)
+		for dx := -1; dx <= 1; dx++ {
+			for dy := -1; dy <= 1; dy++ {
+				c := img.RGBAAt(int(x)+dx, int(y)+dy)
+				if absDiff(uint32(c.R), uint32(want.R)) < 6 && absDiff(uint32(c.G), uint32(want.G)) < 6 && absDiff(uint32(c.B), uint32(want.B)) < 6 {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	roadAt, lakeAt := offset(parramatta, 600, 0), offset(parramatta, 100, 600)
+	for _, print := range []bool{false, true} {
+		mm := m
+		mm.Print = print
+		radii := ringRadii(mm.Layers)
+		var d *drawer
+		if print {
+			d = layoutPrint(mm, radii)
+		} else {
+			img, err := DrawMap(mm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d = &drawer{c: &canvas{img: img}, f: newFrame(mm.Site, radii[0], mapPanel)}
+		}
+		if near(d.c.img, d.f, roadAt, bmMajor) || near(d.c.img, d.f, lakeAt, bmWater) {
+			t.Errorf("print %v: a road or lake drawn without a basemap", print)
+		}
+		mm.Basemap = bm
+		if print {
+			d = layoutPrint(mm, radii)
+			if !d.basemapDrawn {
+				t.Error("the report map says no basemap was drawn")
+			}
+		} else {
+			img, err := DrawMap(mm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d = &drawer{c: &canvas{img: img}, f: newFrame(mm.Site, radii[0], mapPanel)}
+		}
+		if !near(d.c.img, d.f, roadAt, bmMajor) {
+			t.Errorf("print %v: no road drawn 600 m east of the site", print)
+		}
+		if !near(d.c.img, d.f, lakeAt, bmWater) {
+			t.Errorf("print %v: no lake drawn 600 m north of the site", print)
+		}
+	}
+}
