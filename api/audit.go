@@ -17,7 +17,7 @@ func (s *Server) audit(r *request) {
 		return
 	}
 	if r.audited == a.HTTPStatus {
-		return // written with the stored idempotent response (runFirst)
+		return // written with the stored idempotent response (queries.Service.Settle)
 	}
 	// The record must outlive a cancelled request context.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), requestTimeout)

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/google/uuid"
-
 	"siteenv/ledger"
 	"siteenv/queries"
 )
@@ -45,12 +43,6 @@ func (s *Server) idempotent(r *request, logical any, recheck func(ledger.IdemRes
 		return err
 	}
 	return s.queries.Once(call{s, r}, key, fp, recheck, &r.pending, op)
-}
-
-// runFirst executes op under the claim token of key and settles the claim
-// (queries.Service.Settle).
-func (s *Server) runFirst(r *request, key string, token uuid.UUID, op func() error) error {
-	return s.queries.Settle(call{s, r}, key, token, &r.pending, op)
 }
 
 // call is a request as the queries package sees it (queries.Call): its

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"siteenv/ledger"
+	"siteenv/queries"
 )
 
 type receiptBody struct {
@@ -102,14 +103,24 @@ func (s *Server) createAcquisition(r *request) error {
 		Sections []string
 	}{siteID, sorted}
 	key, _ := r.idempotencyKey()
-	return s.idempotent(r, logical, s.acquisitionReplayCheck(r, req.SectionKeys), func() error {
+	recheck := s.acquisitionReplayCheck(r, req.SectionKeys)
+	return s.idempotent(r, logical, recheck, func() error {
 		r.resourceType, r.resourceID = "site", siteID.String()
+		start := s.clock.Now()
 		p, err := s.led.Acquire(r.ctx, ledger.AcquireParams{
 			Account: r.principal.AccountID, Integration: r.principal.IntegrationID, IdemKey: key,
 			SiteID: siteID, Sections: req.SectionKeys, MaxSiteAreaM2: maxSiteAreaM2, Visible: sectionVisible(r),
 		})
 		if err != nil {
 			return &placedError{err: err, place: atAcquisition, field: "site_id", items: req.SectionKeys}
+		}
+		if p.CreatedAt != nil && p.CreatedAt.Before(start) {
+			// The purchase of an earlier request with the key, whose answer
+			// was lost: checked as its replay would be, and not stored (its
+			// buyer's retry still finds it).
+			if err := recheck(ledger.IdemResponse{}); err != nil {
+				return &queries.CallerRefusal{Err: err}
+			}
 		}
 		r.resourceType, r.resourceID = "purchase", p.ID.String()
 		already := []string{}

@@ -3,6 +3,7 @@ package api_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/paulmach/orb"
@@ -161,4 +162,52 @@ func TestReportReplayRechecksTheCaller(t *testing.T) {
 
 	wide := h.sibling(acct, k, []string{"aus.bores", "nsw.contaminated-sites"}, "reports:create")
 	replayed(t, h.order(wide.Secret, "r-shared", site, ""), first)
+}
+
+// An order whose answer was lost (not stored for replay) is found again by
+// its orderer's retry; a restricted sibling sending that Idempotency-Key
+// is refused as a replay would be, and its refusal is not stored under the
+// key: the orderer's retry still gets its order.
+func TestLostReportOrderRechecksTheCaller(t *testing.T) {
+	t.Parallel()
+	h := reportSetup(t)
+	acct := h.account(1000)
+	k := h.key(acct, nil, "reports:create", "reports:read")
+	site := h.site(acct)
+	rep, _, err := h.led.OrderReport(h.ctx, ledger.OrderReportParams{Account: acct, Integration: k.IntegrationID, IdemKey: "lost",
+		SiteID: site, Jurisdiction: "NSW", DatasetIDs: []string{"aus.bores", "nsw.contaminated-sites"}, Price: reportPrice, MaxSiteAreaM2: 400_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	narrow := h.sibling(acct, k, []string{"aus.bores"}, "reports:create")
+	h.order(narrow.Secret, "lost", site, "").problem(t, "idempotency_conflict", 409)
+	if got := ordered(t, h.order(k.Secret, "lost", site, "")); got != rep.ID {
+		t.Fatalf("orderer's retry got report %s, want %s", got, rep.ID)
+	}
+}
+
+// A purchase whose answer was lost is found again by its buyer's retry; a
+// restricted sibling sending that Idempotency-Key gets the not_found of a
+// section it may not see, not the receipt, and nothing is stored for it.
+func TestLostAcquisitionRechecksTheCaller(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	h.publish("nsw.contaminated-sites", "contamination", 30, []string{"NSW"}, "")
+	h.publish("aus.bores", "water", 0, []string{"AUS"}, "")
+	acct := h.account(100)
+	k := h.key(acct, nil, "access:acquire")
+	site := h.site(acct)
+	p, err := h.led.Acquire(h.ctx, ledger.AcquireParams{Account: acct, Integration: k.IntegrationID, IdemKey: "lost",
+		SiteID: site, Sections: []string{"contamination"}, MaxSiteAreaM2: 400_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(time.Second)
+	narrow := h.sibling(acct, k, []string{"aus.bores"}, "access:acquire")
+	sameAsFresh(t, h.buy(narrow.Secret, "lost", site, "contamination"), h.buy(narrow.Secret, uuid.NewString(), site, "contamination"))
+	r := h.buy(k.Secret, "lost", site, "contamination")
+	if r.status != 200 || r.json(t)["purchase_id"] != p.ID.String() {
+		t.Fatalf("buyer's retry: %d %s", r.status, r.body)
+	}
+	h.checkLedger()
 }

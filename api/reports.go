@@ -12,6 +12,7 @@ import (
 
 	"siteenv/jobs"
 	"siteenv/ledger"
+	"siteenv/queries"
 )
 
 // reportPollAfter is the Retry-After of an accepted order: a build renders
@@ -98,8 +99,9 @@ func (s *Server) createReport(r *request) error {
 			}
 			if !r.principal.PermitsScope(prev.DatasetIDs) {
 				// Another key of the integration ordered it: checked as
-				// its replay would be.
-				return s.hiddenReport(r, siteID, given)
+				// its replay would be, and not stored (its orderer's retry
+				// still finds its order).
+				return &queries.CallerRefusal{Err: s.hiddenReport(r, siteID, given)}
 			}
 			p.Jurisdiction, p.DatasetIDs = *prev.Jurisdiction, prev.DatasetIDs
 			return s.orderReport(r, p)

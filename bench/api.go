@@ -95,7 +95,7 @@ type APIOptions struct {
 	// FreshQueries of the fresh mix (freshmix.go: every query about a new
 	// site), run with every client count after the small mix; 0: none.
 	FreshQueries int
-	// Markdown, when set, receives the fresh mix's table as markdown
+	// Markdown, when set, receives the run's tables as markdown
 	// (APIReport.Markdown), for docs/benchmarks.md; Command is the command
 	// line it names.
 	Markdown io.Writer
@@ -761,7 +761,7 @@ func RunAPI(ctx context.Context, opt APIOptions) (*APIReport, error) {
 	if err := r.write(); err != nil {
 		return nil, err
 	}
-	if opt.Markdown != nil && r.FreshQueries > 0 {
+	if opt.Markdown != nil {
 		r.Markdown(opt.Markdown, opt.Command)
 	}
 	return r, nil

@@ -238,10 +238,24 @@ func (r *APIReport) printFresh(w io.Writer) {
 // docs/benchmarks.md: the doc's figures come from the run that measured
 // them.
 func (r *APIReport) Markdown(w io.Writer, cmd string) {
-	fc := r.FreshComparison
+	var compared, wrong, unexplained int
+	for _, c := range []comparison{r.Comparison, r.SmallComparison, r.FreshComparison} {
+		compared, wrong, unexplained = compared+c.Compared, wrong+c.EngineWrong+c.CoverageWrong, unexplained+c.Unexplained
+	}
 	fmt.Fprintf(w, "`%s`: scale %s, %s features in %d layers, %d CPUs, load average %s at the start and %s at the end; "+
-		"fresh mix of %d queries, %d keys per pass taking turns; first pass checked: %d layer results compared, %d API wrong, %d unexplained.\n\n",
-		cmd, r.Scale, group(r.Features), r.Layers, r.CPUs, r.Load, r.LoadAfter, r.FreshQueries, freshKeys, fc.Compared, fc.EngineWrong+fc.CoverageWrong, fc.Unexplained)
+		"first pass of each mix checked against PostGIS: %d layer results compared, %d API wrong, %d unexplained.\n\n",
+		cmd, r.Scale, group(r.Features), r.Layers, r.CPUs, r.Load, r.LoadAfter, compared, wrong, unexplained)
+	if r.FreshQueries > 0 {
+		fmt.Fprintf(w, "Fresh mix, %d queries, %d keys per pass taking turns, by answer size:\n\n", r.FreshQueries, freshKeys)
+		r.markdownFresh(w)
+		fmt.Fprintln(w)
+	}
+	r.markdownMixes(w)
+}
+
+// markdownFresh writes the fresh mix's buckets and whole-mix rows, a
+// column group per client count.
+func (r *APIReport) markdownFresh(w io.Writer) {
 	head, rule := "| answer size |", "|---|"
 	for _, p := range r.FreshPasses {
 		head += fmt.Sprintf(" queries | siteenv p50, %d cl. | PostGIS p50, %d cl. |", p.Clients, p.Clients)
@@ -299,8 +313,6 @@ func (r *APIReport) Markdown(w io.Writer, cmd string) {
 		}
 	}
 	fmt.Fprintln(w, line)
-	fmt.Fprintln(w)
-	r.markdownMixes(w)
 }
 
 // markdownMixes writes every mix's whole-pass figures as one table: a row

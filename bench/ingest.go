@@ -60,6 +60,10 @@ type IngestReport struct {
 	LargestFeatures int64
 	LargestIngest   run
 	LargestOGR      run
+
+	// Points: a 200k-point file, ingested, ingested again (the no-op) and
+	// loaded into PostGIS by ogr2ogr.
+	Points *PointsReport
 }
 
 // RunIngest writes the scale's layers as GeoJSON files and converts each,
@@ -153,6 +157,9 @@ func RunIngest(ctx context.Context, opt IngestOptions) (*IngestReport, error) {
 		r.Layers++
 		log.Info("bench: layer", "layer", id, "features", sum.Features,
 			"ingest_s", round3(ir.WallS), "ogr2ogr_s", round3(or.WallS))
+	}
+	if r.Points, err = runPoints(ctx, opt, dir, ogr, log); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -279,4 +286,7 @@ func (r *IngestReport) Print(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "ingest/ogr2ogr features/s ratio: %.3f, peak RSS %.1f MiB\n",
 		ratio(r.OGR.WallS, r.Ingest.WallS), mib(r.Ingest.PeakRSS))
+	if r.Points != nil {
+		r.Points.print(w)
+	}
 }

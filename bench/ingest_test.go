@@ -34,8 +34,9 @@ func TestIngestChildProcess(t *testing.T) {
 
 func TestRunIngest(t *testing.T) {
 	t.Setenv(childEnv, "1")
+	pointsBenchCount = 5000 // the report's 200k-point part, smaller
 	r, err := RunIngest(context.Background(), IngestOptions{
-		WorkDir: t.TempDir(), Scale: synth.Small, Seed: 3, Layers: []string{"bom-flood-warning-gauges", "vic-heritage-register"},
+		WorkDir: traversableTempDir(t), Scale: synth.Small, Seed: 3, Layers: []string{"bom-flood-warning-gauges", "vic-heritage-register"},
 		Command: []string{os.Args[0], "-test.run=^TestIngestChildProcess$", "--"},
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -53,5 +54,12 @@ func TestRunIngest(t *testing.T) {
 	}
 	if r.Ingest.PeakRSS <= 0 || r.OGR.PeakRSS <= 0 || r.Ingest.OutBytes <= 0 || r.OGR.OutBytes <= 0 {
 		t.Fatalf("measurements missing: %+v", r)
+	}
+	// The point file: ingested, then again as a no-op, and into PostGIS.
+	if p := r.Points; p == nil || p.Points != 5000 || !p.SameInput || p.Ingest.WallS <= 0 || p.NoOp.WallS <= 0 || p.OGRSkipped != "" || p.OGR.WallS <= 0 {
+		t.Fatalf("points report: %+v", r.Points)
+	}
+	if !strings.Contains(out.String(), "ogr2ogr -f PostgreSQL (PostGIS") || !strings.Contains(out.String(), "(a no-op, by the content digest)") {
+		t.Errorf("the report lacks the point part:\n%s", out.String())
 	}
 }

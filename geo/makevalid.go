@@ -17,8 +17,9 @@ import (
 // overlapping polygons of a MultiPolygon keep their symmetric difference,
 // as in PostGIS. Positions are in the plane of x, y (longitude, latitude),
 // as for Validate. ok is false when g is not polygonal or nothing of
-// positive area is left (PostGIS would return lines or points). Safe for
-// concurrent use.
+// positive area is left (PostGIS would return lines or points), or when
+// floating point defeats the noding and the result would not be valid
+// (rare: crossings nanometres apart). Safe for concurrent use.
 func MakeValid(g orb.Geometry) (out orb.Geometry, ok bool) {
 	var polys []orb.Polygon
 	switch g := g.(type) {
@@ -49,7 +50,13 @@ func MakeValid(g orb.Geometry) (out orb.Geometry, ok bool) {
 	if len(shells) == 0 {
 		return nil, false
 	}
-	return assemble(shells, holes), true
+	out = assemble(shells, holes)
+	// Floating point can still defeat the noding (crossings nanometres
+	// apart): a result Validate refuses is no repair.
+	if Validate(out, 0) != nil {
+		return nil, false
+	}
+	return out, true
 }
 
 func finitePoint(p orb.Point) bool {
@@ -68,45 +75,126 @@ type mvEdge struct {
 // nodeSegments splits every segment at every point where another touches,
 // crosses or overlaps it, and merges identical pieces, counting them. A
 // crossing point is computed once and shared by both segments, so the
-// pieces meet exactly.
+// pieces meet exactly. Crossing points are rounded to floating point, so a
+// piece may then cross another that the exact point would not: noding is
+// repeated on the pieces (their counts kept) until nothing splits, at most
+// maxNodingPasses times.
 func nodeSegments(segs []mvSeg) []mvEdge {
-	leaves := make([]box, len(segs))
-	for i, s := range segs {
+	edges := make([]mvEdge, 0, len(segs))
+	for _, s := range segs {
+		a, b := s.a, s.b
+		if lessPoint(b, a) {
+			a, b = b, a
+		}
+		edges = append(edges, mvEdge{a, b, 1})
+	}
+	sn := newSnapper()
+	for _, e := range edges {
+		sn.add(e.a)
+		sn.add(e.b)
+	}
+	for range maxNodingPasses {
+		var split bool
+		if edges, split = nodeOnce(edges, sn); !split {
+			break
+		}
+	}
+	return edges
+}
+
+const maxNodingPasses = 8
+
+// snapDeg is how close (degrees, about 0.1 mm) a computed crossing point
+// must be to a vertex, or to another crossing point, to become it: nearly
+// parallel segments otherwise make clusters of crossing points a few ULPs
+// apart whose pieces cross again.
+const snapDeg = 1e-9
+
+// snapper finds the vertex within snapDeg of a point, on a grid of cells
+// snapDeg wide.
+type snapper struct{ cells map[[2]int64][]orb.Point }
+
+func newSnapper() *snapper { return &snapper{cells: map[[2]int64][]orb.Point{}} }
+
+func snapCell(p orb.Point) [2]int64 {
+	return [2]int64{int64(math.Floor(p[0] / snapDeg)), int64(math.Floor(p[1] / snapDeg))}
+}
+
+func (sn *snapper) add(p orb.Point) {
+	c := snapCell(p)
+	for _, q := range sn.cells[c] {
+		if q == p {
+			return
+		}
+	}
+	sn.cells[c] = append(sn.cells[c], p)
+}
+
+// snap returns the known point within snapDeg of p, or p (then known).
+func (sn *snapper) snap(p orb.Point) orb.Point {
+	c := snapCell(p)
+	best, bestD := p, math.Inf(1)
+	for dx := int64(-1); dx <= 1; dx++ {
+		for dy := int64(-1); dy <= 1; dy++ {
+			for _, q := range sn.cells[[2]int64{c[0] + dx, c[1] + dy}] {
+				if d := math.Max(math.Abs(q[0]-p[0]), math.Abs(q[1]-p[1])); d <= snapDeg && d < bestD {
+					best, bestD = q, d
+				}
+			}
+		}
+	}
+	if bestD == math.Inf(1) {
+		sn.add(p)
+	}
+	return best
+}
+
+// nodeOnce is one noding pass; split reports whether any edge was split.
+func nodeOnce(in []mvEdge, sn *snapper) (out []mvEdge, split bool) {
+	leaves := make([]box, len(in))
+	for i, s := range in {
 		leaves[i] = box{
 			minX: math.Min(s.a[0], s.b[0]), minY: math.Min(s.a[1], s.b[1]),
 			maxX: math.Max(s.a[0], s.b[0]), maxY: math.Max(s.a[1], s.b[1]),
 			item: i,
 		}
 	}
-	cuts := make([][]orb.Point, len(segs))
-	if len(segs) > 0 {
+	cuts := make([][]orb.Point, len(in))
+	cut := func(i int, p orb.Point) {
+		if p != in[i].a && p != in[i].b {
+			cuts[i] = append(cuts[i], p)
+			split = true
+		}
+	}
+	if len(in) > 0 {
 		ix := newSegIndex(leaves)
 		var cands []int
 		var stack []int32
-		for i := range segs {
+		for i := range in {
 			cands, stack = ix.query(&leaves[i], cands[:0], stack)
 			for _, j := range cands {
 				if j <= i {
 					continue
 				}
-				s, t := segs[i], segs[j]
+				s, t := in[i], in[j]
 				kind, at := segIntersect(s.a, s.b, t.a, t.b)
 				switch kind {
 				case hitCross:
-					cuts[i] = append(cuts[i], at)
-					cuts[j] = append(cuts[j], at)
+					at = sn.snap(at)
+					cut(i, at)
+					cut(j, at)
 				case hitTouch:
-					cuts[i] = append(cuts[i], at)
-					cuts[j] = append(cuts[j], at)
+					cut(i, at)
+					cut(j, at)
 				case hitOverlap:
 					for _, p := range []orb.Point{t.a, t.b} {
 						if between(s.a, s.b, p) {
-							cuts[i] = append(cuts[i], p)
+							cut(i, p)
 						}
 					}
 					for _, p := range []orb.Point{s.a, s.b} {
 						if between(t.a, t.b, p) {
-							cuts[j] = append(cuts[j], p)
+							cut(j, p)
 						}
 					}
 				}
@@ -115,7 +203,7 @@ func nodeSegments(segs []mvSeg) []mvEdge {
 	}
 	count := map[[2]orb.Point]int{}
 	var order [][2]orb.Point
-	for i, s := range segs {
+	for i, s := range in {
 		pts := append([]orb.Point{s.a, s.b}, cuts[i]...)
 		a := s.a
 		sort.Slice(pts, func(x, y int) bool { return dist2(a, pts[x]) < dist2(a, pts[y]) })
@@ -131,14 +219,14 @@ func nodeSegments(segs []mvSeg) []mvEdge {
 			if count[key] == 0 {
 				order = append(order, key)
 			}
-			count[key]++
+			count[key] += s.n
 		}
 	}
-	out := make([]mvEdge, len(order))
+	out = make([]mvEdge, len(order))
 	for i, k := range order {
 		out[i] = mvEdge{k[0], k[1], count[k]}
 	}
-	return out
+	return out, split
 }
 
 func dist2(p, q orb.Point) float64 {
@@ -261,15 +349,20 @@ func traceRings(edges [][2]orb.Point) (shells, holes []orb.Ring) {
 		if len(ring) < 4 || ring[0] != ring[len(ring)-1] {
 			continue // not closed: only when noding failed in floating point
 		}
-		ring = orb.Ring(dropStraightVertices(ring))
-		if len(ring) < 4 {
-			continue
-		}
-		switch a := signedArea2(ring); {
-		case a > 0:
-			shells = append(shells, ring)
-		case a < 0:
-			holes = append(holes, ring)
+		// A face whose boundary passes a vertex twice (a hole touching its
+		// shell, two lobes meeting at a point) is split there: OGC rings do
+		// not touch themselves.
+		for _, part := range splitRing(ring) {
+			part = dropStraightVertices(part)
+			if len(part) < 4 {
+				continue
+			}
+			switch a := signedArea2(part); {
+			case a > 0:
+				shells = append(shells, part)
+			case a < 0:
+				holes = append(holes, part)
+			}
 		}
 	}
 	return shells, holes

@@ -127,3 +127,45 @@ func TestMakeValidBowtieIsTwoTriangles(t *testing.T) {
 		t.Fatal("a LineString was repaired into an area")
 	}
 }
+
+// FuzzMakeValid: any polygon, however broken, is repaired into a valid
+// geometry or refused (ok false); MakeValid never panics and never returns
+// an invalid geometry.
+func FuzzMakeValid(f *testing.F) {
+	f.Add([]byte{0, 0, 2, 2, 2, 0, 0, 2})
+	f.Add([]byte{0, 0, 10, 0, 10, 10, 0, 10, 0, 0, 5, 5})
+	f.Add([]byte{5, 0, 8, 10, 0, 4, 10, 4, 2, 10})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) < 6 || len(b) > 200 {
+			return
+		}
+		// Coordinates on a small grid make crossings, touches and overlaps
+		// common; a byte of 255 starts a new ring.
+		var poly orb.Polygon
+		var ring orb.Ring
+		flush := func() {
+			if len(ring) >= 3 {
+				poly = append(poly, append(ring, ring[0]))
+			}
+			ring = nil
+		}
+		for i := 0; i+1 < len(b); i += 2 {
+			if b[i] == 255 {
+				flush()
+				continue
+			}
+			ring = append(ring, orb.Point{150 + float64(b[i]%32)/10, -34 + float64(b[i+1]%32)/10})
+		}
+		flush()
+		if len(poly) == 0 {
+			return
+		}
+		got, ok := MakeValid(poly)
+		if !ok {
+			return
+		}
+		if err := Validate(got, 0); err != nil {
+			t.Fatalf("MakeValid(%v) = %v: %v", poly, got, err)
+		}
+	})
+}

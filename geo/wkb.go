@@ -29,7 +29,7 @@ func wkbErr(format string, args ...any) error { return &WKBError{Reason: fmt.Spr
 // concurrent use. It is the strict caller of WKBWalker.
 func DecodeWKB(b []byte, maxVertices int) (orb.Geometry, error) {
 	d := &wkbDecoder{w: NewWKBWalker(b, WKBWalkOptions{Containers: true}), max: maxVertices}
-	g, err := d.geometry(0)
+	g, err := d.geometry()
 	if err != nil {
 		return nil, err
 	}
@@ -121,87 +121,108 @@ type wkbDecoder struct {
 	count int
 }
 
-// geometry reads the next geometry; want, when not 0, is the base type a
-// multi-geometry's member must have.
-func (d *wkbDecoder) geometry(want uint32) (orb.Geometry, error) {
+// geometry reads the geometry the walk starts at. The members of a
+// multi-geometry are read as their concrete types, never boxed in an
+// orb.Geometry one by one.
+func (d *wkbDecoder) geometry() (orb.Geometry, error) {
 	part, n, p, err := d.w.Next()
 	if err != nil {
 		return nil, err
 	}
-	t := d.w.Type
-	if want != 0 && t != want {
-		return nil, wkbErr("a multi-geometry holds a geometry of type %d", t)
-	}
-	switch part {
+	switch t := d.w.Type; part {
 	case WKBAtPoint:
-		if math.IsNaN(p[0]) && math.IsNaN(p[1]) {
-			return nil, wkbErr("empty point")
-		}
-		if d.count++; d.count > d.max {
-			return nil, wkbErr("more than %d positions", d.max)
-		}
-		return p, nil
+		return d.point(p)
 	case WKBAtLine:
 		ps, err := d.points(n)
 		return orb.LineString(ps), err
 	case WKBAtPolygon:
-		pg := make(orb.Polygon, n)
-		for k := range pg {
-			part, m, _, err := d.w.Next()
-			if err != nil {
-				return nil, err
-			}
-			if part != WKBAtRing { // cannot happen: the walker gives n rings
-				return nil, wkbErr("polygon ring expected")
-			}
-			if pg[k], err = d.points(m); err != nil {
-				return nil, err
-			}
-		}
-		if _, _, _, err := d.w.Next(); err != nil { // WKBAtPolygonEnd
-			return nil, err
-		}
-		return pg, nil
+		return d.polygon(n)
 	case WKBAtMulti:
-		if t == WKBGeometryCollection {
-			break
-		}
-		// Sized by the count, which the walker checked against the bytes
-		// left (5 at least a member).
-		var mp orb.MultiPoint
-		var ml orb.MultiLineString
-		var mg orb.MultiPolygon
 		switch t {
 		case WKBMultiPoint:
-			mp = make(orb.MultiPoint, 0, n)
-		case WKBMultiLineString:
-			ml = make(orb.MultiLineString, 0, n)
-		default:
-			mg = make(orb.MultiPolygon, 0, n)
-		}
-		for k := 0; k < n; k++ {
-			g, err := d.geometry(t - 3)
-			if err != nil {
-				return nil, err
+			mp := make(orb.MultiPoint, n) // n checked against the bytes left
+			for k := range mp {
+				_, _, p, err := d.member(WKBPoint)
+				if err != nil {
+					return nil, err
+				}
+				if mp[k], err = d.point(p); err != nil {
+					return nil, err
+				}
 			}
-			switch g := g.(type) {
-			case orb.Point:
-				mp = append(mp, g)
-			case orb.LineString:
-				ml = append(ml, g)
-			case orb.Polygon:
-				mg = append(mg, g)
-			}
-		}
-		switch t {
-		case WKBMultiPoint:
 			return mp, nil
 		case WKBMultiLineString:
+			ml := make(orb.MultiLineString, n)
+			for k := range ml {
+				_, m, _, err := d.member(WKBLineString)
+				if err != nil {
+					return nil, err
+				}
+				if ml[k], err = d.points(m); err != nil {
+					return nil, err
+				}
+			}
 			return ml, nil
+		case WKBMultiPolygon:
+			mg := make(orb.MultiPolygon, n)
+			for k := range mg {
+				_, m, _, err := d.member(WKBPolygon)
+				if err != nil {
+					return nil, err
+				}
+				if mg[k], err = d.polygon(m); err != nil {
+					return nil, err
+				}
+			}
+			return mg, nil
 		}
-		return mg, nil
 	}
-	return nil, wkbErr("geometry type %d is not one of Point, LineString, Polygon and their Multi types", t)
+	return nil, wkbErr("geometry type %d is not one of Point, LineString, Polygon and their Multi types", d.w.Type)
+}
+
+// member walks to the next member of a multi-geometry, which must be a
+// want.
+func (d *wkbDecoder) member(want uint32) (WKBPart, int, orb.Point, error) {
+	part, n, p, err := d.w.Next()
+	if err == nil && d.w.Type != want {
+		err = wkbErr("a multi-geometry holds a geometry of type %d", d.w.Type)
+	}
+	return part, n, p, err
+}
+
+// point counts a point read by the walk, refusing an empty one.
+func (d *wkbDecoder) point(p orb.Point) (orb.Point, error) {
+	if math.IsNaN(p[0]) && math.IsNaN(p[1]) {
+		return p, wkbErr("empty point")
+	}
+	if d.count++; d.count > d.max {
+		return p, wkbErr("more than %d positions", d.max)
+	}
+	return p, nil
+}
+
+// polygon reads the n rings of the polygon the walk stopped at, and its
+// end.
+func (d *wkbDecoder) polygon(n int) (orb.Polygon, error) {
+	pg := make(orb.Polygon, n)
+	for k := range pg {
+		part, m, _, err := d.w.Next()
+		if err != nil {
+			return nil, err
+		}
+		if part != WKBAtRing { // cannot happen: the walker gives n rings
+			return nil, wkbErr("polygon ring expected")
+		}
+		ps, err := d.points(m)
+		if err != nil {
+			return nil, err
+		}
+		pg[k] = ps
+	}
+	if _, _, _, err := d.w.Next(); err != nil { // WKBAtPolygonEnd
+		return nil, err
+	}
+	return pg, nil
 }
 
 // points reads the n positions of a LineString or ring.

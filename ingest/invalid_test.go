@@ -110,6 +110,24 @@ func TestUnknownFieldsAndFieldMap(t *testing.T) {
 	if sum, err = Run(context.Background(), opt, in); err != nil || len(sum.DroppedFields) != 2 {
 		t.Fatalf("layer policy: %+v, %v", sum, err)
 	}
+	// GeoJSON (as GeoPackage and Shapefile rows): the same, row by row.
+	nd := b.write("pts.ndjson", `{"type":"Feature","id":"g1","geometry":{"type":"Point","coordinates":[151,-33.9]},"properties":{"site_name":"Gamma","lat":-33.9,"lon":151}}`+"\n")
+	opt = b.opts()
+	opt.Layer = d2
+	sum, err = Run(context.Background(), opt, nd)
+	if err != nil || strings.Join(sum.DroppedFields, ",") != "lat,lon" || sum.RenamedFields["site_name"] != "name" {
+		t.Fatalf("GeoJSON with the layer's policy: %+v %v", sum, err)
+	}
+	got, _ = releaseFeatures(t, b.store, b.def.LayerID, sum.ReleaseID)
+	if n := got["g1"].Properties["name"]; n != "Gamma" {
+		t.Errorf("GeoJSON name = %v", n)
+	}
+	opt.Layer = b.def
+	opt.RejectsPath = filepath.Join(t.TempDir(), "rejects.csv")
+	if _, err := Run(context.Background(), opt, nd); !errors.Is(err, ErrTooManyRejects) {
+		t.Errorf("GeoJSON without a policy: %v, want the row rejected", err)
+	}
+
 	bad := strings.Replace(testLayerJSON, `"coverage": null`, `"coverage": null, "field_map": {"x": "nope"}, "unknown_fields": "keep-ish"`, 1)
 	if _, err := ParseLayerDef([]byte(bad)); err == nil || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "unknown_fields") {
 		t.Errorf("bad layer: %v", err)

@@ -13,7 +13,7 @@ import (
 // for this process when runNow.
 func (b *bundle) admit(runNow bool, lease time.Duration) ledger.Query {
 	b.t.Helper()
-	res, err := b.led.Admit(b.ctx, ledger.AdmitRequest{Query: ledger.Query{AccountID: b.account, IntegrationID: b.integ, SiteID: b.site,
+	res, err := b.led.Admit(b.ctx, ledger.AdmitRequest{Claimed: true, Query: ledger.Query{AccountID: b.account, IntegrationID: b.integ, SiteID: b.site,
 		SiteGeometry: b.siteGeometry(), RadiusM: 100, LayerIDs: []string{layerID}, Frozen: b.frozen},
 		Limits: ledger.AdmitLimits{QueryLimits: ledger.QueryLimits{MaxQueued: 1000, MaxRetainedBytes: 1 << 30}, PerMinute: 1000,
 			RunNow: runNow, MaxRunning: 4, Lease: lease}})

@@ -21,12 +21,13 @@ var ErrAdmissionCheck = newError("ledger: admission check failed")
 
 // AdmitRequest is POST /queries' whole admission: its idempotency claim,
 // its site's registration, the sections the site must hold and the query.
-// Without IdemKey it is the query's admission alone, for a request whose
-// key the caller claimed itself (ClaimIdempotency) and whose site it
-// registered: Query's SiteID and SiteGeometry are the site's, and Auth,
-// Integration, Operation, Fingerprint, Site, CreateSite, Sections and
-// Answer are not read.
+// With Claimed it is the query's admission alone, for a request whose key
+// (IdemKey, stored with the query; empty: none) the caller claimed itself
+// (ClaimIdempotency) and whose site it registered: Query's SiteID and
+// SiteGeometry are the site's, and Auth, Integration, Operation,
+// Fingerprint, Site, CreateSite, Sections and Answer are not read.
 type AdmitRequest struct {
+	Claimed bool
 	// Auth, when set, has the admission authenticate the key itself, in
 	// the same round trip (AdmitAuth): Integration, CreateSite and the
 	// query's AccountID and IntegrationID are then the key's, and the
@@ -241,7 +242,7 @@ func (l *Ledger) admitBatch(ctx context.Context, ar AdmitRequest) (Admission, er
 			s.Bounds[0], s.Bounds[1], s.Bounds[2], s.Bounds[3], now)
 	}
 	b.Queue(st.site, account, s.Fingerprint, sections)
-	args := admitArgs(q, frozen, s.Fingerprint, true, cur, lim, now)
+	args := admitArgs(q, frozen, s.Fingerprint, true, cur, lim, now, ar.IdemKey)
 	args[1], args[2] = account, queryIntegration
 	b.Queue(st.admit, args...)
 	br := l.pool.SendBatch(ctx, b)

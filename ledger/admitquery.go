@@ -56,10 +56,11 @@ func admitQueryCTEs(siteID, siteGeometry, account, integration string) string {
 	return `rc AS (SELECT rate_count(` + account + `, 'query_admissions', $13::bigint) AS v),
 	ins AS (
 		INSERT INTO queries (query_id, account_id, integration_id, site_id, site_geometry, radius_m, layer_ids,
-			include_geometry, frozen_refs, status, created_at, attempts, started_at, claimed_until)
+			include_geometry, frozen_refs, status, created_at, attempts, started_at, claimed_until, idem_key)
 		SELECT $1::uuid, ` + account + `, ` + integration + `, ` + siteID + `, ` + siteGeometry + `, $6::double precision, $7::text[], $8::boolean, $9::bytea[],
 			CASE WHEN run THEN 'running' ELSE 'queued' END, $10::timestamptz,
-			CASE WHEN run THEN 1 ELSE 0 END, CASE WHEN run THEN $10::timestamptz END, CASE WHEN run THEN $16::timestamptz END
+			CASE WHEN run THEN 1 ELSE 0 END, CASE WHEN run THEN $10::timestamptz END, CASE WHEN run THEN $16::timestamptz END,
+			nullif($18::text, '')
 		FROM rc, ` + queryUsageOf(account) + ` u,
 			LATERAL (SELECT $15::boolean AND u.running < $17::bigint AS run) r
 		WHERE (rc.v & 4294967295) <= $14::bigint AND u.queued < $11 AND u.retained < $12
@@ -68,10 +69,11 @@ func admitQueryCTEs(siteID, siteGeometry, account, integration string) string {
 }
 
 // admitArgs are admitQuerySQL's arguments but the site's ($4, $5: site4
-// and site5).
-func admitArgs(q Query, frozen [][]byte, site4, site5 any, cur int64, lim AdmitLimits, now time.Time) []any {
+// and site5); $18 is the Idempotency-Key the query is admitted under
+// (empty: none), stored with it (QueryByIdemKey).
+func admitArgs(q Query, frozen [][]byte, site4, site5 any, cur int64, lim AdmitLimits, now time.Time, idemKey string) []any {
 	return []any{q.ID, q.AccountID, q.IntegrationID, site4, site5, q.RadiusM, q.LayerIDs, q.IncludeGeometry,
-		frozen, q.CreatedAt, lim.MaxQueued, lim.MaxRetainedBytes, cur, lim.PerMinute, lim.RunNow, now.Add(lim.Lease), lim.MaxRunning}
+		frozen, q.CreatedAt, lim.MaxQueued, lim.MaxRetainedBytes, cur, lim.PerMinute, lim.RunNow, now.Add(lim.Lease), lim.MaxRunning, idemKey}
 }
 
 // admitted is the admission's outcome from what admitQuerySQL returned
@@ -112,8 +114,8 @@ func admitted(q Query, v int64, status *string, lim AdmitLimits, now time.Time, 
 // ErrCapacity, ErrNotFound (no such account), ErrAnswerNeedsAuth.
 func (l *Ledger) Admit(ctx context.Context, ar AdmitRequest) (Admission, error) {
 	switch {
-	case ar.IdemKey == "":
-		return l.admitClaimed(ctx, ar.Query, ar.Limits)
+	case ar.Claimed:
+		return l.admitClaimed(ctx, ar.Query, ar.IdemKey, ar.Limits)
 	case ar.Answer != nil:
 		return l.admitAnswered(ctx, ar)
 	}
@@ -121,7 +123,7 @@ func (l *Ledger) Admit(ctx context.Context, ar AdmitRequest) (Admission, error) 
 }
 
 // admitClaimed is Admit of a request whose key the caller claimed itself
-// (AdmitRequest.IdemKey empty) and whose site is registered (ar.Query's
+// (AdmitRequest.Claimed) and whose site is registered (ar.Query's
 // SiteID and SiteGeometry): one pipelined relaxed transaction
 // (lockedRelaxed) counts the admission in the account's rate window and,
 // within the limit, stores the query with its inputs frozen (as
@@ -129,7 +131,7 @@ func (l *Ledger) Admit(ctx context.Context, ar AdmitRequest) (Admission, error) 
 // orders concurrent admissions of one account on every replica, so the
 // queue, running and retained limits stay exact. The admission is counted
 // in every case but ErrNotFound: a count is not undone.
-func (l *Ledger) admitClaimed(ctx context.Context, q Query, lim AdmitLimits) (Admission, error) {
+func (l *Ledger) admitClaimed(ctx context.Context, q Query, idemKey string, lim AdmitLimits) (Admission, error) {
 	now := l.now()
 	q.ID, q.Status, q.CreatedAt = newID(), QueryQueued, now
 	frozen, err := l.frozenRefs(ctx, q.Frozen)
@@ -142,7 +144,7 @@ func (l *Ledger) admitClaimed(ctx context.Context, q Query, lim AdmitLimits) (Ad
 		status *string
 	)
 	locked, err := l.lockedRelaxed(ctx, q.AccountID, func(b *pgx.Batch) {
-		b.Queue(admitQuerySQL, admitArgs(q, frozen, q.SiteID, q.SiteGeometry, cur, lim, now)...)
+		b.Queue(admitQuerySQL, admitArgs(q, frozen, q.SiteID, q.SiteGeometry, cur, lim, now, idemKey)...)
 	}, func(br pgx.BatchResults) error { return br.QueryRow().Scan(&v, &status) })
 	if err != nil {
 		return Admission{}, err

@@ -82,7 +82,7 @@ func TestFrozenLayersStoredOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("CreateQuery", q1, flood, fire)
-	res, err := led.Admit(ctx, ledger.AdmitRequest{Query: q(fire, flood), Limits: ledger.AdmitLimits{QueryLimits: lim, PerMinute: 100}})
+	res, err := led.Admit(ctx, ledger.AdmitRequest{Claimed: true, Query: q(fire, flood), Limits: ledger.AdmitLimits{QueryLimits: lim, PerMinute: 100}})
 	if err != nil {
 		t.Fatal(err)
 	}

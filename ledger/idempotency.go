@@ -72,6 +72,10 @@ type IdemClaim struct {
 	// Token identifies a fresh claim to CompleteIdempotency and
 	// ReleaseIdempotency.
 	Token uuid.UUID
+	// TookOver: the fresh claim is a running one whose lease lapsed (its
+	// process died before it stored a response): what that request wrote
+	// may have committed (QueryByIdemKey).
+	TookOver bool
 }
 
 // leases are the running claims this Ledger holds and renews.
@@ -221,7 +225,7 @@ func (l *Ledger) ClaimIdempotency(ctx context.Context, integration uuid.UUID, ke
 	if tag.RowsAffected() == 1 {
 		fresh = true
 		l.log.Info("idempotency claim taken over after its lease lapsed", "operation", operation)
-		return IdemClaim{State: IdemFresh, Token: token}, nil
+		return IdemClaim{State: IdemFresh, Token: token, TookOver: true}, nil
 	}
 	return IdemClaim{State: IdemInFlight}, nil
 }

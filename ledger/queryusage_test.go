@@ -79,7 +79,7 @@ func TestQueryUsageFollowsEveryChange(t *testing.T) {
 		}
 	}
 	check("queued")
-	running, err := led.Admit(ctx, ledger.AdmitRequest{Query: q(accts[0]), Limits: ledger.AdmitLimits{QueryLimits: lim, PerMinute: 100, RunNow: true, MaxRunning: 4, Lease: time.Minute}})
+	running, err := led.Admit(ctx, ledger.AdmitRequest{Claimed: true, Query: q(accts[0]), Limits: ledger.AdmitLimits{QueryLimits: lim, PerMinute: 100, RunNow: true, MaxRunning: 4, Lease: time.Minute}})
 	if err != nil || running.Query.Status != ledger.QueryRunning {
 		t.Fatalf("admitted %+v, %v", running, err)
 	}

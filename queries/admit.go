@@ -129,8 +129,25 @@ func (s *Service) Admit(c QueryCall, fingerprint []byte, ask Ask, pending *Pendi
 		return err
 	}
 	recheck := func(ledger.IdemResponse) error { return Permitted(c.Principal(), ask.LayerIDs) }
-	return s.Once(c, key, fingerprint, recheck, pending, func() error {
+	return s.once(c, key, fingerprint, recheck, pending, func(tookOver bool) error {
 		ctx, p := c.Context(), c.Principal()
+		if tookOver {
+			// The first request's process died before it answered: the
+			// query its admission committed, if it did, is the answer,
+			// never a second query (it runs, or ran, on a worker).
+			switch q, err := s.led.QueryByIdemKey(ctx, p.IntegrationID, p.AccountID, key); {
+			case err == nil:
+				if err := Permitted(p, q.LayerIDs); err != nil {
+					// Another key of the integration, restricted away from
+					// a layer: refused as a replay would be, the claim left
+					// for the query's own caller.
+					return &CallerRefusal{Err: err}
+				}
+				return c.Answer(q, s.wait(c, q, time.Duration(ask.Wait)*time.Second), ask, pending)
+			case !errors.Is(err, ledger.ErrNotFound):
+				return err
+			}
+		}
 		site, err := c.Site()
 		if err != nil {
 			return err
@@ -149,7 +166,7 @@ func (s *Service) Admit(c QueryCall, fingerprint []byte, ask Ask, pending *Pendi
 		}
 		// Every refusal above (400, 403, 404, 422) came before the
 		// admission is counted: only a request that can run uses one.
-		res, err := s.led.Admit(ctx, ledger.AdmitRequest{Query: ledger.Query{AccountID: p.AccountID, IntegrationID: p.IntegrationID,
+		res, err := s.led.Admit(ctx, ledger.AdmitRequest{Claimed: true, IdemKey: key, Query: ledger.Query{AccountID: p.AccountID, IntegrationID: p.IntegrationID,
 			SiteID: site.ID, SiteGeometry: site.Geometry, RadiusM: ask.RadiusM, LayerIDs: ask.LayerIDs,
 			IncludeGeometry: ask.IncludeGeometry, Frozen: frozen}, Limits: s.admitLimits()})
 		if errors.Is(err, ledger.ErrRateLimited) || err == nil || errors.Is(err, ledger.ErrCapacity) {
@@ -200,8 +217,18 @@ func (s *Service) run(c QueryCall, q ledger.Query, d time.Duration, pending *Pen
 				"query_id", q.ID, "err", err)
 		}
 	}
+	return s.wait(c, q, d)
+}
+
+// wait wakes the runner's workers for q and waits up to d for it to
+// finish on this replica, without running it here; it returns the
+// finished row when the runner kept one (run).
+func (s *Service) wait(c QueryCall, q ledger.Query, d time.Duration) ledger.Query {
+	if s.runner == nil {
+		return ledger.Query{}
+	}
 	s.runner.Notify()
-	done, _ := s.runner.Wait(ctx, q.ID, d)
+	done, _ := s.runner.Wait(c.Context(), q.ID, d)
 	return done
 }
 

@@ -1,6 +1,16 @@
-// Package queries is the query use case of POST /queries, HTTP-free: what
-// a request asks (Ask), the checks of its layers and their freezing
-// (Freeze), the admission's limits (Limits) and the keys vouched for
-// precomputation (Vouches). The ledger is its only store of record; the
-// api package decodes requests into it and renders what it decides.
+// Package queries is the query use case, HTTP-free. Service.Admit is POST
+// /queries' one entry point: it resolves the site, freezes the layers
+// (Freeze), claims the Idempotency-Key, admits the query (the ledger's one
+// admission, ledger.Admit, once in the common case) and answers it,
+// choosing its fast path inside: the claim, the site and the query in one
+// round trip, with a small answer computed before it (for a key Vouches
+// vouches for) stored with it; any check that path refuses falls back to
+// the step-by-step path, with a provisional key authenticated first.
+// Service.Once is the idempotency of every operation that takes an
+// Idempotency-Key: the claim, the replay of a stored response only to a
+// caller the original request's checks would pass now, and the settling
+// of the claim (Settle: the stored response with its audit record, a
+// query's finish with it or behind it). The ledger is its only store of
+// record; the api package decodes requests and renders what it decides
+// through Call and QueryCall.
 package queries

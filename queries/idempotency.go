@@ -51,6 +51,13 @@ func Fingerprint(operation string, logical any) ([]byte, error) {
 // of the integration may be restricted where the first was not: its
 // refusal is what a fresh request would get, and is not stored.
 func (s *Service) Once(c Call, key string, fingerprint []byte, recheck func(ledger.IdemResponse) error, pending *Pending, op func() error) error {
+	return s.once(c, key, fingerprint, recheck, pending, func(bool) error { return op() })
+}
+
+// once is Once whose op is told whether its claim was taken over from a
+// request whose process died before it stored a response
+// (ledger.IdemClaim.TookOver): what that request wrote may have committed.
+func (s *Service) once(c Call, key string, fingerprint []byte, recheck func(ledger.IdemResponse) error, pending *Pending, op func(tookOver bool) error) error {
 	ctx := c.Context()
 	integration := c.Principal().IntegrationID
 	deadline := time.Now().Add(s.cfg.IdempotencyWait)
@@ -71,7 +78,7 @@ func (s *Service) Once(c Call, key string, fingerprint []byte, recheck func(ledg
 			c.Replay(claim.Response)
 			return nil
 		case ledger.IdemFresh:
-			return s.Settle(c, key, claim.Token, pending, op)
+			return s.Settle(c, key, claim.Token, pending, func() error { return op(claim.TookOver) })
 		}
 		// In flight: the first request's process is alive (its claim's lease
 		// is renewed; a dead one's lapses within seconds and this loop takes
@@ -88,6 +95,16 @@ func (s *Service) Once(c Call, key string, fingerprint []byte, recheck func(ledg
 	}
 }
 
+// CallerRefusal is a refusal particular to the caller rather than to the
+// request: another key of the integration that may not see what the key's
+// first request made (a sibling restricted away from its datasets, retrying
+// after that request's answer was lost). Settle answers it but stores
+// nothing under the key, so the request's own caller still gets its answer.
+type CallerRefusal struct{ Err error }
+
+func (e *CallerRefusal) Error() string { return e.Err.Error() }
+func (e *CallerRefusal) Unwrap() error { return e.Err }
+
 // relaxedCompletion are the operations whose stored response and audit
 // record commit relaxed (ledger.CompleteIdempotencyAuditedRelaxed): free,
 // with frozen inputs, so a crash can at worst forget a query answered in its
@@ -102,7 +119,8 @@ const SettleTimeout = 5 * time.Second
 
 // Settle executes op under the claim token of key and settles the claim:
 // the response is stored for replay, or, after a retryable failure (429,
-// 5xx) or a panic, the claim is released so that a retry executes again.
+// 5xx), a CallerRefusal or a panic, the claim is released so that a retry
+// executes again.
 // op's error is written as the response (Call.Fail). A query's answer op
 // left in pending (nil: none) is stored with the response.
 func (s *Service) Settle(c Call, key string, token uuid.UUID, pending *Pending, op func() error) (err error) {
@@ -126,12 +144,14 @@ func (s *Service) Settle(c Call, key string, token uuid.UUID, pending *Pending, 
 			}
 		}
 	}()
-	if err := op(); err != nil {
+	err = op()
+	if err != nil {
 		c.Fail(err)
 	}
 	settled = true
 	rec := c.Response()
-	if rec.Status == 429 || rec.Status >= 500 {
+	var refusal *CallerRefusal
+	if rec.Status == 429 || rec.Status >= 500 || errors.As(err, &refusal) {
 		if err := s.led.ReleaseIdempotency(settle, integration, key, token); err != nil {
 			s.log.Error("idempotency release failed", "request_id", c.RequestID(), "err", err)
 		}

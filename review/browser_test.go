@@ -107,8 +107,19 @@ func TestReviewPagePromote(t *testing.T) {
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 
+	// Addressed by another name (DNS rebinding), nothing is served.
+	req, _ := http.NewRequest("GET", hs.URL+"/", nil)
+	req.Host = "attacker.example:80"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Fatalf("a request for another host name: %d", resp.StatusCode)
+	}
 	// Without the page's token, promote is refused.
-	resp, err := http.Post(hs.URL+"/api/promote/nsw.review-parcels/"+relB, "application/json", nil)
+	resp, err = http.Post(hs.URL+"/api/promote/nsw.review-parcels/"+relB, "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	out, err := s.buildDiff(r.Context(), layer, info.current, rel)
+	out, err := s.buildDiff(r.Context(), layer, info.current, rel, info.features)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -57,7 +57,9 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) buildDiff(ctx context.Context, layer, from, to string) (*diffJSON, error) {
+// buildDiff compares release to (of features features) with from, the
+// current release ("" for none).
+func (s *Server) buildDiff(ctx context.Context, layer, from, to string, features int64) (*diffJSON, error) {
 	out := &diffJSON{LayerID: layer, FromRelease: from, ToRelease: to, Changes: []changeJSON{}, Map: geojson.NewFeatureCollection()}
 	bound := orb.Bound{Min: orb.Point{180, 90}, Max: orb.Point{-180, -90}}
 	add := func(g orb.Geometry, id, role string) {
@@ -87,9 +89,11 @@ func (s *Server) buildDiff(ctx context.Context, layer, from, to string) (*diffJS
 			add(f.Geometry, f.ID, role)
 		}
 		out.Truncated = more
-		out.Summary = ingest.DiffSummary{LayerID: layer, ToRelease: to, To: int64(len(feats))}
+		out.Summary = ingest.DiffSummary{LayerID: layer, ToRelease: to, To: features}
 		if from != to {
-			out.Summary.Added = int64(len(feats))
+			out.Summary.Added = features
+		} else {
+			out.Summary.Unchanged = features
 		}
 	} else {
 		cur, more, err := ingest.ReleaseFeatures(ctx, s.opt.Store, layer, from, max)

@@ -18,6 +18,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -105,9 +106,20 @@ func (s *Server) Handler() http.Handler {
 	return securityHeaders(mux)
 }
 
-// securityHeaders keeps the pages to their own origin.
+// securityHeaders keeps the pages to their own origin, and answers only
+// requests addressed to a loopback name: a page of another site whose name
+// was rebound to 127.0.0.1 (DNS rebinding) would otherwise be same-origin
+// with this one and could read its token.
 func securityHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if ip := net.ParseIP(strings.Trim(host, "[]")); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			http.Error(w, "the review pages answer only on a loopback address", http.StatusMisdirectedRequest)
+			return
+		}
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Referrer-Policy", "no-referrer")

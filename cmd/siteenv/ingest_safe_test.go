@@ -99,12 +99,30 @@ func TestIngestSafeByDefault(t *testing.T) {
 		t.Fatalf("--out: %v", err)
 	}
 	// A diff's changes file too.
-	if _, err := cli(t, "ingest", "--json", "--stage", "--layer", layer, a); err != nil {
+	st, err := cli(t, "ingest", "--json", "--stage", "--layer", layer, a)
+	if err != nil {
 		t.Fatal(err)
 	}
 	d, err := cli(t, "release", "diff", "--layer", "nsw.test-bores", "--to", relA)
 	if err != nil || !strings.HasPrefix(d["changes_file"].(string), filepath.Join(dataDir, "out")+string(filepath.Separator)) {
 		t.Fatalf("diff: %v %v", d, err)
+	}
+	// Only a staged release can be discarded: A (the same content, the same
+	// id) was current once; a new staged release can, and is then no longer
+	// offered for review.
+	if _, err := cli(t, "release", "discard", "--layer", "nsw.test-bores", "--release", st["release_id"].(string)); err == nil {
+		t.Errorf("discarded a release that was current once")
+	}
+	c := write("c.geojson", goodGeoJSON)
+	sc, err := cli(t, "ingest", "--json", "--layer", layer, c)
+	if err != nil || sc["state"] != "staged" {
+		t.Fatalf("c: %v %v", sc, err)
+	}
+	if d, err := cli(t, "release", "discard", "--layer", "nsw.test-bores", "--release", sc["release_id"].(string)); err != nil || d["state"] != "discarded" {
+		t.Fatalf("discard: %v %v", d, err)
+	}
+	if _, err := cli(t, "release", "diff", "--layer", "nsw.test-bores"); err == nil || !strings.Contains(err.Error(), "no staged release") {
+		t.Errorf("diff after discarding the only staged release: %v", err)
 	}
 	if ents, _ := os.ReadDir(cwd); len(ents) != 0 {
 		t.Errorf("files left in the current directory: %v", ents)

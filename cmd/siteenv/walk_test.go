@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -130,6 +131,24 @@ func TestReadmeWalk(t *testing.T) {
 			t.Errorf("the walk does not print %q", want)
 		}
 	}
+	// The sample output the README shows is what the walk prints.
+	readmeText, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample := regexp.MustCompile("(?s)<!-- the walk's output -->\n```\n(.*?)```").FindSubmatch(readmeText)
+	if sample == nil {
+		t.Fatal("README.md shows no sample output of the walk")
+	}
+	var shown []string
+	for _, l := range strings.Split(string(sample[1]), "\n") {
+		if l != "..." {
+			shown = append(shown, l)
+		}
+	}
+	if err := matchSample(strings.Join(shown, "\n"), walk, ""); err != nil {
+		t.Errorf("README's sample output of the walk: %v", err)
+	}
 	key, err := os.ReadFile(filepath.Join(dataDir, "demo-key"))
 	if err != nil || len(bytes.TrimSpace(key)) == 0 {
 		t.Fatalf("demo key: %v", err)
@@ -178,6 +197,11 @@ func TestReadmeWalk(t *testing.T) {
 		t.Errorf("the Files block did not download report.pdf: %v", err)
 	}
 
+	// The data team's blocks, pasted in order from a checkout whose ./var
+	// is the server's data directory: they run as they stand, print what
+	// the README shows, and leave nothing outside var/.
+	dataTeamBlocks(t, ctx, readme, filepath.Dir(dataDir))
+
 	mu.Lock()
 	for _, msg := range invalid {
 		t.Error(msg)
@@ -208,4 +232,85 @@ func TestReadmeShowsWalk(t *testing.T) {
 	if !bytes.Equal(m[1], script) {
 		t.Fatal("README.md's walk differs from scripts/walk.sh: copy the script into the README block")
 	}
+}
+
+// dataTeamBlocks runs the README's data-team blocks (marked "data team:
+// NAME (run by TestReadmeWalk)") in order, in checkout: a directory
+// holding var (the server's data directory), bin/siteenv (built here) and
+// docs/layer.example.json, as a fresh clone after make build does. Each
+// block's output must show, in order, the lines of its "data team: NAME
+// output" block, where <...> stands for any text (ids, times, paths).
+func dataTeamBlocks(t *testing.T, ctx context.Context, readme []byte, checkout string) {
+	t.Helper()
+	bin := filepath.Join(checkout, "bin", "siteenv")
+	if out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	example, err := os.ReadFile("../../docs/layer.example.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(checkout, "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(checkout, "docs", "layer.example.json"), example, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outputs := map[string]string{}
+	for _, m := range regexp.MustCompile("(?s)<!-- data team: ([a-z]+) output -->\n```\n(.*?)```").FindAllSubmatch(readme, -1) {
+		outputs[string(m[1])] = string(m[2])
+	}
+	blocks := regexp.MustCompile("(?s)<!-- data team: ([a-z]+) \\(run by TestReadmeWalk\\) -->\n```sh\n(.*?)```").FindAllSubmatch(readme, -1)
+	if len(blocks) < 2 {
+		t.Fatalf("README.md has %d data-team blocks, want the ingest and review blocks", len(blocks))
+	}
+	for _, b := range blocks {
+		name := string(b[1])
+		sh := exec.CommandContext(ctx, "sh", "-eu", "-c", string(b[2]))
+		sh.Dir = checkout
+		sh.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+		var stdout, stderr bytes.Buffer
+		sh.Stdout, sh.Stderr = &stdout, &stderr
+		if err := sh.Run(); err != nil {
+			t.Fatalf("README data-team block %q: %v\n%s\n%s", name, err, stdout.String(), stderr.String())
+		}
+		t.Logf("README data-team block %q:\n%s", name, stdout.String())
+		want, ok := outputs[name]
+		if !ok {
+			t.Errorf("README data-team block %q shows no output block", name)
+			continue
+		}
+		if err := matchSample(want, stdout.String(), checkout); err != nil {
+			t.Errorf("README data-team block %q: %v\nprinted:\n%s", name, err, stdout.String())
+		}
+	}
+	ents, err := os.ReadDir(checkout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if n := e.Name(); n != "var" && n != "bin" && n != "docs" {
+			t.Errorf("the data-team blocks left %s in the checkout (outside var/)", n)
+		}
+	}
+}
+
+// matchSample checks that every line of sample appears in got, in order;
+// in sample, <checkout> is the checkout directory and any other <...>
+// stands for some text.
+func matchSample(sample, got, checkout string) error {
+	lines := strings.Split(got, "\n")
+	i := 0
+	for _, want := range strings.Split(strings.TrimRight(sample, "\n"), "\n") {
+		pat := regexp.QuoteMeta(strings.ReplaceAll(want, "<checkout>", checkout))
+		pat = regexp.MustCompile(`<[a-z]+>`).ReplaceAllString(pat, ".+?")
+		re := regexp.MustCompile("^" + pat + "$")
+		for ; i < len(lines) && !re.MatchString(lines[i]); i++ {
+		}
+		if i == len(lines) {
+			return fmt.Errorf("the output lacks the README's line %q (or not in that order)", want)
+		}
+		i++
+	}
+	return nil
 }
