@@ -40,8 +40,10 @@ type LayerDef struct {
 	// (source name -> field name), applied before the schema check.
 	FieldMap map[string]string `json:"field_map,omitempty"`
 	// UnknownFields says what to do with a source column that is not a
-	// field of field_schema: "reject" the row (default) or "drop" the
-	// column (the ingest summary lists the columns dropped).
+	// field of field_schema: "reject" the row (default), "drop" the
+	// column, or "keep" it as a nullable string field of the release
+	// under its own name (the ingest summary lists the columns dropped or
+	// kept).
 	UnknownFields string `json:"unknown_fields,omitempty"`
 
 	// Schema is FieldSchema parsed; set by ParseLayerDef.
@@ -168,9 +170,9 @@ func ParseLayerDef(b []byte) (*LayerDef, error) {
 		}
 	}
 	switch d.UnknownFields {
-	case "", UnknownFieldsReject, UnknownFieldsDrop:
+	case "", UnknownFieldsReject, UnknownFieldsDrop, UnknownFieldsKeep:
 	default:
-		add("unknown_fields must be %q or %q", UnknownFieldsReject, UnknownFieldsDrop)
+		add("unknown_fields must be %q, %q or %q", UnknownFieldsReject, UnknownFieldsDrop, UnknownFieldsKeep)
 	}
 	if len(p) > 0 {
 		return nil, &LayerError{Problems: p}
