@@ -43,11 +43,6 @@ type Call interface {
 type Pending struct {
 	// Finish is the attempt's finish, the request's to store.
 	Finish *jobs.PendingFinish
-	// Whole: the answer (200) holds every feature in its page, so its
-	// finish may be stored behind it (FinishBehind) under BehindKey, the
-	// request's key's hash.
-	Whole     bool
-	BehindKey string
 }
 
 // claim is one fresh idempotency claim: its key and token.

@@ -195,24 +195,17 @@ var ErrChangedWhileAnswered = errors.New("queries: the query changed while it wa
 
 // completeWithFinish stores the finish of the query the request ran with
 // its response and audit record, in one relaxed statement
-// (ledger.FinishQueryCompleted), and tells the attempt (Stored). A query
-// no longer running (cancelled or taken over before its finish was
-// stored) was answered as finished wrongly: the answer becomes
-// ErrChangedWhileAnswered and the claim is released, so a retry runs it
-// afresh. An answer holding every feature has its finish stored behind
-// it instead (FinishBehind).
+// (ledger.FinishQueryCompleted), and tells the attempt (Stored). It is
+// stored before the response is sent, whatever the answer's size: a client
+// told the query finished must find it finished on every replica (another
+// replica's GET .../results reads the row, and serves the result from it:
+// jobs.Runner.OpenResult). A query no longer running (cancelled or taken
+// over before its finish was stored) was answered as finished wrongly: the
+// answer becomes ErrChangedWhileAnswered and the claim is released, so a
+// retry runs it afresh.
 func (s *Service) completeWithFinish(c Call, settle context.Context, key string, token uuid.UUID, rec ledger.IdemResponse, a ledger.Activity, pending *Pending) error {
 	p := pending.Finish
 	integration := c.Principal().IntegrationID
-	if pending.Whole && rec.Status == 200 && pending.BehindKey != "" {
-		// Every feature is in the answer: its finish is stored behind it.
-		s.cfg.Finished(p.Row)
-		c.Audited(a.HTTPStatus)
-		pending.Finish = nil // the finish's word is finishBehind's
-		done := s.behind.add(pending.BehindKey)
-		go s.finishBehind(p, integration, key, token, rec, c.Principal().AccountID, a, c.RequestID(), c.Operation(), done)
-		return nil
-	}
 	kept, err := s.led.FinishQueryCompleted(settle, p.QueryFinish, integration, key, token, rec, c.Principal().AccountID, a)
 	switch {
 	case err != nil && !errors.Is(err, ledger.ErrClaimLost):
