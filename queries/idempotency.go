@@ -120,7 +120,8 @@ const SettleTimeout = 5 * time.Second
 // Settle executes op under the claim token of key and settles the claim:
 // the response is stored for replay, or, after a retryable failure (429,
 // 5xx), a CallerRefusal or a panic, the claim is released so that a retry
-// executes again.
+// executes again (handed back lapsed when its key's query exists:
+// Pending.Committed).
 // op's error is written as the response (Call.Fail). A query's answer op
 // left in pending (nil: none) is stored with the response.
 func (s *Service) Settle(c Call, key string, token uuid.UUID, pending *Pending, op func() error) (err error) {
@@ -131,6 +132,15 @@ func (s *Service) Settle(c Call, key string, token uuid.UUID, pending *Pending, 
 		pending = &Pending{}
 	}
 	settled := false
+	release := func() {
+		rel := s.led.ReleaseIdempotency
+		if pending.Committed {
+			rel = s.led.LapseIdempotency
+		}
+		if err := rel(settle, integration, key, token); err != nil {
+			s.log.Error("idempotency release failed", "request_id", c.RequestID(), "err", err)
+		}
+	}
 	defer func() {
 		// A finish this request did not store is stored by its attempt.
 		if p := pending.Finish; p != nil {
@@ -139,9 +149,7 @@ func (s *Service) Settle(c Call, key string, token uuid.UUID, pending *Pending, 
 	}()
 	defer func() {
 		if !settled { // op panicked: forget the claim, then let the caller answer.
-			if rerr := s.led.ReleaseIdempotency(settle, integration, key, token); rerr != nil {
-				s.log.Error("idempotency release failed", "request_id", c.RequestID(), "err", rerr)
-			}
+			release()
 		}
 	}()
 	err = op()
@@ -152,9 +160,7 @@ func (s *Service) Settle(c Call, key string, token uuid.UUID, pending *Pending, 
 	rec := c.Response()
 	var refusal *CallerRefusal
 	if rec.Status == 429 || rec.Status >= 500 || errors.As(err, &refusal) {
-		if err := s.led.ReleaseIdempotency(settle, integration, key, token); err != nil {
-			s.log.Error("idempotency release failed", "request_id", c.RequestID(), "err", err)
-		}
+		release()
 		return nil
 	}
 	rec.Body = append([]byte(nil), rec.Body...)
