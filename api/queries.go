@@ -246,13 +246,6 @@ func (s *Server) answerQuery(r *request, q, done ledger.Query, ask queries.Ask) 
 	if err := s.firstPage(r, q, &body, ask); err != nil {
 		return err
 	}
-	if !body.Page.HasMore {
-		// Every feature is in the answer: its finish may be stored behind
-		// it, awaited by the key's next read (queries.Service.WaitBehind).
-		if key, err := bearer(r); err == nil {
-			r.pending.Whole, r.pending.BehindKey = true, string(ledger.HashKey(key))
-		}
-	}
 	return r.writeQuery(200, &body)
 }
 
