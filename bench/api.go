@@ -179,6 +179,8 @@ func (o APIOptions) validate() error {
 // (api.Server's fasthttp server on a real TCP listener, jobs.Runner,
 // engine, ledger on a durable PostgreSQL, file store), in this process.
 type apiSide struct {
+	// cpu reads the CPU the bench process and its clusters used.
+	cpu     cpuMeter
 	cluster *pgembed.Cluster
 	led     *ledger.Ledger
 	eng     *engine.Engine
@@ -196,7 +198,7 @@ type apiSide struct {
 	workers  int
 }
 
-func startAPI(ctx context.Context, dir string, g *synth.Generator, ds *dataset, e *engine.Engine, nQueries, nRead int, log *slog.Logger) (_ *apiSide, err error) {
+func startAPI(ctx context.Context, dir string, g layerSource, ds *dataset, e *engine.Engine, nQueries, nRead int, log *slog.Logger) (_ *apiSide, err error) {
 	a := &apiSide{eng: e, timer: &phase.Timer{}}
 	defer func() {
 		if err != nil {
@@ -861,6 +863,7 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 	}
 	defer pg.Close(ctx)
 	watch.watchCluster("PostGIS (PostgreSQL)", filepath.Join(dir, "pg", "data"))
+	a.cpu = cpuMeter{ledger: filepath.Join(dir, "ledger", "data"), postgis: filepath.Join(dir, "pg", "data")}
 	if err := pg.load(ctx, ds, 2); err != nil {
 		return nil, err
 	}
@@ -986,6 +989,7 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 			_, used0 := a.runner.PrecomputeCounts()
 			first0 := a.runner.AnsweredFirst()
 			heap0 := heapInUse()
+			cpu0 := a.cpu.now()
 			ap, err := a.apiPass(ctx, smallReqs, keys, c, run+"-small-"+strconv.Itoa(k), st, ao, nil)
 			if err != nil {
 				return nil, fmt.Errorf("bench: API, small-query mix: %w", err)
@@ -1000,14 +1004,16 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 			}
 			heap1 := heapInUse()
 			log.Info("bench: PostGIS pass, small-query mix", "queries", len(small), "clients", c)
+			cpu1 := a.cpu.now()
 			pp, err := postgisPass(ctx, pg, ds, small, c, po)
 			if err != nil {
 				return nil, fmt.Errorf("bench: postgis, small-query mix: %w", err)
 			}
+			cpu2 := a.cpu.now()
 			pp.busy = true
 			r.SmallPasses = append(r.SmallPasses, apiPassReport{Clients: c, API: ap.summary(), PostGIS: pp.summary(), Phases: phases,
 				Ledger: after.minus(before), CreateServer: create, Precomputed: used1 - used0, AnsweredFirst: first1 - first0,
-				HeapBefore: heap0, HeapAfter: heap1})
+				HeapBefore: heap0, HeapAfter: heap1, APICPU: cpu1.minus(cpu0), PostGISCPU: cpu2.minus(cpu1)})
 		}
 		if r.SmallComparison, err = compare(ctx, e, pg, ds, small, smallAPI, smallPG); err != nil {
 			return nil, err

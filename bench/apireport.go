@@ -34,6 +34,11 @@ type apiPassReport struct {
 	// (server, engine, clients) after a collection, before and after the
 	// API pass: a server that keeps something per request grows it.
 	HeapBefore, HeapAfter uint64
+	// APICPU and PostGISCPU are the CPU the API pass and the PostGIS pass
+	// used (cpu.go): the bench process (server and clients, or PostGIS's
+	// clients), the ledger's cluster and PostGIS's. Set for the small and
+	// fresh mixes.
+	APICPU, PostGISCPU cpuTimes
 }
 
 // APIReport is what RunAPI measured.

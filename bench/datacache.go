@@ -43,7 +43,7 @@ func datasetCacheDir(root string, scale synth.Scale, seed, maxPerLayer int64) st
 // finish) is built again, keeping the layers that build published (the
 // large scale's build takes long enough to be interrupted); the
 // interrupted ingests' temporary files are removed.
-func keptDataset(ctx context.Context, g *synth.Generator, dir string, maxPerLayer int64, log *slog.Logger) (*dataset, error) {
+func keptDataset(ctx context.Context, g layerSource, dir string, maxPerLayer int64, log *slog.Logger) (*dataset, error) {
 	ds, err := readKeptDataset(ctx, dir)
 	if err == nil {
 		log.Info("bench: reusing kept dataset", "dir", dir, "layers", len(ds.layers), "features", ds.features, "tiles", ds.tiles)

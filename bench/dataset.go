@@ -15,7 +15,6 @@ import (
 	"github.com/paulmach/orb"
 
 	"siteenv/ingest"
-	"siteenv/ingest/synth"
 	"siteenv/store"
 	"siteenv/tiles"
 )
@@ -62,7 +61,7 @@ var errEnough = errors.New("bench: enough features")
 // buildDataset ingests every layer of g into a file store under dir, each as
 // one release (no publisher: the bench needs tiles, not a catalogue). It
 // keeps the first maxPerLayer features of each layer when maxPerLayer > 0.
-func buildDataset(ctx context.Context, g *synth.Generator, dir string, maxPerLayer int64, log *slog.Logger) (*dataset, error) {
+func buildDataset(ctx context.Context, g layerSource, dir string, maxPerLayer int64, log *slog.Logger) (*dataset, error) {
 	root := filepath.Join(dir, "store")
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: store dir: %w", err)
@@ -146,7 +145,7 @@ func ingestedLayer(ctx context.Context, st store.Store, layerID string) (*layer,
 	return nil, nil
 }
 
-func ingestLayer(ctx context.Context, g *synth.Generator, st store.Store, def *ingest.LayerDef, maxPerLayer int64, tmp string) (*layer, error) {
+func ingestLayer(ctx context.Context, g layerSource, st store.Store, def *ingest.LayerDef, maxPerLayer int64, tmp string) (*layer, error) {
 	sum, err := ingest.RunRows(ctx, ingest.Options{Layer: def, Store: st, TempDir: tmp, CreatedBy: "siteenv bench"},
 		func(yield func(ingest.Row) error) error {
 			var n int64

@@ -174,6 +174,7 @@ func (a *apiSide) freshPasses(ctx context.Context, pg *postgis, ds *dataset, qs 
 		_, used0 := a.runner.PrecomputeCounts()
 		first0 := a.runner.AnsweredFirst()
 		runs := make([]queryRun, len(qs))
+		cpu0 := a.cpu.now()
 		ap, err := a.apiPass(ctx, reqs, turn, c, run+"-fresh-"+strconv.Itoa(k), st, ao, runs)
 		if err != nil {
 			return nil, comparison{}, fmt.Errorf("bench: API, fresh mix: %w", err)
@@ -187,14 +188,17 @@ func (a *apiSide) freshPasses(ctx context.Context, pg *postgis, ds *dataset, qs 
 			return nil, comparison{}, err
 		}
 		heap1 := heapInUse()
+		cpu1 := a.cpu.now()
 		pp, err := postgisPass(ctx, pg, ds, qs, c, po)
 		if err != nil {
 			return nil, comparison{}, fmt.Errorf("bench: postgis, fresh mix: %w", err)
 		}
+		cpu2 := a.cpu.now()
 		pp.busy = true
 		reports = append(reports, apiPassReport{Clients: c, API: ap.summary(), PostGIS: pp.summary(), Phases: phases,
 			Ledger: after.minus(before), CreateServer: create, Precomputed: used1 - used0, AnsweredFirst: first1 - first0,
-			Buckets: bucketize(runs, ap.lat, pp.lat), HeapBefore: heap0, HeapAfter: heap1})
+			Buckets: bucketize(runs, ap.lat, pp.lat), HeapBefore: heap0, HeapAfter: heap1,
+			APICPU: cpu1.minus(cpu0), PostGISCPU: cpu2.minus(cpu1)})
 	}
 	cmp, err := compare(ctx, a.eng, pg, ds, qs, apiOut, pgOut)
 	return reports, cmp, err
@@ -214,6 +218,8 @@ func (r *APIReport) printFresh(w io.Writer) {
 	for _, p := range r.FreshPasses {
 		fmt.Fprintf(w, "fresh mix, %d client(s): POST /queries inside the server p50 %.3f ms, p99 %.3f ms, mean %.3f ms; %d answers computed during their admission, %d of them stored with it; heap in use %s before the pass, %s after\n",
 			p.Clients, ms(p.CreateServer.P50), ms(p.CreateServer.P99), ms(p.CreateServer.Mean), p.Precomputed, p.AnsweredFirst, mib(p.HeapBefore), mib(p.HeapAfter))
+		fmt.Fprintf(w, "  CPU a query (bench process + ledger + PostGIS): API pass %s, PostGIS pass %s\n",
+			p.APICPU.perQuery(r.FreshQueries), p.PostGISCPU.perQuery(r.FreshQueries))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "  answer size\tqueries\tAPI p50\tPostGIS p50\tAPI - PostGIS\tserver p50 (1 client)\t\n")
 		for _, b := range p.Buckets {
@@ -318,18 +324,18 @@ func (r *APIReport) markdownFresh(w io.Writer) {
 // markdownMixes writes every mix's whole-pass figures as one table: a row
 // per mix and client count.
 func (r *APIReport) markdownMixes(w io.Writer) {
-	fmt.Fprintln(w, "| mix, clients | queries | siteenv p50 / p99 / mean | PostGIS p50 / p99 / mean | p50 ratio | queries/s siteenv / PostGIS | POST /queries in the server p50 | answered with the admission | heap in use before / after |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| mix, clients | queries | siteenv p50 / p99 / mean | PostGIS p50 / p99 / mean | p50 ratio | queries/s siteenv / PostGIS | POST /queries in the server p50 | answered with the admission | heap in use before / after | CPU a query, API pass (bench process + ledger + PostGIS) | CPU a query, PostGIS pass |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, m := range []struct {
 		name   string
 		n      int
 		passes []apiPassReport
 	}{{"engine's mix", r.Queries, r.Passes}, {"small mix", r.SmallQueries, r.SmallPasses}, {"fresh mix", r.FreshQueries, r.FreshPasses}} {
 		for _, p := range m.passes {
-			fmt.Fprintf(w, "| %s, %d | %d | %.2f / %.1f / %.2f ms | %.2f / %.1f / %.2f ms | %.2f | %.0f / %.0f | %.2f ms | %d of %d | %s / %s |\n",
+			fmt.Fprintf(w, "| %s, %d | %d | %.2f / %.1f / %.2f ms | %.2f / %.1f / %.2f ms | %.2f | %.0f / %.0f | %.2f ms | %d of %d | %s / %s | %s | %s |\n",
 				m.name, p.Clients, m.n, ms(p.API.P50), ms(p.API.P99), ms(p.API.Mean), ms(p.PostGIS.P50), ms(p.PostGIS.P99), ms(p.PostGIS.Mean),
 				ratio(ms(p.API.P50), ms(p.PostGIS.P50)), p.API.QPS, p.PostGIS.QPS, ms(p.CreateServer.P50), p.AnsweredFirst, m.n,
-				mib(p.HeapBefore), mib(p.HeapAfter))
+				mib(p.HeapBefore), mib(p.HeapAfter), p.APICPU.perQuery(m.n), p.PostGISCPU.perQuery(m.n))
 		}
 	}
 }

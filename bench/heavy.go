@@ -33,14 +33,16 @@ import (
 // ScaleHeavy selects the heavy-polygon dataset in `bench engine`.
 const ScaleHeavy synth.Scale = "heavy"
 
-// ParseScale parses a bench scale: synth's (small, medium, large) or heavy.
+// ParseScale parses a bench scale: synth's (small, medium, large), heavy
+// or sydney.
 func ParseScale(s string) (synth.Scale, error) {
-	if synth.Scale(strings.ToLower(strings.TrimSpace(s))) == ScaleHeavy {
-		return ScaleHeavy, nil
+	switch sc := synth.Scale(strings.ToLower(strings.TrimSpace(s))); sc {
+	case ScaleHeavy, ScaleSydney:
+		return sc, nil
 	}
 	sc, err := synth.ParseScale(s)
 	if err != nil {
-		return "", fmt.Errorf("%w (or heavy)", err)
+		return "", fmt.Errorf("%w (or heavy, sydney)", err)
 	}
 	return sc, nil
 }
@@ -322,7 +324,7 @@ func printHeavyMix(w io.Writer, r *EngineReport) {
 
 // benchCatalogue is what the API bench publishes: the generator's sections
 // and layers, or (g nil: the heavy scale) the heavy layers.
-func benchCatalogue(g *synth.Generator) ([]synth.Section, []*ingest.LayerDef, error) {
+func benchCatalogue(g layerSource) ([]synth.Section, []*ingest.LayerDef, error) {
 	if g != nil {
 		return g.Sections(), g.Layers(), nil
 	}

@@ -97,7 +97,7 @@ func sampleAnchors(ctx context.Context, ds *dataset, total int, seed int64) ([]o
 			return nil, err
 		}
 		for _, b := range res {
-			g, err := wkb.Unmarshal(b)
+			g, err := geo.DecodeWKB(b, math.MaxInt)
 			if err != nil {
 				return nil, fmt.Errorf("bench: layer %s: anchor geometry: %w", l.id, err)
 			}
@@ -209,7 +209,7 @@ func polygonSite(rng *rand.Rand, c orb.Point) orb.Polygon {
 // workload is a harness's data and query mix in its own work directory.
 type workload struct {
 	dir string
-	gen *synth.Generator
+	gen layerSource
 	ds  *dataset
 	mix []query
 	// anchors are the feature positions the mix's sites sit near.
@@ -231,7 +231,11 @@ func prepareWorkload(ctx context.Context, name, workDir, keepDir string, scale s
 	if scale == ScaleHeavy {
 		return prepareHeavyWorkload(ctx, w, seed, queries, log)
 	}
-	if w.gen, err = synth.New(seed, scale); err != nil {
+	if scale == ScaleSydney {
+		if w.gen, err = newSydneySource(seed); err != nil {
+			return w, err
+		}
+	} else if w.gen, err = synth.New(seed, scale); err != nil {
 		return w, fmt.Errorf("bench: %w", err)
 	}
 	if keepDir != "" {

@@ -71,6 +71,12 @@ type Layer struct {
 	// Keys, when set, hold a map key per feature (parallel to Features;
 	// 0: none): the report's numbers that tie a table row to its mark.
 	Keys []int
+	// ClassNames, when set, are the classes of the layer's class field (a
+	// polygon layer's probability or hazard class) and Classes, parallel to
+	// Features, each feature's index into them (-1: none): polygons are
+	// filled by class, and the legend names each class's colour.
+	ClassNames []string
+	Classes    []int
 	// Minor, parallel to Keys: a key printed only where it fits clear of
 	// every other label and mark (a record of the appendix, beyond the
 	// detail distance); the others are placed whatever it takes.
@@ -528,7 +534,49 @@ func (d *drawer) layers() []layerCount {
 	return counts
 }
 
+// ClassColour is the fill of class i of a classed polygon layer: a
+// categorical palette (classes imply no order the map could know).
+func ClassColour(i int) color.NRGBA {
+	if i < 0 {
+		return color.NRGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff}
+	}
+	return classPalette[i%len(classPalette)]
+}
+
+var classPalette = []color.NRGBA{
+	{R: 0xd7, G: 0x30, B: 0x27, A: 0xff}, {R: 0xfc, G: 0x8d, B: 0x59, A: 0xff}, {R: 0xfe, G: 0xe0, B: 0x90, A: 0xff},
+	{R: 0x91, G: 0xbf, B: 0xdb, A: 0xff}, {R: 0x45, G: 0x75, B: 0xb4, A: 0xff}, {R: 0x1a, G: 0x98, B: 0x50, A: 0xff},
+	{R: 0x76, G: 0x2a, B: 0x83, A: 0xff},
+}
+
+// classedPolygons fills each class of a classed polygon layer in its own
+// colour (at 45%), with the layer's outline.
+func (d *drawer) classedPolygons(l Layer, st style) {
+	var tiny []float64
+	for k := -1; k < len(l.ClassNames); k++ {
+		fill := d.c.newLayerFill(d.panel)
+		for i, g := range l.Features {
+			if i < len(l.Classes) && l.Classes[i] == k {
+				d.addPolygons(fill.p, g, func(x, y float64) { tiny = append(tiny, x, y) })
+			}
+		}
+		c := ClassColour(k)
+		c.A = 0x73
+		fill.paint(c)
+	}
+	out := d.c.newLayerFill(d.panel)
+	for _, g := range l.Features {
+		d.addOutlines(out.p, g, 1.3)
+	}
+	out.paint(st.colour)
+	d.markers(tiny, st, 2.5)
+}
+
 func (d *drawer) polygonLayer(l Layer, st style) {
+	if len(l.ClassNames) > 0 && len(l.Classes) == len(l.Features) {
+		d.classedPolygons(l, st)
+		return
+	}
 	var tiny []float64
 	fill := d.c.newLayerFill(d.panel)
 	n := 0

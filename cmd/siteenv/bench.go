@@ -21,10 +21,10 @@ import (
 )
 
 const benchUsage = `usage:
-  siteenv bench engine [--scale small|medium|large|heavy] [--queries 10000] [--seed N] [--workers 2]
+  siteenv bench engine [--scale small|medium|large|heavy|sydney] [--queries 10000] [--seed N] [--workers 2]
           [--strict] [--cpuprofile FILE] [--data-dir DIR]
   siteenv bench ingest [--scale small|medium|large] [--seed N] [--layers id,id] [--data-dir DIR]
-  siteenv bench api [--scale small|medium|large|heavy] [--clients 1,2,8] [--queries 2000] [--small 300] [--fresh 400]
+  siteenv bench api [--scale small|medium|large|heavy|sydney] [--clients 1,2,8] [--queries 2000] [--small 300] [--fresh 400]
           [--reads 20000] [--seed N] [--out DIR] [--markdown FILE] [--cpuprofile FILE] [--data-dir DIR]
 The engine's memory budget is SITEENV_ENGINE_MEMORY (default in a bench: 4GiB); SITEENV_BENCH_DIR keeps
 the built datasets for later runs; GOMEMLIMIT replaces the bench's own Go memory limit.`
@@ -54,7 +54,7 @@ func benchEngine(ctx context.Context, set settings, args []string, stdout, stder
 	fs := flag.NewFlagSet("bench engine", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dataDir := dataDirFlag(fs, set)
-	scale := fs.String("scale", "medium", "small (~200k features), medium (~2M), large (~20M) or heavy (380 polygons of 1k-250k vertices)")
+	scale := fs.String("scale", "medium", "small (~200k features), medium (~2M), large (~20M) heavy (380 polygons of 1k-250k vertices) or sydney (500k in five layers around Sydney)")
 	queries := fs.Int("queries", bench.DefaultQueries, "queries in the mix")
 	seed := fs.Int64("seed", bench.DefaultSeed, "seed of the data and the query mix")
 	workers := fs.Int("workers", bench.DefaultWorkers, "clients of the concurrent pass (1: none)")
@@ -132,7 +132,7 @@ func benchAPI(ctx context.Context, set settings, args []string, stdout, stderr i
 	fs := flag.NewFlagSet("bench api", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dataDir := dataDirFlag(fs, set)
-	scale := fs.String("scale", "medium", "small (~200k features), medium (~2M), large (~20M) or heavy (380 polygons of 1k-250k vertices)")
+	scale := fs.String("scale", "medium", "small (~200k features), medium (~2M), large (~20M) heavy (380 polygons of 1k-250k vertices) or sydney (500k in five layers around Sydney)")
 	clients := fs.String("clients", "1,2,8", "comma-separated client counts of the passes")
 	queries := fs.Int("queries", bench.DefaultAPIQueries, "queries in the mix (a prefix of bench engine's)")
 	small := fs.Int("small", bench.DefaultSmallQueries, "queries of the small-query mix (points and lots up to ~300 m, 1-5 layers; 0: none)")

@@ -1,0 +1,143 @@
+package ledger_test
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"siteenv/ledger"
+	"siteenv/ledger/ledgertest"
+)
+
+// BenchmarkAdmitGroup asks whether answered admissions sharing a round
+// trip (group commit) would raise POST /queries' throughput with 8
+// clients: 8 accounts' answered admissions of new sites (the fresh mix's
+// case), sent
+//   - separate: by 8 goroutines, one round trip each (as now);
+//   - pipelined_8: in groups of 8 on one connection, one round trip a
+//     group, each admission its own transaction;
+//   - pipelined_4x2: 2 goroutines, groups of 4 (what a batcher collecting
+//     the admissions in flight would send with 8 clients).
+//
+// It reports admissions/s and the CPU an admission cost the cluster's
+// processes and this process (the client: pgx and the requests' making);
+// ns/op is per admission.
+//
+//	go test -run '^$' -bench AdmitGroup -benchtime 2000x ./ledger/
+func BenchmarkAdmitGroup(b *testing.B) {
+	b.Run("separate", func(b *testing.B) { benchAdmitGroup(b, 8, 1) })
+	b.Run("pipelined_8", func(b *testing.B) { benchAdmitGroup(b, 1, 8) })
+	b.Run("pipelined_4x2", func(b *testing.B) { benchAdmitGroup(b, 2, 4) })
+}
+
+func benchAdmitGroup(b *testing.B, workers, group int) {
+	ctx := context.Background()
+	led := ledgertest.New(b, nil)
+	const accounts = 8
+	keys := make([]string, accounts)
+	for i := range keys {
+		a, err := led.CreateAccount(ctx, "", 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		k, err := led.CreateKey(ctx, ledger.KeyParams{Account: a.ID, Scopes: []string{"queries:run", "sites:write"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		keys[i] = k.Secret
+	}
+	p, err := led.Authenticate(ctx, keys[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	layers, frozen := benchFrozen(3)
+	var seq atomic.Int64
+	request := func() ledger.AdmitRequest {
+		i := seq.Add(1)
+		fp := "fp" + strconv.FormatInt(i, 10)
+		site := ledger.Site{Geometry: json.RawMessage(`{"type":"Point","coordinates":[151,-33.8]}`), Fingerprint: fp,
+			Bounds: [4]float64{151, -33.8, 151, -33.8}}
+		ar := ledger.AdmitRequest{IdemKey: "k" + strconv.FormatInt(i, 10), Operation: "create_query",
+			Fingerprint: []byte("f"), Site: site,
+			Auth:  &ledger.AdmitAuth{KeyHash: ledger.HashKey(keys[i%accounts]), Scopes: []string{"queries:run"}, Datasets: layers, Catalogue: p.Catalogue},
+			Query: ledger.Query{RadiusM: 100, LayerIDs: layers, Frozen: frozen},
+			Limits: ledger.AdmitLimits{QueryLimits: ledger.QueryLimits{MaxQueued: 1 << 30, MaxRetainedBytes: 1 << 50}, PerMinute: 1 << 30,
+				MaxRunning: 4, Lease: time.Minute}}
+		ar.Answer = benchAnswer(b, led, &ar)
+		return ar
+	}
+	send := func(n int) {
+		if group == 1 {
+			for range n {
+				if res, err := led.Admit(ctx, request()); err != nil || !res.Answered {
+					b.Error(res, err)
+					return
+				}
+			}
+			return
+		}
+		for done := 0; done < n; done += group {
+			ars := make([]ledger.AdmitRequest, min(group, n-done))
+			for i := range ars {
+				ars[i] = request()
+			}
+			errs, err := ledger.AdmitAnsweredPipelinedForTest(ctx, led, ars)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			for _, err := range errs {
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}
+	}
+	send(64) // warm every connection's plans
+	server0, err := ledger.ServerCPUForTest(ctx, led)
+	if err != nil {
+		b.Fatal(err)
+	}
+	client0 := selfCPU()
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			send(b.N/workers + boolInt(w < b.N%workers))
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "admissions/s")
+	b.StopTimer()
+	server1, err := ledger.ServerCPUForTest(ctx, led)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(server1-server0)/1e6/float64(b.N), "server-CPU-ms/admission")
+	b.ReportMetric(float64(selfCPU()-client0)/1e6/float64(b.N), "client-CPU-ms/admission")
+}
+
+// selfCPU is the CPU this process used so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
