@@ -72,7 +72,7 @@ func parseCSVHeader(header []string, schema tiles.FieldSchema, idProperty string
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, fmt.Errorf("CSV header: column %s is not a field of the layer's field_schema", strings.Join(unknown, ", "))
+		return nil, fmt.Errorf("CSV header: column %s is not a field of the layer's field_schema (map it to a field with field_map, or drop or keep the columns outside the schema: unknown_fields, --drop-unknown-fields, --keep-unknown-fields)", strings.Join(unknown, ", "))
 	}
 	return l, nil
 }
