@@ -27,7 +27,7 @@ import (
 
 // MapVersion names the map renderer: a change to what it draws changes it,
 // and with it every map's ETag.
-const MapVersion = "map-2"
+const MapVersion = "map-3"
 
 // Map image size in pixels (the contract's fixed 1280 x 900).
 const (
@@ -77,6 +77,9 @@ type Layer struct {
 	// filled by class, and the legend names each class's colour.
 	ClassNames []string
 	Classes    []int
+	// ClassField is the class field's printed name (a map image's legend
+	// heads its classes with it).
+	ClassField string
 	// Minor, parallel to Keys: a key printed only where it fits clear of
 	// every other label and mark (a record of the appendix, beyond the
 	// detail distance); the others are placed whatever it takes.
@@ -1051,8 +1054,53 @@ func (d *drawer) legend(counts []layerCount, radii []float64) {
 				y += 15
 			}
 		}
+		y = d.legendClasses(l, textX, y, width)
 		y += 12
 	}
+}
+
+// legendClasses lists a classed polygon layer's classes, each with its
+// fill as the map paints it, under the layer's entry; it returns the y
+// below them.
+func (d *drawer) legendClasses(l Layer, x, y, width int) int {
+	if len(l.ClassNames) == 0 || len(l.Classes) != len(l.Features) {
+		return y
+	}
+	c, fc := d.c, d.fc
+	if l.ClassField != "" {
+		for _, w := range wrap(fc.small, "Filled by "+l.ClassField+":", width, 2) {
+			c.text(fc.small, w, x, y+12, mutedColour)
+			y += 15
+		}
+	}
+	names := l.ClassNames
+	if slices.Contains(l.Classes, -1) {
+		names = append(slices.Clip(names), "no class")
+	}
+	for k, name := range names {
+		if y > d.notesTop-30 {
+			c.text(fc.small, fmt.Sprintf("… and %d more classes", len(names)-k), x, y+12, mutedColour)
+			return y + 15
+		}
+		if k == len(l.ClassNames) {
+			k = -1
+		}
+		r := image.Rect(x, y+2, x+18, y+13)
+		p := newPath()
+		p.addRing(rectXY(r), true)
+		fill := ClassColour(k)
+		fill.A = 0x73
+		c.fill(p, landColour, legendPanel)
+		c.fill(p, fill, legendPanel)
+		e := newPath()
+		e.addStroke(append(rectXY(r), float64(r.Min.X), float64(r.Min.Y)), 1)
+		c.fill(e, mutedColour, legendPanel)
+		for _, w := range wrap(fc.small, name, width-24, 1) {
+			c.text(fc.small, w, x+24, y+12, textColour)
+		}
+		y += 15
+	}
+	return y
 }
 
 func rectXY(r image.Rectangle) []float64 {

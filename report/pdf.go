@@ -775,7 +775,12 @@ func plural(n int, one, many string) string {
 func (d *pdfDoc) layer(l *ReportLayer) {
 	// The heading, summary and first card stay together.
 	d.room(14 + 12*float64(min(len(l.Cards), 1)))
-	d.subheading(l.Name, 1)
+	heading := l.Name
+	if l.DetailM > 0 {
+		// The distance that splits the layer's cards from its appendix rows.
+		heading += " (detail distance " + Distance(l.DetailM) + ")"
+	}
+	d.subheading(heading, 1)
 	summary := statusText(*l) + " within " + Distance(l.RadiusM) + "; coverage " + l.Coverage
 	if l.Count != nil {
 		summary += "; " + plural(*l.Count, "record", "records") + " matched"
