@@ -90,7 +90,9 @@ func (f Fields) ClassField() (string, []string) {
 // Label is the field's printed name, with its unit.
 func (f Fields) Label(name string) string {
 	l := cmp.Or(f.labels[name], Humanize(name))
-	if u := f.units[name]; u != "" {
+	if u := f.units[name]; u != "" && !strings.HasSuffix(l, "("+u+")") {
+		// A name that already says its unit ("depth_m" -> "Depth (m)")
+		// is not given it twice.
 		l += " (" + u + ")"
 	}
 	return l
