@@ -88,7 +88,6 @@ func TestAnsweredFirstIsStoredAsAnswered(t *testing.T) {
 	if qb.ResultKey == nil {
 		t.Fatal("the answered query retains no result")
 	}
-	h.srv.WaitFinishesBehind()
 	if _, err := qh.store.Stat(h.ctx, *qb.ResultKey); !errors.Is(err, store.ErrNotExist) {
 		t.Fatalf("result file of a query answered first: %v; want none", err)
 	}
@@ -115,7 +114,6 @@ func TestAnsweredFirstIsStoredAsAnswered(t *testing.T) {
 		first0 := qh.runner.AnsweredFirst()
 		r := qh.do("POST", "/queries", k.Secret, map[string]any{"site": map[string]any{"kind": "point", "longitude": origin[0], "latitude": origin[1]},
 			"layer_ids": []string{c.layer}, "radius_m": 100, "page_size": c.page}, "Idempotency-Key", c.name, "Prefer", "wait=3")
-		h.srv.WaitFinishesBehind()
 		_, used1 := qh.runner.PrecomputeCounts()
 		if m := r.json(t); r.status != 200 || len(featureIDs(m)) != c.features || used1 != used0+1 || qh.runner.AnsweredFirst() != first0 {
 			t.Fatalf("%s answer: %d, %d features; %d precomputes used, %d answered first; want %d features, 1 and 0", c.name, r.status,

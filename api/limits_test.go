@@ -78,8 +78,14 @@ func TestMessagesNameTheLimits(t *testing.T) {
 			t.Errorf("%s: %s says %q, want it to name %q", c.name, c.field, got, want)
 		}
 	}
+	// The Prefer header's longest wait.
+	r := h.do("POST", "/queries", k.Secret, map[string]any{"site": point, "layer_ids": []string{"x"}, "radius_m": 100},
+		"Idempotency-Key", "q3", "Prefer", fmt.Sprintf("wait=%d", limit("max_prefer_wait_seconds")+1))
+	if got, want := message(r, "Prefer"), fmt.Sprintf("[0-%d]", limit("max_prefer_wait_seconds")); !strings.Contains(got, want) {
+		t.Errorf("Prefer says %q, want it to name %q", got, want)
+	}
 	// The body ceiling, in the unit the detail names.
-	r := h.do("POST", "/sites", k.Secret, strings.Repeat(" ", limit("max_request_bytes")+1), "Idempotency-Key", "s1")
+	r = h.do("POST", "/sites", k.Secret, strings.Repeat(" ", limit("max_request_bytes")+1), "Idempotency-Key", "s1")
 	if want := fmt.Sprintf("%d MiB", limit("max_request_bytes")>>20); !strings.Contains(r.json(t)["detail"].(string), want) {
 		t.Errorf("payload too large: %s, want it to name %s", r.body, want)
 	}

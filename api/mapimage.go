@@ -18,6 +18,7 @@ import (
 	"siteenv/geo"
 	"siteenv/ledger"
 	"siteenv/report"
+	"siteenv/report/content"
 	"siteenv/tiles"
 )
 
@@ -304,6 +305,8 @@ func (s *Server) renderInput(r *request, in mapInput, date time.Time) (report.Ma
 			for i := range lr.Features {
 				ml.Features[i] = lr.Features[i].Geometry
 			}
+			// Classed polygons are filled by class, as on the report's maps.
+			content.MapClasses(&ml, l.release.FieldSchema, l.release.Units, func(i int) map[string]any { return lr.Features[i].Properties() })
 		}
 		m.Layers = append(m.Layers, ml)
 	}

@@ -25,7 +25,7 @@ import (
 	"siteenv/tiles"
 )
 
-var preferWaitRE = regexp.MustCompile(`^wait=([0-3])$`)
+var preferWaitRE = regexp.MustCompile(fmt.Sprintf(`^wait=([0-%d])$`, maxPreferWaitSeconds)) // one digit
 
 type provenanceItem struct {
 	ReleaseID string `json:"release_id"`
@@ -147,14 +147,15 @@ type createQueryRequest struct {
 }
 
 // preferWait reads the Prefer header (nil: absent) as the initial wait in
-// seconds, 0 to 3.
+// seconds, 0 to maxPreferWaitSeconds.
 func preferWait(h []byte) (int, error) {
 	if h == nil {
 		return 0, nil
 	}
 	m := preferWaitRE.FindSubmatch(h)
 	if m == nil {
-		return 0, invalid("The Prefer header must be wait=0 to wait=3.", FieldError{Field: "Prefer", Message: "must match ^wait=[0-3]$"})
+		return 0, invalid(fmt.Sprintf("The Prefer header must be wait=0 to wait=%d.", maxPreferWaitSeconds),
+			FieldError{Field: "Prefer", Message: fmt.Sprintf("must match ^wait=[0-%d]$", maxPreferWaitSeconds)})
 	}
 	return int(m[1][0] - '0'), nil
 }
@@ -244,13 +245,6 @@ func (s *Server) answerQuery(r *request, q, done ledger.Query, ask queries.Ask) 
 	}
 	if err := s.firstPage(r, q, &body, ask); err != nil {
 		return err
-	}
-	if !body.Page.HasMore {
-		// Every feature is in the answer: its finish may be stored behind
-		// it, awaited by the key's next read (queries.Service.WaitBehind).
-		if key, err := bearer(r); err == nil {
-			r.pending.Whole, r.pending.BehindKey = true, string(ledger.HashKey(key))
-		}
 	}
 	return r.writeQuery(200, &body)
 }

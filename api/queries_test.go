@@ -63,12 +63,10 @@ func setupQueriesWith(t testing.TB, run bool, engineStore func(store.Store) stor
 }
 
 // stopBehind registers, to run before the store's directory goes
-// (cleanups run last first): the finishes stored behind answers, then the
-// runner's stop, which waits for the results their attempts write behind
-// them.
+// (cleanups run last first), the runner's stop, which waits for the
+// results its attempts write behind their answers.
 func stopBehind(t testing.TB, h *harness, r *jobs.Runner) {
 	t.Cleanup(func() {
-		h.srv.WaitFinishesBehind()
 		if err := r.Stop(context.Background()); err != nil {
 			t.Errorf("runner stop: %v", err)
 		}

@@ -398,7 +398,6 @@ func (s *Server) serve(r *request) error {
 		return newProblem(CodeNotFound, "No such path.")
 	}
 	r.op, r.params = &rt.op, params
-	s.waitBehind(r)
 	err := s.serveRoute(r, rt)
 	if r.provisional {
 		// The request was refused before its use case was called (the
@@ -448,23 +447,6 @@ func (s *Server) serveRoute(r *request, rt *route) error {
 	}
 	return rt.handler(s, r)
 }
-
-// waitBehind makes a request wait for the finishes stored behind the
-// answers of earlier requests with its key (queries.Service.WaitBehind),
-// so a client reads its own answers; POST /queries itself does not read
-// them.
-func (s *Server) waitBehind(r *request) {
-	if !s.queries.Behind() || r.op.ID == "create_query" {
-		return
-	}
-	if key, err := bearer(r); err == nil {
-		s.queries.WaitBehind(r.ctx, string(ledger.HashKey(key)))
-	}
-}
-
-// WaitFinishesBehind waits until every finish stored behind its answer is
-// stored (tests).
-func (s *Server) WaitFinishesBehind() { s.queries.WaitFinishesBehind() }
 
 // writeJSON writes a successful JSON body.
 func (r *request) writeJSON(status int, v any) error {

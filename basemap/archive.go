@@ -1,6 +1,6 @@
 // Package basemap reads a vector-tile basemap from a PMTiles v3 archive
-// (github.com/protomaps/go-pmtiles for the header and directories, orb's
-// encoding/mvt for the tiles) laid out in the Protomaps basemap layer schema
+// (its header and directories in pmtiles.go, checked against
+// github.com/protomaps/go-pmtiles; orb's encoding/mvt for the tiles) laid out in the Protomaps basemap layer schema
 // (earth, water, landuse, roads, places...), for the maps under a report's
 // records. It knows no store: the caller opens the archive (a file, an
 // object in the store) as an io.ReaderAt.
@@ -11,6 +11,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,7 +22,6 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/encoding/mvt"
 	"github.com/paulmach/orb/maptile"
-	"github.com/protomaps/go-pmtiles/pmtiles"
 )
 
 // ErrInvalid is a file that is not a PMTiles v3 archive of vector tiles.
@@ -31,8 +31,8 @@ var ErrInvalid = errors.New("basemap: not a PMTiles v3 archive of MVT tiles")
 // tiles are cached (a report draws the same few tiles on every map).
 type Archive struct {
 	r       io.ReaderAt
-	h       pmtiles.HeaderV3
-	root    []pmtiles.EntryV3
+	h       header
+	root    []entry
 	attrib  string
 	name    string
 	version string
@@ -49,15 +49,15 @@ const maxCached = 256
 
 // Open reads the archive's header, root directory and metadata.
 func Open(r io.ReaderAt) (*Archive, error) {
-	head := make([]byte, pmtiles.HeaderV3LenBytes)
+	head := make([]byte, headerLen)
 	if _, err := r.ReadAt(head, 0); err != nil {
 		return nil, fmt.Errorf("basemap: header: %w", err)
 	}
-	h, err := pmtiles.DeserializeHeader(head)
+	h, err := decodeHeader(head)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	if h.TileType != pmtiles.Mvt {
+	if h.TileType != tileTypeMVT {
 		return nil, fmt.Errorf("%w: tile type %d", ErrInvalid, h.TileType)
 	}
 	sum := sha256.Sum256(head)
@@ -71,8 +71,13 @@ func Open(r io.ReaderAt) (*Archive, error) {
 		if err != nil {
 			return nil, err
 		}
-		meta, err := pmtiles.DeserializeMetadata(bytes.NewReader(raw), h.InternalCompression)
-		if err != nil {
+		if h.InternalCompression == compressionGzip {
+			if raw, err = gunzip(raw); err != nil {
+				return nil, fmt.Errorf("%w: metadata: %v", ErrInvalid, err)
+			}
+		}
+		var meta map[string]any
+		if err := json.Unmarshal(raw, &meta); err != nil {
 			return nil, fmt.Errorf("%w: metadata: %v", ErrInvalid, err)
 		}
 		a.attrib, _ = meta["attribution"].(string)
@@ -103,36 +108,40 @@ func (a *Archive) read(off, n uint64) ([]byte, error) {
 	return b, nil
 }
 
-func (a *Archive) directory(off, n uint64) ([]pmtiles.EntryV3, error) {
+func (a *Archive) directory(off, n uint64) ([]entry, error) {
 	raw, err := a.read(off, n)
 	if err != nil {
 		return nil, err
 	}
-	if a.h.InternalCompression == pmtiles.Gzip {
+	if a.h.InternalCompression == compressionGzip {
 		if raw, err = gunzip(raw); err != nil {
 			return nil, fmt.Errorf("%w: directory: %v", ErrInvalid, err)
 		}
 	}
-	return pmtiles.DeserializeEntries(bytes.NewBuffer(raw), pmtiles.NoCompression), nil
+	es, err := decodeEntries(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return es, nil
 }
 
 // Tile returns the tile's MVT bytes (decompressed), or nil when the archive
 // holds no such tile.
 func (a *Archive) Tile(t maptile.Tile) ([]byte, error) {
-	id := pmtiles.ZxyToID(uint8(t.Z), t.X, t.Y)
+	id := tileID(uint8(t.Z), t.X, t.Y)
 	dir := a.root
 	off, n := uint64(0), uint64(0)
 	for depth := 0; depth < 4; depth++ {
-		e, ok := pmtiles.FindTile(dir, id)
+		e, ok := findTile(dir, id)
 		if !ok {
 			return nil, nil
 		}
 		if e.RunLength > 0 {
-			off, n = a.h.TileDataOffset+e.Offset, uint64(e.Length)
+			off, n = a.h.DataOffset+e.Offset, uint64(e.Length)
 			break
 		}
 		var err error
-		if dir, err = a.directory(a.h.LeafDirectoryOffset+e.Offset, uint64(e.Length)); err != nil {
+		if dir, err = a.directory(a.h.LeafOffset+e.Offset, uint64(e.Length)); err != nil {
 			return nil, err
 		}
 	}
@@ -143,7 +152,7 @@ func (a *Archive) Tile(t maptile.Tile) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a.h.TileCompression == pmtiles.Gzip {
+	if a.h.TileCompression == compressionGzip {
 		return gunzip(raw)
 	}
 	return raw, nil

@@ -3,13 +3,13 @@ package basemap
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 
 	"github.com/paulmach/orb/encoding/mvt"
 	"github.com/paulmach/orb/maptile"
-	"github.com/protomaps/go-pmtiles/pmtiles"
 )
 
 // Write writes tiles (each tile's layers, in lon/lat) as a PMTiles v3
@@ -21,7 +21,7 @@ func Write(w io.Writer, tiles map[maptile.Tile]mvt.Layers, name, attribution str
 	for t := range tiles {
 		keys = append(keys, t)
 	}
-	id := func(t maptile.Tile) uint64 { return pmtiles.ZxyToID(uint8(t.Z), t.X, t.Y) }
+	id := func(t maptile.Tile) uint64 { return tileID(uint8(t.Z), t.X, t.Y) }
 	slices.SortFunc(keys, func(a, b maptile.Tile) int {
 		switch ia, ib := id(a), id(b); {
 		case ia < ib:
@@ -32,7 +32,7 @@ func Write(w io.Writer, tiles map[maptile.Tile]mvt.Layers, name, attribution str
 		return 0
 	})
 	var data bytes.Buffer
-	var entries []pmtiles.EntryV3
+	var entries []entry
 	minZ, maxZ := uint8(255), uint8(0)
 	for _, t := range keys {
 		ls := tiles[t]
@@ -54,12 +54,9 @@ func Write(w io.Writer, tiles map[maptile.Tile]mvt.Layers, name, attribution str
 		if err != nil {
 			return fmt.Errorf("basemap: tile %d/%d/%d: %w", t.Z, t.X, t.Y, err)
 		}
-		var gz bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
-		zw.Write(raw)
-		zw.Close()
-		entries = append(entries, pmtiles.EntryV3{TileID: id(t), Offset: uint64(data.Len()), Length: uint32(gz.Len()), RunLength: 1})
-		data.Write(gz.Bytes())
+		gz := gzipped(raw)
+		entries = append(entries, entry{TileID: id(t), Offset: uint64(data.Len()), Length: uint32(len(gz)), RunLength: 1})
+		data.Write(gz)
 		minZ, maxZ = min(minZ, uint8(t.Z)), max(maxZ, uint8(t.Z))
 	}
 	if len(entries) == 0 {
@@ -67,45 +64,58 @@ func Write(w io.Writer, tiles map[maptile.Tile]mvt.Layers, name, attribution str
 	}
 	// The root directory must fit the archive's first 16 KiB: beyond a few
 	// thousand tiles, the entries go to leaf directories the root points to.
-	root := pmtiles.SerializeEntries(entries, pmtiles.Gzip)
+	root := gzipped(encodeEntries(entries))
 	var leaves bytes.Buffer
-	for size := 4096; len(root) > 16384-pmtiles.HeaderV3LenBytes; size /= 2 {
+	for size := 4096; len(root) > rootMax; size /= 2 {
 		leaves.Reset()
-		var rootEntries []pmtiles.EntryV3
+		var rootEntries []entry
 		for i := 0; i < len(entries); i += size {
-			leaf := pmtiles.SerializeEntries(entries[i:min(i+size, len(entries))], pmtiles.Gzip)
-			rootEntries = append(rootEntries, pmtiles.EntryV3{TileID: entries[i].TileID, Offset: uint64(leaves.Len()), Length: uint32(len(leaf))})
+			leaf := gzipped(encodeEntries(entries[i:min(i+size, len(entries))]))
+			rootEntries = append(rootEntries, entry{TileID: entries[i].TileID, Offset: uint64(leaves.Len()), Length: uint32(len(leaf))})
 			leaves.Write(leaf)
 		}
-		root = pmtiles.SerializeEntries(rootEntries, pmtiles.Gzip)
+		root = gzipped(encodeEntries(rootEntries))
 	}
-	meta, err := pmtiles.SerializeMetadata(map[string]any{"name": name, "attribution": attribution, "vector_layers": []any{}}, pmtiles.Gzip)
+	rawMeta, err := json.Marshal(map[string]any{"name": name, "attribution": attribution, "vector_layers": []any{}})
 	if err != nil {
 		return err
 	}
+	meta := gzipped(rawMeta)
 	lo, hi := keys[0].Bound(), keys[0].Bound()
 	for _, t := range keys {
 		b := t.Bound()
 		lo = lo.Union(b)
 		hi = hi.Union(b)
 	}
-	h := pmtiles.HeaderV3{SpecVersion: 3, Clustered: true, InternalCompression: pmtiles.Gzip, TileCompression: pmtiles.Gzip,
-		TileType: pmtiles.Mvt, MinZoom: minZ, MaxZoom: maxZ,
-		AddressedTilesCount: uint64(len(entries)), TileEntriesCount: uint64(len(entries)), TileContentsCount: uint64(len(entries)),
+	h := header{Clustered: true, InternalCompression: compressionGzip, TileCompression: compressionGzip,
+		TileType: tileTypeMVT, MinZoom: minZ, MaxZoom: maxZ,
+		AddressedTiles: uint64(len(entries)), TileEntries: uint64(len(entries)), TileContents: uint64(len(entries)),
 		MinLonE7: int32(lo.Min[0] * 1e7), MinLatE7: int32(lo.Min[1] * 1e7), MaxLonE7: int32(lo.Max[0] * 1e7), MaxLatE7: int32(lo.Max[1] * 1e7),
 		CenterZoom: maxZ, CenterLonE7: int32(lo.Center()[0] * 1e7), CenterLatE7: int32(lo.Center()[1] * 1e7)}
-	h.RootOffset = pmtiles.HeaderV3LenBytes
+	h.RootOffset = headerLen
 	h.RootLength = uint64(len(root))
 	h.MetadataOffset = h.RootOffset + h.RootLength
 	h.MetadataLength = uint64(len(meta))
-	h.LeafDirectoryOffset = h.MetadataOffset + h.MetadataLength
-	h.LeafDirectoryLength = uint64(leaves.Len())
-	h.TileDataOffset = h.LeafDirectoryOffset + h.LeafDirectoryLength
-	h.TileDataLength = uint64(data.Len())
-	for _, b := range [][]byte{pmtiles.SerializeHeader(h), root, meta, leaves.Bytes(), data.Bytes()} {
+	h.LeafOffset = h.MetadataOffset + h.MetadataLength
+	h.LeafLength = uint64(leaves.Len())
+	h.DataOffset = h.LeafOffset + h.LeafLength
+	h.DataLength = uint64(data.Len())
+	for _, b := range [][]byte{h.encode(), root, meta, leaves.Bytes(), data.Bytes()} {
 		if _, err := w.Write(b); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// rootMax is the most a root directory may take: the archive's first 16 KiB
+// hold the header and it (a variable so a test can ask for leaves).
+var rootMax = 16384 - headerLen
+
+func gzipped(b []byte) []byte {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw.Write(b)
+	zw.Close()
+	return buf.Bytes()
 }

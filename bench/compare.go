@@ -6,9 +6,8 @@ import (
 	"math"
 	"slices"
 
-	"github.com/paulmach/orb/encoding/wkb"
-
 	"siteenv/engine"
+	"siteenv/geo"
 )
 
 // maxExplained bounds the mismatched features examined with the reference
@@ -204,7 +203,7 @@ func explain(ctx context.Context, e *engine.Engine, pg *postgis, ds *dataset, i 
 		if err != nil {
 			return nil, err
 		}
-		g, err := wkb.Unmarshal(raw)
+		g, err := geo.DecodeWKB(raw, math.MaxInt)
 		if err != nil {
 			return nil, fmt.Errorf("bench: feature %s/%s: %w", l.id, id, err)
 		}
@@ -239,7 +238,7 @@ func explainOutside(ctx context.Context, pg *postgis, ds *dataset, i int, q quer
 	if err != nil {
 		return x, err
 	}
-	g, err := wkb.Unmarshal(raw)
+	g, err := geo.DecodeWKB(raw, math.MaxInt)
 	if err != nil {
 		return x, fmt.Errorf("bench: feature %s/%s: %w", l.id, x.FeatureID, err)
 	}

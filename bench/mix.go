@@ -97,7 +97,7 @@ func sampleAnchors(ctx context.Context, ds *dataset, total int, seed int64) ([]o
 			return nil, err
 		}
 		for _, b := range res {
-			g, err := wkb.Unmarshal(b)
+			g, err := geo.DecodeWKB(b, math.MaxInt)
 			if err != nil {
 				return nil, fmt.Errorf("bench: layer %s: anchor geometry: %w", l.id, err)
 			}

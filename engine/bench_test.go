@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -128,14 +129,14 @@ func benchPolygonFeatures() []tiles.Feature {
 // longitude, each cut by latitude.
 func benchTiles(feats []tiles.Feature) [][]tiles.Feature {
 	c := func(f tiles.Feature) orb.Point { return f.Geometry.Bound().Center() }
-	slices.SortFunc(feats, func(a, b tiles.Feature) int { return cmpF(c(a)[0], c(b)[0]) })
+	slices.SortFunc(feats, func(a, b tiles.Feature) int { return cmp.Compare(c(a)[0], c(b)[0]) })
 	n := (len(feats) + benchTileRows - 1) / benchTileRows
 	slabs := int(math.Ceil(math.Sqrt(float64(n))))
 	per := (len(feats) + slabs - 1) / slabs
 	var out [][]tiles.Feature
 	for i := 0; i < len(feats); i += per {
 		s := feats[i:min(i+per, len(feats))]
-		slices.SortFunc(s, func(a, b tiles.Feature) int { return cmpF(c(a)[1], c(b)[1]) })
+		slices.SortFunc(s, func(a, b tiles.Feature) int { return cmp.Compare(c(a)[1], c(b)[1]) })
 		for j := 0; j < len(s); j += benchTileRows {
 			out = append(out, s[j:min(j+benchTileRows, len(s))])
 		}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -74,11 +75,11 @@ func heavySetup(tb testing.TB) *heavyData {
 // latitude of their boxes' centres, as benchTiles.
 func heavyTiles(feats []tiles.Feature) [][]tiles.Feature {
 	c := func(f tiles.Feature) orb.Point { return f.Geometry.Bound().Center() }
-	slices.SortFunc(feats, func(a, b tiles.Feature) int { return cmpF(c(a)[0], c(b)[0]) })
+	slices.SortFunc(feats, func(a, b tiles.Feature) int { return cmp.Compare(c(a)[0], c(b)[0]) })
 	var out [][]tiles.Feature
 	for i := 0; i < len(feats); i += heavyTileRows {
 		s := feats[i:min(i+heavyTileRows, len(feats))]
-		slices.SortFunc(s, func(a, b tiles.Feature) int { return cmpF(c(a)[1], c(b)[1]) })
+		slices.SortFunc(s, func(a, b tiles.Feature) int { return cmp.Compare(c(a)[1], c(b)[1]) })
 		out = append(out, s)
 	}
 	return out

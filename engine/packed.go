@@ -256,19 +256,20 @@ func packCoord(v float64) (int32, bool) {
 func packPositions(out []byte, w *geo.WKBWalker, n int) ([]byte, bool) {
 	in := w.B[w.Off : w.Off+16*n]
 	w.Off += 16 * n
-	for ; len(in) >= 16; in = in[16:] {
-		x, ok := packCoord(math.Float64frombits(binary.LittleEndian.Uint64(in[:8])))
-		if !ok {
+	out = slices.Grow(out, 8*n)
+	o := out[len(out) : len(out)+8*n]
+	for j := range n {
+		src := in[16*j : 16*j+16 : 16*j+16]
+		dst := o[8*j : 8*j+8 : 8*j+8]
+		x, okx := packCoord(math.Float64frombits(binary.LittleEndian.Uint64(src[0:8])))
+		y, oky := packCoord(math.Float64frombits(binary.LittleEndian.Uint64(src[8:16])))
+		if !okx || !oky {
 			return out, false
 		}
-		y, ok := packCoord(math.Float64frombits(binary.LittleEndian.Uint64(in[8:16])))
-		if !ok {
-			return out, false
-		}
-		out = binary.LittleEndian.AppendUint32(out, uint32(x))
-		out = binary.LittleEndian.AppendUint32(out, uint32(y))
+		binary.LittleEndian.PutUint32(dst[0:4], uint32(x))
+		binary.LittleEndian.PutUint32(dst[4:8], uint32(y))
 	}
-	return out, true
+	return out[:len(out)+8*n], true
 }
 
 // packSplit is the fewest rows per goroutine when newGeomStore packs

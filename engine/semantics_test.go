@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"testing"
@@ -104,7 +105,7 @@ func TestRadiusZero(t *testing.T) {
 	// Sorted by distance, then id.
 	if !slices.IsSortedFunc(res.Features, func(a, b Feature) int {
 		if a.DistanceM != b.DistanceM {
-			return cmpF(a.DistanceM, b.DistanceM)
+			return cmp.Compare(a.DistanceM, b.DistanceM)
 		}
 		return cmpS(a.ID, b.ID)
 	}) {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -306,12 +307,12 @@ func newItemTree(pt *part) *itemTree {
 	// Sort-tile-recursive order: vertical slabs by centre x, each by centre y.
 	cx := func(b pbox) float64 { return b.minX + b.maxX }
 	cy := func(b pbox) float64 { return b.minY + b.maxY }
-	slices.SortFunc(t.items, func(a, b int32) int { return cmpF(cx(boxes[a]), cx(boxes[b])) })
+	slices.SortFunc(t.items, func(a, b int32) int { return cmp.Compare(cx(boxes[a]), cx(boxes[b])) })
 	leaves := (n + itemTreeNode - 1) / itemTreeNode
 	slab := int(math.Ceil(math.Sqrt(float64(leaves)))) * itemTreeNode
 	for i := 0; i < n; i += slab {
 		s := t.items[i:min(i+slab, n)]
-		slices.SortFunc(s, func(a, b int32) int { return cmpF(cy(boxes[a]), cy(boxes[b])) })
+		slices.SortFunc(s, func(a, b int32) int { return cmp.Compare(cy(boxes[a]), cy(boxes[b])) })
 	}
 	level := make([]pbox, n)
 	for i, it := range t.items {
@@ -331,16 +332,6 @@ func newItemTree(pt *part) *itemTree {
 		level = up
 	}
 	return t
-}
-
-func cmpF(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // visit calls fn for the items whose boxes lie closer to q than best.d,

@@ -1,6 +1,7 @@
 package geo
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sort"
@@ -372,7 +373,7 @@ func traceRings(edges [][2]orb.Point) (shells, holes []orb.Ring) {
 // Polygon, or a MultiPolygon when there are several shells.
 func assemble(shells, holes []orb.Ring) orb.Geometry {
 	slices.SortStableFunc(shells, func(a, b orb.Ring) int {
-		return -cmpArea(math.Abs(signedArea2(a)), math.Abs(signedArea2(b)))
+		return -cmp.Compare(math.Abs(signedArea2(a)), math.Abs(signedArea2(b)))
 	})
 	polys := make([]orb.Polygon, len(shells))
 	for i, s := range shells {
@@ -394,16 +395,6 @@ func assemble(shells, holes []orb.Ring) orb.Geometry {
 		return polys[0]
 	}
 	return orb.MultiPolygon(polys)
-}
-
-func cmpArea(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // ringInside reports whether ring r lies inside ring of, decided by its

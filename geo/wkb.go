@@ -69,6 +69,11 @@ func ReadWKBHeader(b []byte) (WKBHeader, error) {
 	if len(b) < 5 {
 		return WKBHeader{}, wkbErr("truncated")
 	}
+	// The common case first: little-endian 2D OGC WKB, as orb and the
+	// tiles write it (every walk reads a header a geometry).
+	if t := binary.LittleEndian.Uint32(b[1:5]); b[0] == 1 && t >= WKBPoint && t <= WKBGeometryCollection {
+		return WKBHeader{Order: binary.LittleEndian, Type: t, Dims: 2, Len: 5}, nil
+	}
 	var h WKBHeader
 	switch b[0] {
 	case 0:

@@ -295,6 +295,14 @@ func TestLayerDefMissingFields(t *testing.T) {
 		{"unit for no field", strings.Replace(testLayerJSON, `"area": "m2"`, `"volume": "m3"`, 1), []string{`units names "volume"`}},
 		{"misspelt field", strings.Replace(testLayerJSON, `"radius_max_m"`, `"radius_max"`, 1), []string{"radius_max"}},
 		{"not JSON", `{"layer_id": `, []string{"not a valid layer.json"}},
+		{"detail distance beyond the radius", strings.Replace(testLayerJSON, `"radius_max_m": 1000,`, `"radius_max_m": 1000, "detail_distance_m": 1500,`, 1),
+			[]string{"detail_distance_m must be positive and at most radius_max_m (1000), not 1500"}},
+		{"detail distance zero", strings.Replace(testLayerJSON, `"radius_max_m": 1000,`, `"radius_max_m": 1000, "detail_distance_m": 0,`, 1),
+			[]string{"detail_distance_m must be positive"}},
+		{"detail distance negative", strings.Replace(testLayerJSON, `"radius_max_m": 1000,`, `"radius_max_m": 1000, "detail_distance_m": -5,`, 1),
+			[]string{"detail_distance_m must be positive"}},
+		{"detail distance not a number", strings.Replace(testLayerJSON, `"radius_max_m": 1000,`, `"radius_max_m": 1000, "detail_distance_m": "300 m",`, 1),
+			[]string{"detail_distance_m"}},
 	}
 	for _, tc := range tests {
 		_, err := ParseLayerDef([]byte(tc.json))

@@ -46,6 +46,40 @@ var (
 // geometry must be a field of the schema (or the id property), once
 // renamed by the layer's field_map, unless the policy drops the others.
 func parseCSVHeader(header []string, schema tiles.FieldSchema, idProperty string, policy *fieldPolicy) (*csvLayout, error) {
+	l, err := csvGeometryLayout(header)
+	if err != nil {
+		return nil, err
+	}
+	var unknown []string
+	for i, h := range header {
+		if i == l.wkt || i == l.x || i == l.y {
+			continue
+		}
+		name := h
+		if to, ok := policy.renamed(h); ok && h != idProperty {
+			name = to
+		}
+		f, ok := schema.Lookup(name)
+		switch {
+		case ok:
+			l.props = append(l.props, csvProp{col: i, name: name, field: f, typed: true})
+		case h == idProperty:
+			l.props = append(l.props, csvProp{col: i, name: h})
+		case policy.dropping():
+			policy.noteDropped(h)
+		default:
+			unknown = append(unknown, strconv.Quote(h))
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("CSV header: column %s is not a field of the layer's field_schema (map it to a field with field_map, or drop or keep the columns outside the schema: unknown_fields, --drop-unknown-fields, --keep-unknown-fields)", strings.Join(unknown, ", "))
+	}
+	return l, nil
+}
+
+// csvGeometryLayout trims header's names (and a byte order mark), refuses
+// empty and repeated names, and finds the geometry columns.
+func csvGeometryLayout(header []string) (*csvLayout, error) {
 	if len(header) > 0 {
 		header[0] = strings.TrimPrefix(header[0], "\ufeff")
 	}
@@ -80,30 +114,6 @@ func parseCSVHeader(header []string, schema tiles.FieldSchema, idProperty string
 	}
 	if l.wkt < 0 && l.x < 0 {
 		return nil, errors.New("CSV header has no geometry: name a WKT column wkt, geometry or geom, or coordinate columns longitude/latitude, lon/lat, lng/lat or x/y")
-	}
-	var unknown []string
-	for i, h := range header {
-		if i == l.wkt || i == l.x || i == l.y {
-			continue
-		}
-		name := h
-		if to, ok := policy.renamed(h); ok && h != idProperty {
-			name = to
-		}
-		f, ok := schema.Lookup(name)
-		switch {
-		case ok:
-			l.props = append(l.props, csvProp{col: i, name: name, field: f, typed: true})
-		case h == idProperty:
-			l.props = append(l.props, csvProp{col: i, name: h})
-		case policy.dropping():
-			policy.noteDropped(h)
-		default:
-			unknown = append(unknown, strconv.Quote(h))
-		}
-	}
-	if len(unknown) > 0 {
-		return nil, fmt.Errorf("CSV header: column %s is not a field of the layer's field_schema", strings.Join(unknown, ", "))
 	}
 	return l, nil
 }

@@ -33,6 +33,7 @@ type digestRecord struct {
 	Repaired      int64             `json:"repaired"`
 	DroppedFields []string          `json:"dropped_fields,omitempty"`
 	RenamedFields map[string]string `json:"renamed_fields,omitempty"`
+	KeptFields    []string          `json:"kept_fields,omitempty"`
 }
 
 func digestKey(layerID, digest string) string {
@@ -49,6 +50,9 @@ func inputDigest(cfg *config, files []string) (string, error) {
 	}
 	fmt.Fprintf(h, "siteenv ingest digest v1\x00%s\x00%s\x00%s\x00%s\x00%t\x00%t\x00%d\x00%d\x00%d\x00",
 		def, cfg.SourceCRS, cfg.Table, cfg.IDProperty, cfg.Repair, cfg.DropUnknownFields, cfg.MaxRejects, cfg.MaxVertices, cfg.TileRows)
+	if cfg.KeepUnknownFields { // only then: earlier runs' digests stay valid
+		fmt.Fprint(h, "keep-unknown-fields\x00")
+	}
 	for _, name := range files {
 		for _, f := range withCompanions(name) {
 			r, err := os.Open(f)
@@ -107,13 +111,19 @@ func replayDigest(ctx context.Context, cfg *config, digest string) (sum Summary,
 	if err != nil {
 		return sum, false, nil
 	}
+	def := cfg.Layer
+	if len(rec.KeptFields) > 0 { // the release's schema has the kept columns
+		if def, err = keptLayer(def, rec.KeptFields); err != nil {
+			return sum, false, nil
+		}
+	}
 	if cfg.Publisher != nil {
-		if err := cfg.Publisher.Publish(ctx, cfg.Layer, m); err != nil {
+		if err := cfg.Publisher.Publish(ctx, def, m); err != nil {
 			return sum, false, fmt.Errorf("ingest: publish %s: %w", m.ReleaseID, err)
 		}
 	}
 	sum = Summary{LayerID: cfg.Layer.LayerID, ReleaseID: m.ReleaseID, Features: m.FeatureCount, Tiles: len(m.Tiles),
-		AlreadyPublished: true, SameInput: true, Repaired: rec.Repaired, DroppedFields: rec.DroppedFields, RenamedFields: rec.RenamedFields}
+		AlreadyPublished: true, SameInput: true, Repaired: rec.Repaired, DroppedFields: rec.DroppedFields, RenamedFields: rec.RenamedFields, KeptFields: rec.KeptFields}
 	for _, t := range m.Tiles {
 		sum.Bytes += t.Bytes
 	}
@@ -122,7 +132,7 @@ func replayDigest(ctx context.Context, cfg *config, digest string) (sum Summary,
 
 // recordDigest remembers that digest made sum's release.
 func recordDigest(ctx context.Context, cfg *config, digest string, sum Summary) error {
-	b, err := json.Marshal(digestRecord{ReleaseID: sum.ReleaseID, Repaired: sum.Repaired, DroppedFields: sum.DroppedFields, RenamedFields: sum.RenamedFields})
+	b, err := json.Marshal(digestRecord{ReleaseID: sum.ReleaseID, Repaired: sum.Repaired, DroppedFields: sum.DroppedFields, RenamedFields: sum.RenamedFields, KeptFields: sum.KeptFields})
 	if err != nil {
 		return err
 	}

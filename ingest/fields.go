@@ -18,6 +18,9 @@ import (
 const (
 	UnknownFieldsReject = "reject" // the row is rejected (the default)
 	UnknownFieldsDrop   = "drop"   // the column is dropped, and listed in the summary
+	// UnknownFieldsKeep keeps the column as a nullable string field of the
+	// release's field_schema under its own name (see keep.go).
+	UnknownFieldsKeep = "keep"
 )
 
 // fieldPolicy applies field_map and unknown_fields to each row's
@@ -26,6 +29,7 @@ type fieldPolicy struct {
 	schema tiles.FieldSchema
 	rename map[string]string // source column -> schema field
 	drop   bool
+	keep   map[string]bool // columns kept as string fields (set before rows are read)
 
 	mu struct {
 		sync.Mutex
@@ -44,7 +48,7 @@ func newFieldPolicy(schema tiles.FieldSchema, rename map[string]string, drop boo
 // policy, columns outside the schema removed. props is copied before any
 // change. A renamed column whose target is also present is an error.
 func (p *fieldPolicy) apply(props map[string]any) (map[string]any, error) {
-	if p == nil || (len(p.rename) == 0 && !p.drop) {
+	if p == nil || (len(p.rename) == 0 && !p.drop && len(p.keep) == 0) {
 		return props, nil
 	}
 	var out map[string]any
@@ -61,6 +65,21 @@ func (p *fieldPolicy) apply(props map[string]any) (map[string]any, error) {
 			delete(out, k)
 			out[to] = v
 			renamed = append(renamed, [2]string{k, to})
+			continue
+		}
+		if p.keep[k] {
+			switch v.(type) {
+			case nil, string:
+			default:
+				s, err := keptText(v)
+				if err != nil {
+					return nil, fmt.Errorf("column %q: %v", k, err)
+				}
+				if out == nil {
+					out = copyProps(props)
+				}
+				out[k] = s
+			}
 			continue
 		}
 		if _, ok := p.schema.Lookup(k); !ok && p.drop {

@@ -24,43 +24,18 @@ func readGeoPackage(ctx context.Context, cfg *config, in input, src *source, f *
 	if in.size == 0 {
 		return errEmptyFile
 	}
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: in.name}).EscapedPath()+"?mode=ro")
+	db, conn, err := openGeoPackage(ctx, in.name)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	db.SetMaxOpenConns(1)
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("not a readable GeoPackage: %w", err)
-	}
 	defer conn.Close()
-
-	tables, err := gpkgFeatureTables(ctx, conn)
+	table, geomCol, err := gpkgTable(ctx, conn, cfg.Table)
 	if err != nil {
 		return err
 	}
-	table := cfg.Table
-	switch {
-	case table != "":
-		found := false
-		for _, t := range tables {
-			found = found || t == table
-		}
-		if !found {
-			return fmt.Errorf("no feature table %q in the GeoPackage (it has: %s)", table, listOrNone(tables))
-		}
-	case len(tables) == 1:
-		table = tables[0]
-	case len(tables) == 0:
-		return errors.New("the GeoPackage has no feature table")
-	default:
-		return fmt.Errorf("the GeoPackage has %d feature tables (%s): name one with --table", len(tables), strings.Join(tables, ", "))
-	}
-
-	var geomCol string
 	var srsID int64
-	if err := conn.QueryRowContext(ctx, `SELECT column_name, srs_id FROM gpkg_geometry_columns WHERE table_name = ?`, table).Scan(&geomCol, &srsID); err != nil {
+	if err := conn.QueryRowContext(ctx, `SELECT srs_id FROM gpkg_geometry_columns WHERE table_name = ?`, table).Scan(&srsID); err != nil {
 		return fmt.Errorf("table %q: no row in gpkg_geometry_columns: %v", table, err)
 	}
 	named, fileCRS, err := gpkgCRS(ctx, conn, srsID)
@@ -97,7 +72,7 @@ func readGeoPackage(ctx context.Context, cfg *config, in input, src *source, f *
 	props := make([]string, len(cols))
 	for i, c := range cols {
 		sel = append(sel, quoteIdent(c.name))
-		props[i] = matchField(c.name, cfg.schema, cfg.IDProperty)
+		props[i] = matchField(c.name, cfg.own, cfg.IDProperty)
 	}
 	rows, err := conn.QueryContext(ctx, `SELECT `+strings.Join(sel, ", ")+` FROM `+quoteIdent(table)+` ORDER BY `+order)
 	if err != nil {
@@ -151,6 +126,51 @@ func readGeoPackage(ctx context.Context, cfg *config, in input, src *source, f *
 		return fmt.Errorf("table %q: %v", table, err)
 	}
 	return nil
+}
+
+// openGeoPackage opens a GeoPackage read-only on one connection.
+func openGeoPackage(ctx context.Context, name string) (*sql.DB, *sql.Conn, error) {
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: name}).EscapedPath()+"?mode=ro")
+	if err != nil {
+		return nil, nil, err
+	}
+	db.SetMaxOpenConns(1)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("not a readable GeoPackage: %w", err)
+	}
+	return db, conn, nil
+}
+
+// gpkgTable returns the feature table to read (want, or the only one) and
+// its geometry column.
+func gpkgTable(ctx context.Context, conn *sql.Conn, want string) (table, geomCol string, err error) {
+	tables, err := gpkgFeatureTables(ctx, conn)
+	if err != nil {
+		return "", "", err
+	}
+	table = want
+	switch {
+	case table != "":
+		found := false
+		for _, t := range tables {
+			found = found || t == table
+		}
+		if !found {
+			return "", "", fmt.Errorf("no feature table %q in the GeoPackage (it has: %s)", table, listOrNone(tables))
+		}
+	case len(tables) == 1:
+		table = tables[0]
+	case len(tables) == 0:
+		return "", "", errors.New("the GeoPackage has no feature table")
+	default:
+		return "", "", fmt.Errorf("the GeoPackage has %d feature tables (%s): name one with --table", len(tables), strings.Join(tables, ", "))
+	}
+	if err := conn.QueryRowContext(ctx, `SELECT column_name FROM gpkg_geometry_columns WHERE table_name = ?`, table).Scan(&geomCol); err != nil {
+		return "", "", fmt.Errorf("table %q: no row in gpkg_geometry_columns: %v", table, err)
+	}
+	return table, geomCol, nil
 }
 
 func listOrNone(s []string) string {

@@ -51,6 +51,7 @@ const testLayerJSON = `{
 type fakePublisher struct {
 	mu    sync.Mutex
 	calls []*tiles.Manifest
+	defs  []*LayerDef // the layer as handed over with each call
 	err   error
 }
 
@@ -61,6 +62,7 @@ func (p *fakePublisher) Publish(ctx context.Context, def *LayerDef, m *tiles.Man
 		return errors.New("fakePublisher: layer mismatch")
 	}
 	p.calls = append(p.calls, m)
+	p.defs = append(p.defs, def)
 	return p.err
 }
 

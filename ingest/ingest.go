@@ -88,8 +88,15 @@ type Options struct {
 	// reason and location geo.Validate gives.
 	Repair bool
 	// DropUnknownFields drops source columns outside the layer's field
-	// schema, as the layer's "unknown_fields": "drop" does.
+	// schema, as the layer's "unknown_fields": "drop" does, whatever the
+	// layer file says.
 	DropUnknownFields bool
+	// KeepUnknownFields keeps source columns outside the layer's field
+	// schema as nullable string fields of the release under their own
+	// names, as the layer's "unknown_fields": "keep" does, whatever the
+	// layer file says (see keep.go). Run only: RunRows refuses it. At
+	// most one of DropUnknownFields and KeepUnknownFields.
+	KeepUnknownFields bool
 
 	onSpill func() // tests: called when the sorter spills a run
 }
@@ -116,9 +123,12 @@ type Summary struct {
 	// field).
 	DroppedFields []string          `json:"dropped_fields,omitempty"`
 	RenamedFields map[string]string `json:"renamed_fields,omitempty"`
-	RejectsFile   string            `json:"rejects_file,omitempty"`
-	ElapsedS      float64           `json:"elapsed_s"`
-	FeaturesPerS  float64           `json:"features_per_s"`
+	// KeptFields lists the source columns kept as string fields of the
+	// release (unknown_fields "keep"), in source order.
+	KeptFields   []string `json:"kept_fields,omitempty"`
+	RejectsFile  string   `json:"rejects_file,omitempty"`
+	ElapsedS     float64  `json:"elapsed_s"`
+	FeaturesPerS float64  `json:"features_per_s"`
 }
 
 // Row is one source feature before validation (readers and generators
@@ -163,8 +173,10 @@ const (
 type config struct {
 	Options
 	crs        geo.CRS
-	crsGiven   bool // SourceCRS was set: a file naming another CRS is an error
-	schema     tiles.FieldSchema
+	crsGiven   bool              // SourceCRS was set: a file naming another CRS is an error
+	own        tiles.FieldSchema // the layer's own fields: source columns are matched to these
+	schema     tiles.FieldSchema // the release's: own plus the kept columns
+	kept       []string          // columns kept as string fields, in source order
 	allowed    map[string]bool
 	idInSchema bool
 	workers    int
@@ -210,6 +222,8 @@ func (o Options) validate() error {
 		return errors.New("ingest: MemoryBudget must not be negative")
 	case o.TileRows < 0:
 		return errors.New("ingest: TileRows must not be negative")
+	case o.DropUnknownFields && o.KeepUnknownFields:
+		return errors.New("ingest: DropUnknownFields and KeepUnknownFields exclude each other")
 	}
 	return nil
 }
@@ -229,6 +243,7 @@ func (o Options) config() (*config, error) {
 		}
 		c.schema = s
 	}
+	c.own = c.schema
 	crs := strings.TrimSpace(o.SourceCRS)
 	if crs == "" {
 		crs = "OGC:CRS84"
@@ -251,7 +266,7 @@ func (o Options) config() (*config, error) {
 		_, c.idInSchema = c.schema.Lookup(c.IDProperty)
 	}
 	c.workers = max(1, runtime.GOMAXPROCS(0))
-	c.fields = newFieldPolicy(c.schema, o.Layer.FieldMap, o.DropUnknownFields || o.Layer.UnknownFields == UnknownFieldsDrop)
+	c.fields = newFieldPolicy(c.schema, o.Layer.FieldMap, o.unknownPolicy() == UnknownFieldsDrop)
 	return c, nil
 }
 
@@ -304,6 +319,11 @@ func Run(ctx context.Context, opt Options, files ...string) (Summary, error) {
 		sum.ElapsedS = time.Since(start).Seconds()
 		return sum, err
 	}
+	if cfg.unknownPolicy() == UnknownFieldsKeep {
+		if err := cfg.keepColumns(ctx, inputs); err != nil {
+			return Summary{LayerID: cfg.Layer.LayerID}, err
+		}
+	}
 	sum, err := run(ctx, cfg, total, func(ctx context.Context, f *feeder) error {
 		for _, in := range inputs {
 			if err := readFile(ctx, cfg, in, f); err != nil {
@@ -316,6 +336,10 @@ func Run(ctx context.Context, opt Options, files ...string) (Summary, error) {
 		}
 		return nil
 	})
+	// The time is the whole run's: the digest and the kept columns' pass too.
+	if sum.ElapsedS = time.Since(start).Seconds(); sum.ElapsedS > 0 {
+		sum.FeaturesPerS = float64(sum.Features) / sum.ElapsedS
+	}
 	if err == nil && sum.Rejected == 0 {
 		err = recordDigest(ctx, cfg, digest, sum)
 	}
@@ -330,6 +354,9 @@ func RunRows(ctx context.Context, opt Options, src func(yield func(Row) error) e
 	cfg, err := opt.config()
 	if err != nil {
 		return Summary{}, err
+	}
+	if cfg.unknownPolicy() == UnknownFieldsKeep {
+		return Summary{}, errors.New("ingest: keeping unknown fields needs the columns before the rows: use Run with files")
 	}
 	return run(ctx, cfg, -1, func(ctx context.Context, f *feeder) error {
 		sources := map[string]*source{}
@@ -388,6 +415,7 @@ func run(ctx context.Context, cfg *config, totalBytes int64, src func(context.Co
 	features, rejected, err := read(ctx, cfg, srt, rejects, prog, src, &sum.Repaired)
 	sum.Features, sum.Rejected = features, rejected
 	sum.DroppedFields, sum.RenamedFields = cfg.fields.report()
+	sum.KeptFields = cfg.kept
 	if err != nil {
 		return sum, err
 	}

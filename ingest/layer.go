@@ -29,7 +29,12 @@ type LayerDef struct {
 	FieldSchema   map[string]json.RawMessage `json:"field_schema"`
 	Units         map[string]*string         `json:"units"`
 	RadiusMaxM    float64                    `json:"radius_max_m"`
-	Sources       []tiles.Source             `json:"sources"`
+	// DetailDistanceM is the distance within which a report prints the
+	// layer's records as full record cards (beyond it: appendix rows);
+	// absent, the report uses its theme's default (500 m contamination and
+	// water, 250 m otherwise). Positive, at most radius_max_m.
+	DetailDistanceM *float64       `json:"detail_distance_m,omitempty"`
+	Sources         []tiles.Source `json:"sources"`
 	// Jurisdictions: ACT, NSW, NT, QLD, SA, TAS, VIC, WA or AUS.
 	Jurisdictions []string `json:"jurisdictions"`
 	// Coverage is a Polygon/MultiPolygon in CRS84, or null for unknown.
@@ -40,8 +45,10 @@ type LayerDef struct {
 	// (source name -> field name), applied before the schema check.
 	FieldMap map[string]string `json:"field_map,omitempty"`
 	// UnknownFields says what to do with a source column that is not a
-	// field of field_schema: "reject" the row (default) or "drop" the
-	// column (the ingest summary lists the columns dropped).
+	// field of field_schema: "reject" the row (default), "drop" the
+	// column, or "keep" it as a nullable string field of the release
+	// under its own name (the ingest summary lists the columns dropped or
+	// kept).
 	UnknownFields string `json:"unknown_fields,omitempty"`
 
 	// Schema is FieldSchema parsed; set by ParseLayerDef.
@@ -127,6 +134,9 @@ func ParseLayerDef(b []byte) (*LayerDef, error) {
 	if req.RadiusMaxM == nil || d.RadiusMaxM < 0 || d.RadiusMaxM > 10000 {
 		add("radius_max_m is required, 0..10000")
 	}
+	if v := d.DetailDistanceM; v != nil && (!(*v > 0) || *v > d.RadiusMaxM) {
+		add("detail_distance_m must be positive and at most radius_max_m (%g), not %g", d.RadiusMaxM, *v)
+	}
 	if len(d.Sources) == 0 {
 		add("sources needs at least one source")
 	}
@@ -168,9 +178,9 @@ func ParseLayerDef(b []byte) (*LayerDef, error) {
 		}
 	}
 	switch d.UnknownFields {
-	case "", UnknownFieldsReject, UnknownFieldsDrop:
+	case "", UnknownFieldsReject, UnknownFieldsDrop, UnknownFieldsKeep:
 	default:
-		add("unknown_fields must be %q or %q", UnknownFieldsReject, UnknownFieldsDrop)
+		add("unknown_fields must be %q, %q or %q", UnknownFieldsReject, UnknownFieldsDrop, UnknownFieldsKeep)
 	}
 	if len(p) > 0 {
 		return nil, &LayerError{Problems: p}

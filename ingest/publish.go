@@ -50,7 +50,7 @@ func (p LedgerPublisher) Publish(ctx context.Context, def *LayerDef, m *tiles.Ma
 	y := ledger.Layer{
 		ID: def.LayerID, SectionKey: def.SectionKey, SectionName: def.SectionName, Name: def.Name, Description: def.Description,
 		SchemaVersion: def.SchemaVersion, FieldSchema: fs, Units: uj, RadiusMaxM: def.RadiusMaxM, Sources: sources,
-		Jurisdictions: def.Jurisdictions, Coverage: coverage, GeometryTypes: def.GeometryTypes,
+		Jurisdictions: def.Jurisdictions, Coverage: coverage, GeometryTypes: def.GeometryTypes, DetailM: def.DetailDistanceM,
 	}
 	rel := ledger.Release{
 		LayerID: m.LayerID, ReleaseID: m.ReleaseID, SchemaVersion: m.SchemaVersion, FieldSchema: fs, Units: uj,

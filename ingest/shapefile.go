@@ -136,14 +136,50 @@ func (s *shpSet) readAll(ext string, max int64) (b []byte, ok bool, err error) {
 
 // readShapefile streams the features of a Shapefile (in.name is the .shp
 // or a .zip holding one) into f.
-func readShapefile(ctx context.Context, cfg *config, in input, src *source, f *feeder) error {
-	var set *shpSet
-	var err error
+// openShpSet opens a Shapefile input: a .shp with its siblings, or a zip.
+func openShpSet(in input) (*shpSet, error) {
 	if in.format == formatZip {
-		set, err = shpSetFromZip(in.name)
-	} else {
-		set, err = shpSetFromPath(in.name)
+		return shpSetFromZip(in.name)
 	}
+	return shpSetFromPath(in.name)
+}
+
+// openDBF opens a Shapefile's table and reads its header, mapping its
+// fields to schema's (see readDBFHeader); the reader is left at the first
+// record. The caller closes the closer.
+func openDBF(set *shpSet, schema tiles.FieldSchema, idProp string) (*dbfTable, *bufio.Reader, io.Closer, error) {
+	cpg, hasCPG, err := set.readAll(".cpg", 1<<10)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dbf, dbfSize, err := set.open(".dbf")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil, errors.New("no .dbf: a Shapefile is the .shp, .shx and .dbf together")
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dr := bufio.NewReaderSize(dbf, 1<<20)
+	peek, err := dr.Peek(32)
+	if err != nil {
+		dbf.Close()
+		return nil, nil, nil, errors.New(".dbf: truncated header")
+	}
+	decode, err := codePage(string(cpg), hasCPG, peek[29])
+	if err != nil {
+		dbf.Close()
+		return nil, nil, nil, err
+	}
+	table, err := readDBFHeader(dr, dbfSize, decode, schema, idProp)
+	if err != nil {
+		dbf.Close()
+		return nil, nil, nil, err
+	}
+	return table, dr, dbf, nil
+}
+
+func readShapefile(ctx context.Context, cfg *config, in input, src *source, f *feeder) error {
+	set, err := openShpSet(in)
 	if err != nil {
 		return err
 	}
@@ -211,31 +247,11 @@ func readShapefile(ctx context.Context, cfg *config, in input, src *source, f *f
 	shxRecords := (shxSize - 100) / 8
 
 	// The table.
-	cpg, hasCPG, err := set.readAll(".cpg", 1<<10)
-	if err != nil {
-		return err
-	}
-	dbf, dbfSize, err := set.open(".dbf")
-	if errors.Is(err, fs.ErrNotExist) {
-		return errors.New("no .dbf: a Shapefile is the .shp, .shx and .dbf together")
-	}
+	table, dr, dbf, err := openDBF(set, cfg.own, cfg.IDProperty)
 	if err != nil {
 		return err
 	}
 	defer dbf.Close()
-	dr := bufio.NewReaderSize(dbf, 1<<20)
-	peek, err := dr.Peek(32)
-	if err != nil {
-		return errors.New(".dbf: truncated header")
-	}
-	decode, err := codePage(string(cpg), hasCPG, peek[29])
-	if err != nil {
-		return err
-	}
-	table, err := readDBFHeader(dr, dbfSize, decode, cfg.schema, cfg.IDProperty)
-	if err != nil {
-		return err
-	}
 	if table.records != shxRecords {
 		return fmt.Errorf("the .dbf has %d records and the .shx %d: the files do not belong together", table.records, shxRecords)
 	}

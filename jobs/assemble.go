@@ -37,6 +37,9 @@ func assembleInput(rep ledger.Report, revID uuid.UUID, number int, built time.Ti
 		status, reason, coverage, count := layerStatus(l)
 		cl := content.Layer{ID: l.id, Name: l.name(), SectionKey: l.layer.SectionKey, SectionName: l.sectionName(),
 			Jurisdictions: l.layer.Jurisdictions, RadiusM: l.radiusM, Status: status, Reason: reason, Coverage: coverage}
+		if l.layer.DetailM != nil {
+			cl.DetailM = *l.layer.DetailM
+		}
 		if count != nil {
 			n := int(*count)
 			cl.Count = &n

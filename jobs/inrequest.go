@@ -78,8 +78,8 @@ type handoff struct {
 	gone chan struct{}
 	// release gives the attempt's in-request slot back (once): when it
 	// hands its finish over, its engine work is done, and the slot bounds
-	// that work, not the finish's wait for the request's store (behind the
-	// answer, while the client's next query is admitted).
+	// that work, not the finish's wait for the request's store of it with
+	// its response.
 	release func()
 }
 

@@ -114,7 +114,7 @@ func TestReportSamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	eng := newEngine(t, d.store, engine.Options{})
-	r := newRunner(t, jobs.Config{Logger: slog.New(slog.DiscardHandler)}, led, eng, d.store)
+	r := newRunner(t, jobs.Config{Logger: slog.New(slog.DiscardHandler), Basemap: d.openBasemap(t)}, led, eng, d.store)
 	for _, s := range samples {
 		t.Run(s.name, func(t *testing.T) {
 			raw, _ := json.Marshal(geojson.NewGeometry(s.site))

@@ -1,6 +1,7 @@
 package jobs_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/geojson"
 
+	"siteenv/basemap"
 	"siteenv/clock"
 	"siteenv/engine"
 	"siteenv/ingest"
@@ -35,7 +37,9 @@ type reportBenchData struct {
 	store     *store.FileStore
 	published []publishedRelease
 	parcels   []ledger.ParcelRow
-	err       error
+	// basemap is the demo's basemap archive (synth.WriteBasemap).
+	basemap []byte
+	err     error
 }
 
 type publishedRelease struct {
@@ -64,6 +68,16 @@ var (
 	// ntPoint: a point in Darwin (the NT sample report).
 	ntPoint = orb.Point{130.8418, -12.4634}
 )
+
+// openBasemap opens the demo's basemap, as serve does from the store.
+func (d *reportBenchData) openBasemap(tb testing.TB) *basemap.Archive {
+	tb.Helper()
+	a, err := basemap.Open(bytes.NewReader(d.basemap))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a
+}
 
 func reportApproved(def *ingest.LayerDef) bool {
 	for _, s := range def.Sources {
@@ -108,6 +122,11 @@ func reportBenchSetup(b testing.TB) *reportBenchData {
 				return
 			}
 		}
+		var bm bytes.Buffer
+		if d.err = g.WriteBasemap(&bm); d.err != nil {
+			return
+		}
+		d.basemap = bm.Bytes()
 		// The parcels around the sites, as the demo's gazetteer holds them.
 		near := []orb.Bound{benchSite.Bound().Pad(0.01), ntPoint.Bound().Pad(0.01)}
 		d.err = g.Parcels(func(p synth.Parcel) error {
@@ -184,7 +203,7 @@ func BenchmarkReportBuild(b *testing.B) {
 		b.Fatal(err)
 	}
 	eng := newEngine(b, d.store, engine.Options{})
-	r := newRunner(b, jobs.Config{Logger: slog.New(slog.DiscardHandler)}, led, eng, d.store)
+	r := newRunner(b, jobs.Config{Logger: slog.New(slog.DiscardHandler), Basemap: d.openBasemap(b)}, led, eng, d.store)
 	var took []time.Duration
 	b.ReportAllocs()
 	b.ResetTimer()

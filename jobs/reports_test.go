@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -152,12 +153,15 @@ func (b *rbundle) publish(def map[string]any, feats map[string]tiles.Feature) st
 	return sum.ReleaseID
 }
 
-func (b *rbundle) publishBores(pts map[string]orb.Point) string {
+func (b *rbundle) publishBores(pts map[string]orb.Point) string { return b.publishBoresWith(pts, nil) }
+
+// publishBoresWith publishes the bores with extra members of layer.json.
+func (b *rbundle) publishBoresWith(pts map[string]orb.Point, extra map[string]any) string {
 	feats := map[string]tiles.Feature{}
 	for id, p := range pts {
 		feats[id] = tiles.Feature{Geometry: p, Properties: map[string]any{"bore_name": "Bore " + id, "status": "active", "depth_m": 12.5}}
 	}
-	return b.publish(map[string]any{
+	def := map[string]any{
 		"layer_id": boresID, "section_key": "water", "section_name": "Water", "name": "Groundwater bores", "description": "Test bores",
 		"schema_version": "1", "radius_max_m": 5000,
 		"field_schema": map[string]any{"bore_name": map[string]any{"type": "string"}, "status": map[string]any{"type": "string"},
@@ -168,7 +172,9 @@ func (b *rbundle) publishBores(pts map[string]orb.Point) string {
 			"licence": "CC-BY-4.0", "attribution": "© Test Survey 2024", "coverage_verified": true, "api_approved": true,
 			"agent_approved": true, "report_approved": true}},
 		"jurisdictions": []string{"NSW"}, "geometry_types": []string{"Point"}, "coverage": nil,
-	}, feats)
+	}
+	maps.Copy(def, extra)
+	return b.publish(def, feats)
 }
 
 // publishFlood: a flood area over the site (distance 0), one 2 km west

@@ -28,15 +28,20 @@ import (
 // response of about 3 KB and its audit record, as POST /queries stores a
 // small answer computed first), also for an account's next query on its
 // site (the stored response renamed to the site found, as a client asking
-// again about a site it has does); and, the floor under them all, a round
+// again about a site it has does); new_account_then_finish, a query
+// admitted running and then its finish stored with the same response and
+// audit record (ledger.FinishQueryCompleted, the second round trip of an
+// answer computed after its admission, before its response is sent); and,
+// the floor under them all, a round
 // trip that does nothing (SELECT 1):
 //
 //	go test -run '^$' -bench AdmitQueryBatch -benchtime 2000x ./ledger/
 func BenchmarkAdmitQueryBatch(b *testing.B) {
-	b.Run("account_seen", func(b *testing.B) { benchAdmit(b, false, false, "") })
-	b.Run("account_seen_answered", func(b *testing.B) { benchAdmit(b, false, true, "") })
-	b.Run("new_account", func(b *testing.B) { benchAdmit(b, true, false, "") })
-	b.Run("new_account_answered", func(b *testing.B) { benchAdmit(b, true, true, "") })
+	b.Run("account_seen", func(b *testing.B) { benchAdmit(b, false, false, false, "") })
+	b.Run("account_seen_answered", func(b *testing.B) { benchAdmit(b, false, true, false, "") })
+	b.Run("new_account", func(b *testing.B) { benchAdmit(b, true, false, false, "") })
+	b.Run("new_account_answered", func(b *testing.B) { benchAdmit(b, true, true, false, "") })
+	b.Run("new_account_then_finish", func(b *testing.B) { benchAdmit(b, true, false, true, "") })
 	b.Run("round_trip", func(b *testing.B) {
 		ctx := context.Background()
 		led := ledgertest.New(b, nil)
@@ -85,18 +90,19 @@ func BenchmarkAdmitAnsweredParts(b *testing.B) {
 		}
 		return s
 	}
-	b.Run("whole", func(b *testing.B) { benchAdmit(b, false, true, "") })
+	b.Run("whole", func(b *testing.B) { benchAdmit(b, false, true, false, "") })
 	for _, p := range []string{"idempotency", "lock", "rate", "query", "activity"} {
-		b.Run("only_"+p, func(b *testing.B) { benchAdmit(b, false, true, only(p)) })
+		b.Run("only_"+p, func(b *testing.B) { benchAdmit(b, false, true, false, only(p)) })
 	}
-	b.Run("reads_only", func(b *testing.B) { benchAdmit(b, false, true, only("")) })
+	b.Run("reads_only", func(b *testing.B) { benchAdmit(b, false, true, false, only("")) })
 }
 
 // benchAdmit admits queries in a loop: each on an account and site of its
 // own (fresh) or all on one, answered or to run. fn, when not empty,
 // replaces the answered admission's function after the first admission
-// (which registers the site).
-func benchAdmit(b *testing.B, fresh, answered bool, fn string) {
+// (which registers the site). finish admits each query running and stores
+// its finish with its response (FinishQueryCompleted) after it.
+func benchAdmit(b *testing.B, fresh, answered, finish bool, fn string) {
 	ctx := context.Background()
 	led := ledgertest.New(b, nil)
 	const warm = 50
@@ -133,13 +139,28 @@ func benchAdmit(b *testing.B, fresh, answered bool, fn string) {
 			Auth:  &ledger.AdmitAuth{KeyHash: ledger.HashKey(key), Scopes: []string{"queries:run"}, Datasets: layers, Catalogue: p.Catalogue},
 			Query: ledger.Query{RadiusM: 100, LayerIDs: layers, Frozen: frozen},
 			Limits: ledger.AdmitLimits{QueryLimits: ledger.QueryLimits{MaxQueued: 1 << 30, MaxRetainedBytes: 1 << 50}, PerMinute: 1 << 30,
-				RunNow: false, MaxRunning: 4, Lease: time.Minute}}
+				RunNow: finish, MaxRunning: 1 << 30, Lease: time.Minute}}
+		var then *ledger.AdmitAnswer
+		if answered || finish {
+			then = benchAnswer(b, led, &ar)
+		}
 		if answered {
-			ar.Answer = benchAnswer(b, led, &ar)
+			ar.Answer = then
 		}
 		res, err := led.Admit(ctx, ar)
 		if err != nil || (answered && !res.Answered) {
 			b.Fatal(res, err)
+		}
+		if finish {
+			f, err := led.PrepareFinish(res.Query, ledger.QuerySucceeded, then.Finish.Row.Outcome, "results/x/"+res.Query.ID.String()+".ndjson", 1500,
+				then.Finish.Row.ResultCount, 24*time.Hour)
+			if err != nil {
+				b.Fatal(err)
+			}
+			kept, err := led.FinishQueryCompleted(ctx, f, res.Principal.IntegrationID, ar.IdemKey, res.Token, then.Response, res.Principal.AccountID, then.Activity)
+			if err != nil || !kept {
+				b.Fatal(kept, err)
+			}
 		}
 	}
 	for i := range warm {

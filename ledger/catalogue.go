@@ -23,6 +23,9 @@ type Layer struct {
 	FieldSchema   json.RawMessage
 	Units         json.RawMessage
 	RadiusMaxM    float64
+	// DetailM is the layer's own detail distance (nil: its theme's
+	// default in a report).
+	DetailM       *float64
 	Sources       json.RawMessage
 	Jurisdictions []string
 	Coverage      json.RawMessage // nil: unknown (or not read: LayerFilter.WithoutCoverage)
@@ -68,7 +71,7 @@ func nullJSON(b json.RawMessage) any {
 }
 
 const layerColumns = `l.layer_id, l.section_key, s.name, s.price, l.name, l.description, l.schema_version, l.field_schema, l.units,
-	l.radius_max_m, l.sources, l.jurisdictions, l.coverage, l.geometry_types, l.current_release_id, l.updated_at`
+	l.radius_max_m, l.sources, l.jurisdictions, l.coverage, l.geometry_types, l.current_release_id, l.updated_at, l.detail_distance_m`
 
 func scanLayer(row pgx.Row) (Layer, error) {
 	var y Layer
@@ -84,7 +87,7 @@ func scanLayer(row pgx.Row) (Layer, error) {
 func layerTargets(y *Layer) []any {
 	return []any{&y.ID, &y.SectionKey, &y.SectionName, &y.SectionPrice, &y.Name, &y.Description, &y.SchemaVersion,
 		(*[]byte)(&y.FieldSchema), (*[]byte)(&y.Units), &y.RadiusMaxM, (*[]byte)(&y.Sources), &y.Jurisdictions,
-		(*[]byte)(&y.Coverage), &y.GeometryTypes, &y.CurrentReleaseID, &y.UpdatedAt}
+		(*[]byte)(&y.Coverage), &y.GeometryTypes, &y.CurrentReleaseID, &y.UpdatedAt, &y.DetailM}
 }
 
 // isObject reports whether raw (jsonb's text) is a JSON object.

@@ -290,6 +290,20 @@ func (l *Ledger) ReleaseIdempotency(ctx context.Context, integration uuid.UUID, 
 	return translate(err)
 }
 
+// LapseIdempotency hands the claim token's running claim back lapsed
+// instead of forgetting it: the key's next request takes it over at once
+// (IdemClaim.TookOver) and so looks for the query its first request's
+// admission committed (QueryByIdemKey). For a taken-over claim whose
+// query exists, ended without a response of its own (a sibling key's
+// refusal, a retryable failure): released, the next request would claim
+// the key afresh and admit a second query. A claim taken over by another
+// request is left alone.
+func (l *Ledger) LapseIdempotency(ctx context.Context, integration uuid.UUID, key string, token uuid.UUID) error {
+	l.leases.remove(token)
+	_, err := l.pool.Exec(ctx, lapseIdempotencySQL, integration, key, token, l.now())
+	return translate(err)
+}
+
 // The statements of idempotency claims, by what they do.
 const (
 	// renewIdempotencySQL extends the leases of the running claims of the
@@ -308,6 +322,10 @@ const (
 	// completeIdempotencySQL stores the response of the claim of token $3.
 	completeIdempotencySQL = `UPDATE idempotency SET state = 'done', status = $4, content_type = $5, location = nullif($6, ''), body = $7, updated_at = $8,
 			claim_token = NULL, lease_until = NULL
+		WHERE integration_id = $1 AND idem_key = $2 AND claim_token = $3 AND state = 'running'`
+	// lapseIdempotencySQL ends the lease of the running claim of token $3
+	// at $4, keeping the claim.
+	lapseIdempotencySQL = `UPDATE idempotency SET lease_until = $4, updated_at = $4
 		WHERE integration_id = $1 AND idem_key = $2 AND claim_token = $3 AND state = 'running'`
 	// releaseIdempotencySQL forgets the running claim of token $3.
 	releaseIdempotencySQL = `DELETE FROM idempotency WHERE integration_id = $1 AND idem_key = $2 AND claim_token = $3 AND state = 'running'`

@@ -239,3 +239,45 @@ func TestAcquireRetryAfterCrashMidPurchaseChargesOnce(t *testing.T) {
 	}
 	checkInvariants(t, bundle{ctx: ctx, led: live, clock: clk})
 }
+
+// A claim handed back lapsed (LapseIdempotency) is taken over at once by
+// the key's next request, which is told so (TookOver), where a released
+// one is claimed afresh; another token's lapse leaves a claim alone.
+func TestIdempotencyLapsedClaimIsTakenOver(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	acct, _ := b.led.CreateAccount(b.ctx, "", 0)
+	k, _ := b.led.CreateKey(b.ctx, ledger.KeyParams{Account: acct.ID, Scopes: []string{"queries:run"}})
+	fp := []byte("fp1")
+	claim := func() ledger.IdemClaim {
+		t.Helper()
+		c, err := b.led.ClaimIdempotency(b.ctx, k.IntegrationID, "k1", "create_query", fp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	first := claim()
+	if first.State != ledger.IdemFresh || first.TookOver {
+		t.Fatalf("first claim %+v", first)
+	}
+	if err := b.led.LapseIdempotency(b.ctx, k.IntegrationID, "k1", uuid.New()); err != nil {
+		t.Fatal(err)
+	}
+	if c := claim(); c.State != ledger.IdemInFlight {
+		t.Fatalf("after another token's lapse: %+v, want in flight", c)
+	}
+	if err := b.led.LapseIdempotency(b.ctx, k.IntegrationID, "k1", first.Token); err != nil {
+		t.Fatal(err)
+	}
+	next := claim()
+	if next.State != ledger.IdemFresh || !next.TookOver {
+		t.Fatalf("after the lapse: %+v, want taken over", next)
+	}
+	if err := b.led.ReleaseIdempotency(b.ctx, k.IntegrationID, "k1", next.Token); err != nil {
+		t.Fatal(err)
+	}
+	if c := claim(); c.State != ledger.IdemFresh || c.TookOver {
+		t.Fatalf("after a release: %+v, want a fresh claim", c)
+	}
+}

@@ -52,13 +52,13 @@ type ReleaseEvent struct {
 // insertNewLayerSQL (a staged release) leaves an existing layer alone.
 const (
 	insertLayerSQL = `INSERT INTO layers (layer_id, section_key, name, description, schema_version, field_schema, units,
-				radius_max_m, sources, jurisdictions, coverage, geometry_types, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) `
+				radius_max_m, sources, jurisdictions, coverage, geometry_types, updated_at, detail_distance_m)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) `
 	upsertLayerSQL = insertLayerSQL + `ON CONFLICT (layer_id) DO UPDATE SET section_key = excluded.section_key, name = excluded.name,
 				description = excluded.description, schema_version = excluded.schema_version, field_schema = excluded.field_schema,
 				units = excluded.units, radius_max_m = excluded.radius_max_m, sources = excluded.sources,
 				jurisdictions = excluded.jurisdictions, coverage = excluded.coverage, geometry_types = excluded.geometry_types,
-				updated_at = excluded.updated_at`
+				updated_at = excluded.updated_at, detail_distance_m = excluded.detail_distance_m`
 	insertNewLayerSQL = insertLayerSQL + `ON CONFLICT (layer_id) DO NOTHING`
 )
 
@@ -102,7 +102,7 @@ func (l *Ledger) PublishReleaseAs(ctx context.Context, layer Layer, rel Release,
 		}
 		if _, err := tx.Exec(ctx, insertLayer,
 			layer.ID, layer.SectionKey, layer.Name, layer.Description, layer.SchemaVersion, layer.FieldSchema, layer.Units,
-			layer.RadiusMaxM, layer.Sources, layer.Jurisdictions, nullJSON(layer.Coverage), layer.GeometryTypes, now); err != nil {
+			layer.RadiusMaxM, layer.Sources, layer.Jurisdictions, nullJSON(layer.Coverage), layer.GeometryTypes, now, layer.DetailM); err != nil {
 			return err
 		}
 		var current *string

@@ -108,6 +108,9 @@ func (s *Service) admitLimits() ledger.AdmitLimits {
 // site, the layers and the admission. The error is the answer, for c to
 // render, when nothing was rendered.
 func (s *Service) Admit(c QueryCall, fingerprint []byte, ask Ask, pending *Pending) error {
+	if pending == nil {
+		pending = &Pending{}
+	}
 	if handled, err := s.admitAtOnce(c, fingerprint, ask, pending); handled {
 		if _, provisional := c.Provisional(); provisional && err != nil {
 			// The ledger failed before it authenticated the key: answered
@@ -137,10 +140,11 @@ func (s *Service) Admit(c QueryCall, fingerprint []byte, ask Ask, pending *Pendi
 			// never a second query (it runs, or ran, on a worker).
 			switch q, err := s.led.QueryByIdemKey(ctx, p.IntegrationID, p.AccountID, key); {
 			case err == nil:
+				pending.Committed = true
 				if err := Permitted(p, q.LayerIDs); err != nil {
 					// Another key of the integration, restricted away from
 					// a layer: refused as a replay would be, the claim left
-					// for the query's own caller.
+					// (lapsed) for the query's own caller.
 					return &CallerRefusal{Err: err}
 				}
 				return c.Answer(q, s.wait(c, q, time.Duration(ask.Wait)*time.Second), ask, pending)

@@ -16,8 +16,8 @@ import (
 // millisecond; an answer still computing after AnswerFirstWait, or whose
 // records exceed answerFirstBytes, is admitted as before: the engine then
 // runs beside the admission rather than before it, and the stored
-// response, whose write grows with it, is stored behind the answer. Either
-// way the request pays at most the wait for the engine; answering a
+// response, whose write grows with it, is stored with the query's finish
+// before the answer is sent (completeWithFinish). Either way the request pays at most the wait for the engine; answering a
 // medium-scale query first (a few milliseconds of engine, hundreds of
 // features) measured slower than the admission beside it.
 const (

@@ -43,11 +43,11 @@ type Call interface {
 type Pending struct {
 	// Finish is the attempt's finish, the request's to store.
 	Finish *jobs.PendingFinish
-	// Whole: the answer (200) holds every feature in its page, so its
-	// finish may be stored behind it (FinishBehind) under BehindKey, the
-	// request's key's hash.
-	Whole     bool
-	BehindKey string
+	// Committed: the request's claim was taken over and its key's query
+	// exists (the first request's admission committed it): the claim is
+	// never released, only handed back lapsed (ledger.LapseIdempotency),
+	// so the key's next request answers with that query too.
+	Committed bool
 }
 
 // claim is one fresh idempotency claim: its key and token.

@@ -10,7 +10,7 @@
 // Idempotency-Key: the claim, the replay of a stored response only to a
 // caller the original request's checks would pass now, and the settling
 // of the claim (Settle: the stored response with its audit record, a
-// query's finish with it or behind it). The ledger is its only store of
-// record; the api package decodes requests and renders what it decides
-// through Call and QueryCall.
+// query's finish with it, before the answer is sent). The ledger is its
+// only store of record; the api package decodes requests and renders what
+// it decides through Call and QueryCall.
 package queries

@@ -120,7 +120,8 @@ const SettleTimeout = 5 * time.Second
 // Settle executes op under the claim token of key and settles the claim:
 // the response is stored for replay, or, after a retryable failure (429,
 // 5xx), a CallerRefusal or a panic, the claim is released so that a retry
-// executes again.
+// executes again (handed back lapsed when its key's query exists:
+// Pending.Committed).
 // op's error is written as the response (Call.Fail). A query's answer op
 // left in pending (nil: none) is stored with the response.
 func (s *Service) Settle(c Call, key string, token uuid.UUID, pending *Pending, op func() error) (err error) {
@@ -131,6 +132,15 @@ func (s *Service) Settle(c Call, key string, token uuid.UUID, pending *Pending, 
 		pending = &Pending{}
 	}
 	settled := false
+	release := func() {
+		rel := s.led.ReleaseIdempotency
+		if pending.Committed {
+			rel = s.led.LapseIdempotency
+		}
+		if err := rel(settle, integration, key, token); err != nil {
+			s.log.Error("idempotency release failed", "request_id", c.RequestID(), "err", err)
+		}
+	}
 	defer func() {
 		// A finish this request did not store is stored by its attempt.
 		if p := pending.Finish; p != nil {
@@ -139,9 +149,7 @@ func (s *Service) Settle(c Call, key string, token uuid.UUID, pending *Pending, 
 	}()
 	defer func() {
 		if !settled { // op panicked: forget the claim, then let the caller answer.
-			if rerr := s.led.ReleaseIdempotency(settle, integration, key, token); rerr != nil {
-				s.log.Error("idempotency release failed", "request_id", c.RequestID(), "err", rerr)
-			}
+			release()
 		}
 	}()
 	err = op()
@@ -152,9 +160,7 @@ func (s *Service) Settle(c Call, key string, token uuid.UUID, pending *Pending, 
 	rec := c.Response()
 	var refusal *CallerRefusal
 	if rec.Status == 429 || rec.Status >= 500 || errors.As(err, &refusal) {
-		if err := s.led.ReleaseIdempotency(settle, integration, key, token); err != nil {
-			s.log.Error("idempotency release failed", "request_id", c.RequestID(), "err", err)
-		}
+		release()
 		return nil
 	}
 	rec.Body = append([]byte(nil), rec.Body...)
@@ -195,24 +201,17 @@ var ErrChangedWhileAnswered = errors.New("queries: the query changed while it wa
 
 // completeWithFinish stores the finish of the query the request ran with
 // its response and audit record, in one relaxed statement
-// (ledger.FinishQueryCompleted), and tells the attempt (Stored). A query
-// no longer running (cancelled or taken over before its finish was
-// stored) was answered as finished wrongly: the answer becomes
-// ErrChangedWhileAnswered and the claim is released, so a retry runs it
-// afresh. An answer holding every feature has its finish stored behind
-// it instead (FinishBehind).
+// (ledger.FinishQueryCompleted), and tells the attempt (Stored). It is
+// stored before the response is sent, whatever the answer's size: a client
+// told the query finished must find it finished on every replica (another
+// replica's GET .../results reads the row, and serves the result from it:
+// jobs.Runner.OpenResult). A query no longer running (cancelled or taken
+// over before its finish was stored) was answered as finished wrongly: the
+// answer becomes ErrChangedWhileAnswered and the claim is released, so a
+// retry runs it afresh.
 func (s *Service) completeWithFinish(c Call, settle context.Context, key string, token uuid.UUID, rec ledger.IdemResponse, a ledger.Activity, pending *Pending) error {
 	p := pending.Finish
 	integration := c.Principal().IntegrationID
-	if pending.Whole && rec.Status == 200 && pending.BehindKey != "" {
-		// Every feature is in the answer: its finish is stored behind it.
-		s.cfg.Finished(p.Row)
-		c.Audited(a.HTTPStatus)
-		pending.Finish = nil // the finish's word is finishBehind's
-		done := s.behind.add(pending.BehindKey)
-		go s.finishBehind(p, integration, key, token, rec, c.Principal().AccountID, a, c.RequestID(), c.Operation(), done)
-		return nil
-	}
 	kept, err := s.led.FinishQueryCompleted(settle, p.QueryFinish, integration, key, token, rec, c.Principal().AccountID, a)
 	switch {
 	case err != nil && !errors.Is(err, ledger.ErrClaimLost):

@@ -40,7 +40,6 @@ type Service struct {
 	log     *slog.Logger
 	runner  Runner
 	vouches Vouches
-	behind  finishesBehind
 }
 
 // New returns a Service of cfg.

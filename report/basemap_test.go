@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"image"
 	"image/color"
+	"image/png"
 	"testing"
 
 	"github.com/paulmach/orb"
 	"github.com/paulmach/orb/encoding/mvt"
 	"github.com/paulmach/orb/geojson"
 	"github.com/paulmach/orb/maptile"
+	"github.com/paulmach/orb/project"
 
 	"siteenv/basemap"
 )
@@ -113,5 +115,58 @@ func TestBasemapDrawn(t *testing.T) {
 		if !near(d.c.img, d.f, lakeAt, bmWater) {
 			t.Errorf("print %v: no lake drawn 600 m north of the site", print)
 		}
+	}
+}
+
+// TestBasemapPNG: the browser map's basemap image puts the archive's road
+// and lake where Web Mercator (orb/project, not ours) puts them in the
+// requested box, labels the archive, and is plain ground without tiles.
+func TestBasemapPNG(t *testing.T) {
+	t.Parallel()
+	bm := testBasemap(t)
+	const w, h = 600, 400
+	b := orb.Bound{Min: offset(parramatta, -1500, -1000), Max: offset(parramatta, 1500, 1000)}
+	img := func(b orb.Bound) image.Image {
+		t.Helper()
+		out, err := BasemapPNG(bm, b, w, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := png.Decode(bytes.NewReader(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Bounds().Dx() != w || m.Bounds().Dy() != h {
+			t.Fatalf("image %v, want %dx%d", m.Bounds(), w, h)
+		}
+		return m
+	}
+	m := img(b)
+	lo, hi := project.WGS84.ToMercator(b.Min), project.WGS84.ToMercator(b.Max)
+	at := func(p orb.Point) color.NRGBA {
+		q := project.WGS84.ToMercator(p)
+		x, y := (q[0]-lo[0])/(hi[0]-lo[0])*w, (hi[1]-q[1])/(hi[1]-lo[1])*h
+		return color.NRGBAModel.Convert(m.At(int(x), int(y))).(color.NRGBA)
+	}
+	if c := at(offset(parramatta, 900, 0)); c != bmMajor {
+		t.Errorf("on the road: %v, want %v", c, bmMajor)
+	}
+	if c := at(offset(parramatta, 100, 600)); c != bmWater {
+		t.Errorf("in the lake: %v, want %v", c, bmWater)
+	}
+	if c := at(offset(parramatta, 900, 250)); c != landColour {
+		t.Errorf("between road and lake: %v, want the ground %v", c, landColour)
+	}
+	// Far from the archive's tiles: plain ground, no attribution.
+	far := img(orb.Bound{Min: offset(albury, -1500, -1000), Max: offset(albury, 1500, 1000)})
+	for y := 0; y < h; y += 7 {
+		for x := 0; x < w; x += 7 {
+			if c := color.NRGBAModel.Convert(far.At(x, y)).(color.NRGBA); c != landColour {
+				t.Fatalf("outside the archive (%d,%d) is %v, not plain ground", x, y, c)
+			}
+		}
+	}
+	if _, err := BasemapPNG(bm, orb.Bound{Min: parramatta, Max: parramatta}, w, h); err == nil {
+		t.Error("an empty box drew an image")
 	}
 }

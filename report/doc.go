@@ -106,6 +106,10 @@ type LegendEntry struct {
 	// Features drawn; Marks the point marks they make (a MultiPoint is one
 	// feature of several marks); Keyed how many carry a map key.
 	Features, Marks, Keyed int
+	// ClassField and Classes: a classed polygon layer's field title and
+	// its classes, each filled in ClassColour(i).
+	ClassField string
+	Classes    []string
 }
 
 // ReportLayer is one layer's frozen evidence as the detail pages print it.

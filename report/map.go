@@ -27,7 +27,7 @@ import (
 
 // MapVersion names the map renderer: a change to what it draws changes it,
 // and with it every map's ETag.
-const MapVersion = "map-2"
+const MapVersion = "map-3"
 
 // Map image size in pixels (the contract's fixed 1280 x 900).
 const (
@@ -71,6 +71,15 @@ type Layer struct {
 	// Keys, when set, hold a map key per feature (parallel to Features;
 	// 0: none): the report's numbers that tie a table row to its mark.
 	Keys []int
+	// ClassNames, when set, are the classes of the layer's class field (a
+	// polygon layer's probability or hazard class) and Classes, parallel to
+	// Features, each feature's index into them (-1: none): polygons are
+	// filled by class, and the legend names each class's colour.
+	ClassNames []string
+	Classes    []int
+	// ClassField is the class field's printed name (a map image's legend
+	// heads its classes with it).
+	ClassField string
 	// Minor, parallel to Keys: a key printed only where it fits clear of
 	// every other label and mark (a record of the appendix, beyond the
 	// detail distance); the others are placed whatever it takes.
@@ -528,7 +537,49 @@ func (d *drawer) layers() []layerCount {
 	return counts
 }
 
+// ClassColour is the fill of class i of a classed polygon layer: a
+// categorical palette (classes imply no order the map could know).
+func ClassColour(i int) color.NRGBA {
+	if i < 0 {
+		return color.NRGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff}
+	}
+	return classPalette[i%len(classPalette)]
+}
+
+var classPalette = []color.NRGBA{
+	{R: 0xd7, G: 0x30, B: 0x27, A: 0xff}, {R: 0xfc, G: 0x8d, B: 0x59, A: 0xff}, {R: 0xfe, G: 0xe0, B: 0x90, A: 0xff},
+	{R: 0x91, G: 0xbf, B: 0xdb, A: 0xff}, {R: 0x45, G: 0x75, B: 0xb4, A: 0xff}, {R: 0x1a, G: 0x98, B: 0x50, A: 0xff},
+	{R: 0x76, G: 0x2a, B: 0x83, A: 0xff},
+}
+
+// classedPolygons fills each class of a classed polygon layer in its own
+// colour (at 45%), with the layer's outline.
+func (d *drawer) classedPolygons(l Layer, st style) {
+	var tiny []float64
+	for k := -1; k < len(l.ClassNames); k++ {
+		fill := d.c.newLayerFill(d.panel)
+		for i, g := range l.Features {
+			if i < len(l.Classes) && l.Classes[i] == k {
+				d.addPolygons(fill.p, g, func(x, y float64) { tiny = append(tiny, x, y) })
+			}
+		}
+		c := ClassColour(k)
+		c.A = 0x73
+		fill.paint(c)
+	}
+	out := d.c.newLayerFill(d.panel)
+	for _, g := range l.Features {
+		d.addOutlines(out.p, g, 1.3)
+	}
+	out.paint(st.colour)
+	d.markers(tiny, st, 2.5)
+}
+
 func (d *drawer) polygonLayer(l Layer, st style) {
+	if len(l.ClassNames) > 0 && len(l.Classes) == len(l.Features) {
+		d.classedPolygons(l, st)
+		return
+	}
 	var tiny []float64
 	fill := d.c.newLayerFill(d.panel)
 	n := 0
@@ -1003,8 +1054,53 @@ func (d *drawer) legend(counts []layerCount, radii []float64) {
 				y += 15
 			}
 		}
+		y = d.legendClasses(l, textX, y, width)
 		y += 12
 	}
+}
+
+// legendClasses lists a classed polygon layer's classes, each with its
+// fill as the map paints it, under the layer's entry; it returns the y
+// below them.
+func (d *drawer) legendClasses(l Layer, x, y, width int) int {
+	if len(l.ClassNames) == 0 || len(l.Classes) != len(l.Features) {
+		return y
+	}
+	c, fc := d.c, d.fc
+	if l.ClassField != "" {
+		for _, w := range wrap(fc.small, "Filled by "+l.ClassField+":", width, 2) {
+			c.text(fc.small, w, x, y+12, mutedColour)
+			y += 15
+		}
+	}
+	names := l.ClassNames
+	if slices.Contains(l.Classes, -1) {
+		names = append(slices.Clip(names), "no class")
+	}
+	for k, name := range names {
+		if y > d.notesTop-30 {
+			c.text(fc.small, fmt.Sprintf("… and %d more classes", len(names)-k), x, y+12, mutedColour)
+			return y + 15
+		}
+		if k == len(l.ClassNames) {
+			k = -1
+		}
+		r := image.Rect(x, y+2, x+18, y+13)
+		p := newPath()
+		p.addRing(rectXY(r), true)
+		fill := ClassColour(k)
+		fill.A = 0x73
+		c.fill(p, landColour, legendPanel)
+		c.fill(p, fill, legendPanel)
+		e := newPath()
+		e.addStroke(append(rectXY(r), float64(r.Min.X), float64(r.Min.Y)), 1)
+		c.fill(e, mutedColour, legendPanel)
+		for _, w := range wrap(fc.small, name, width-24, 1) {
+			c.text(fc.small, w, x+24, y+12, textColour)
+		}
+		y += 15
+	}
+	return y
 }
 
 func rectXY(r image.Rectangle) []float64 {

@@ -681,8 +681,40 @@ func (d *pdfDoc) legend(s *ReportSection) {
 		d.SetFont("go", "", 8)
 		d.SetTextColor(40, 40, 40)
 		d.MultiCell(bodyW-8, 4.2, text, "", "L", false)
+		if len(e.Classes) > 0 {
+			d.classLegend(e)
+		}
 	}
 	d.Ln(3)
+}
+
+// classLegend names the fill of each class of a classed polygon layer,
+// indented under its entry.
+func (d *pdfDoc) classLegend(e LegendEntry) {
+	d.room(5)
+	x, y := marginL+8, d.GetY()
+	d.SetFont("go", "", 8)
+	d.SetTextColor(40, 40, 40)
+	lead := e.ClassField + ":"
+	d.SetXY(x, y)
+	w := d.GetStringWidth(lead) + 2
+	d.CellFormat(w, 4.2, lead, "", 0, "L", false, 0, "")
+	x += w
+	for i, c := range e.Classes {
+		cw := 6 + 1.5 + d.GetStringWidth(c) + 3
+		if x+cw > marginL+bodyW {
+			x, y = marginL+12, y+4.4
+		}
+		col := ClassColour(i)
+		d.SetAlpha(0.45, "Normal")
+		d.SetFillColor(int(col.R), int(col.G), int(col.B))
+		d.Rect(x, y+0.8, 6, 3, "F")
+		d.SetAlpha(1, "Normal")
+		d.SetXY(x+7.5, y)
+		d.CellFormat(cw-7.5, 4.2, c, "", 0, "L", false, 0, "")
+		x += cw
+	}
+	d.SetXY(marginL, y+4.6)
 }
 
 // contextLegend keys what every map draws besides the layers: parcels,
@@ -743,7 +775,12 @@ func plural(n int, one, many string) string {
 func (d *pdfDoc) layer(l *ReportLayer) {
 	// The heading, summary and first card stay together.
 	d.room(14 + 12*float64(min(len(l.Cards), 1)))
-	d.subheading(l.Name, 1)
+	heading := l.Name
+	if l.DetailM > 0 {
+		// The distance that splits the layer's cards from its appendix rows.
+		heading += " (detail distance " + Distance(l.DetailM) + ")"
+	}
+	d.subheading(heading, 1)
 	summary := statusText(*l) + " within " + Distance(l.RadiusM) + "; coverage " + l.Coverage
 	if l.Count != nil {
 		summary += "; " + plural(*l.Count, "record", "records") + " matched"

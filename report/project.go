@@ -21,8 +21,12 @@ import (
 // one kept is dropped, so a 100,000-vertex polygon costs what its outline
 // in pixels costs.
 type frame struct {
-	local  geo.Local
-	scale  float64 // pixels per metre
+	local geo.Local
+	scale float64 // pixels per metre
+	// merc: the frame is Web Mercator (mercatorFrame) at mscale pixels
+	// per Mercator metre, not geo.Local.
+	merc   bool
+	mscale float64
 	xc, yc float64 // projected metres at the panel's centre
 	cx, cy float64 // the panel's centre in canvas pixels
 	ll     orb.Bound
@@ -36,6 +40,10 @@ type frame struct {
 const minStep = 0.35
 
 func (f *frame) px(p orb.Point) (float64, float64) {
+	if f.merc {
+		x, y := mercator(p)
+		return f.cx + (x-f.xc)*f.mscale, f.cy - (y-f.yc)*f.mscale
+	}
 	x, y := f.local.Forward(p)
 	return f.cx + (x-f.xc)*f.scale, f.cy - (y-f.yc)*f.scale
 }

@@ -68,38 +68,9 @@ func parcels(t *testing.T, dir, name string, n int, dy float64, zone string, ext
 // clicks promote and checks the release became the layer's current one
 // (the same ledger transaction `siteenv release promote` makes).
 func TestReviewPagePromote(t *testing.T) {
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatal("chromium not found: run make tools (scripts/install-test-tools.sh installs Debian's chromium)")
-	}
+	bctx := browser(t)
+	led, st, relA, relB := stagedFixture(t)
 	ctx := context.Background()
-	led, err := ledger.Open(ctx, ledgertest.DSN(t), ledger.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer led.Close()
-	dir := t.TempDir()
-	st, err := store.NewFileStore(filepath.Join(dir, "store"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	def, err := ingest.ParseLayerDef([]byte(layerJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ingestRelease := func(file string, stage bool) string {
-		sum, err := ingest.Run(ctx, ingest.Options{Layer: def, Store: st, TempDir: t.TempDir(),
-			Publisher: ingest.LedgerPublisher{Ledger: led, Stage: stage}}, file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sum.ReleaseID
-	}
-	// A: p0..p11. B: p2 moved about 55 m north, p3 rezoned, p11 gone,
-	// p12..p14 new.
-	relA := ingestRelease(parcels(t, dir, "a.geojson", 12, 0, "R2", 0), false)
-	relB := ingestRelease(parcels(t, dir, "b.geojson", 11, 0.0005, "B4", 3), true)
-
 	srv, err := New(Options{Ledger: led, Store: st})
 	if err != nil {
 		t.Fatal(err)
@@ -127,19 +98,6 @@ func TestReviewPagePromote(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("promote without the token: %d", resp.StatusCode)
 	}
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:0:0],
-		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 1100))
-	actx, cancelA := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelA()
-	bctx, cancelB := chromedp.NewContext(actx)
-	defer cancelB()
-	bctx, cancelT := context.WithTimeout(bctx, 2*time.Minute)
-	defer cancelT()
 
 	// The index lists the staged release.
 	if err := chromedp.Do(bctx, chromedp.Navigate(hs.URL+"/")); err != nil {
@@ -213,6 +171,62 @@ func TestReviewPagePromote(t *testing.T) {
 	if err != nil || len(evs) != 3 || evs[2].Action != "promoted" || evs[2].ReleaseID != relB || !strings.Contains(evs[2].Actor, "review") {
 		t.Fatalf("audit %+v %v", evs, err)
 	}
+}
+
+// stagedFixture ingests release A of the review layer as current and
+// stages release B: p2 moved about 55 m north, p3 rezoned, p11 gone,
+// p12..p14 new.
+func stagedFixture(t *testing.T) (led *ledger.Ledger, st store.Store, relA, relB string) {
+	t.Helper()
+	ctx := context.Background()
+	led, err := ledger.Open(ctx, ledgertest.DSN(t), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(led.Close)
+	dir := t.TempDir()
+	st, err = store.NewFileStore(filepath.Join(dir, "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := ingest.ParseLayerDef([]byte(layerJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingestRelease := func(file string, stage bool) string {
+		sum, err := ingest.Run(ctx, ingest.Options{Layer: def, Store: st, TempDir: t.TempDir(),
+			Publisher: ingest.LedgerPublisher{Ledger: led, Stage: stage}}, file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum.ReleaseID
+	}
+	relA = ingestRelease(parcels(t, dir, "a.geojson", 12, 0, "R2", 0), false)
+	relB = ingestRelease(parcels(t, dir, "b.geojson", 11, 0.0005, "B4", 3), true)
+	return led, st, relA, relB
+}
+
+// browser starts headless Chromium (Debian's chromium package) for the
+// test, with two minutes to do its work.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("chromium not found: run make tools (scripts/install-test-tools.sh installs Debian's chromium)")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:0:0],
+		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 1100))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelA)
+	bctx, cancelB := chromedp.NewContext(actx)
+	t.Cleanup(cancelB)
+	bctx, cancelT := context.WithTimeout(bctx, 2*time.Minute)
+	t.Cleanup(cancelT)
+	return bctx
 }
 
 // TestReviewDiscard: discard from the page's API (with its token) leaves

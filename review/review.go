@@ -50,6 +50,8 @@ type Options struct {
 	Actor string
 	// Basemap, when set, draws the map over a basemap. Default nil: none.
 	Basemap Basemap
+	// BasemapAttribution is printed under the map when Basemap is set.
+	BasemapAttribution string
 	// MaxFeatures bounds the features the map and table show per page
 	// (the counts are always exact). Default 5000.
 	MaxFeatures int
@@ -198,7 +200,8 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		LayerID, LayerName, ReleaseID, State, Current, Token string
 		Features                                             int64
 		Basemap                                              bool
-	}{layer, info.layerName, rel, info.state, info.current, s.token, info.features, s.opt.Basemap != nil})
+		Attribution                                          string
+	}{layer, info.layerName, rel, info.state, info.current, s.token, info.features, s.opt.Basemap != nil, s.opt.BasemapAttribution})
 }
 
 type releaseInfo struct {

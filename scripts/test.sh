@@ -22,8 +22,8 @@ self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 MAKE=${MAKE:-make}
-RACE_PKGS=${RACE_PKGS:-./api/... ./clock/... ./ledger/... ./engine/... ./jobs/... ./store/...}
-RACE_ONLY_PKGS=${RACE_ONLY_PKGS:-./api/... ./clock/... ./ledger/... ./engine/... ./jobs/... ./store/...}
+RACE_PKGS=${RACE_PKGS:-./api/... ./queries/... ./clock/... ./ledger/... ./engine/... ./jobs/... ./store/...}
+RACE_ONLY_PKGS=${RACE_ONLY_PKGS:-./api/... ./queries/... ./clock/... ./ledger/... ./engine/... ./jobs/... ./store/...}
 PLAIN_RUN=${PLAIN_RUN-./engine:^(TestExactness|TestExactnessEdgeIndex|TestEdgeIndexMatchesPlain|TestEdgeIndexContains|TestShardEdgeIndexBytes|TestShardBytesPerVertex|TestConcurrentQueries|TestFeatureLimit)\$ ./jobs:^TestReportSamples\$}
 FUZZTIME=${FUZZTIME:-20000x}
 TEST_PHASES=${TEST_PHASES:-lint plain race fuzz}

@@ -17,7 +17,7 @@ func TestHelpListsFlags(t *testing.T) {
 		flags []string // "-name" and a word of its description
 	}{
 		{[]string{"serve", "--help"}, []string{"-addr", "listen address", "-metrics-addr", "-shutdown-timeout"}},
-		{[]string{"ingest", "--help"}, []string{"-repair", "ST_MakeValid", "-drop-unknown-fields", "-publish", "-json", "-out"}},
+		{[]string{"ingest", "--help"}, []string{"-repair", "ST_MakeValid", "-drop-unknown-fields", "-keep-unknown-fields", "-publish", "-json", "-out"}},
 		{[]string{"ingest", "gazetteer", "--help"}, []string{"-addresses", "-parcels"}},
 		{[]string{"release", "diff", "--help"}, []string{"-tolerance", "moved no further", "-from"}},
 		{[]string{"release", "promote", "-h"}, []string{"-release", "release to make current"}},

@@ -45,7 +45,7 @@ func (e *env) outDir(flagValue string) (string, error) {
 	return abs, os.MkdirAll(abs, 0o755)
 }
 
-const ingestUsage = "usage: siteenv ingest --layer layer.json [--source-crs EPSG:N] [--id-property NAME] [--repair] [--drop-unknown-fields] [--stage|--publish] [--out DIR] [--json] FILE..."
+const ingestUsage = "usage: siteenv ingest --layer layer.json [--source-crs EPSG:N] [--id-property NAME] [--repair] [--drop-unknown-fields|--keep-unknown-fields] [--stage|--publish] [--out DIR] [--json] FILE..."
 
 func ingestCmd(ctx context.Context, set settings, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "gazetteer" {
@@ -64,7 +64,8 @@ func ingestCmd(ctx context.Context, set settings, args []string, stdout, stderr 
 	outFlag := fs.String("out", "", "directory for the rejects CSV (default <data-dir>/out)")
 	rejects := fs.String("rejects", "", "rejects CSV (file,row,reason); default <out>/<layer_id>.rejects.csv")
 	repair := fs.Bool("repair", false, "make invalid polygons valid as PostGIS ST_MakeValid does (a bowtie becomes two triangles) instead of rejecting them")
-	dropUnknown := fs.Bool("drop-unknown-fields", false, "drop source columns that are not fields of the layer's field_schema (listed in the summary)")
+	dropUnknown := fs.Bool("drop-unknown-fields", false, "drop source columns that are not fields of the layer's field_schema (listed in the summary; overrides the layer's unknown_fields)")
+	keepUnknown := fs.Bool("keep-unknown-fields", false, "keep source columns that are not fields of the layer's field_schema as string fields of the release under their own names (listed in the summary; overrides the layer's unknown_fields)")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object instead of text")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
@@ -74,6 +75,9 @@ func ingestCmd(ctx context.Context, set settings, args []string, stdout, stderr 
 	}
 	if *stage && *publish {
 		return usageError{"--stage and --publish exclude each other"}
+	}
+	if *dropUnknown && *keepUnknown {
+		return usageError{"--drop-unknown-fields and --keep-unknown-fields exclude each other"}
 	}
 	def, err := ingest.ReadLayerDef(*layerPath)
 	if err != nil {
@@ -104,7 +108,7 @@ func ingestCmd(ctx context.Context, set settings, args []string, stdout, stderr 
 	staging := *stage || (hasCurrent && !*publish)
 	sum, err := ingest.Run(ctx, ingest.Options{
 		Layer: def, SourceCRS: *srcCRS, Table: *table, IDProperty: *idProp, MaxRejects: *maxRejects, RejectsPath: *rejects, MemoryBudget: set.IngestMemory,
-		Repair: *repair, DropUnknownFields: *dropUnknown,
+		Repair: *repair, DropUnknownFields: *dropUnknown, KeepUnknownFields: *keepUnknown,
 		Store: st, Publisher: ingest.LedgerPublisher{Ledger: e.led, Stage: staging, Actor: actor("siteenv ingest")}, Progress: os.Stderr,
 	}, fs.Args()...)
 	if err != nil {
@@ -178,6 +182,9 @@ func printIngestSummary(w io.Writer, o ingestOutput, stagedByDefault bool) {
 		plural(s.Features, "feature"), s.Rejected, s.Repaired, plural(int64(s.Tiles), "tile"), s.ElapsedS)
 	if len(s.DroppedFields) > 0 {
 		fmt.Fprintf(w, "  dropped columns: %s\n", strings.Join(s.DroppedFields, ", "))
+	}
+	if len(s.KeptFields) > 0 {
+		fmt.Fprintf(w, "  kept columns (as string fields): %s\n", strings.Join(s.KeptFields, ", "))
 	}
 	if len(s.RenamedFields) > 0 {
 		var rs []string

@@ -33,7 +33,7 @@ Usage:
   siteenv admin report import --account ID --site ID --file X.pdf [--created-at T]
           (a historical website report: PDF only, dataset scope and provenance unknown)
   siteenv ingest --layer layer.json [--source-crs EPSG:N] [--id-property NAME] [--repair]
-          [--drop-unknown-fields] [--stage|--publish] [--out DIR] [--json]
+          [--drop-unknown-fields|--keep-unknown-fields] [--stage|--publish] [--out DIR] [--json]
           [--max-rejects N] [--rejects FILE] [--table NAME] FILE...
           (GeoJSON, NDJSON, CSV, GeoParquet, Shapefile .shp or .zip, GeoPackage .gpkg;
           a layer with a current release is staged unless --publish)

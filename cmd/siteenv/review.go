@@ -10,6 +10,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/paulmach/orb"
+
+	"siteenv/report"
 	"siteenv/review"
 )
 
@@ -40,7 +43,19 @@ func reviewCmd(ctx context.Context, set settings, args []string, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	srv, err := review.New(review.Options{Ledger: e.led, Store: st, Actor: actor("siteenv review"), Log: log})
+	// The basemap serve draws under its maps (SITEENV_BASEMAP, else the
+	// store's), drawn under the review map; without one the page says so.
+	bm, bmClose, err := openBasemap(ctx, set, st)
+	if err != nil {
+		return err
+	}
+	defer bmClose.Close()
+	opt := review.Options{Ledger: e.led, Store: st, Actor: actor("siteenv review"), Log: log}
+	if bm != nil {
+		opt.Basemap = func(_ context.Context, b orb.Bound, w, h int) ([]byte, error) { return report.BasemapPNG(bm, b, w, h) }
+		opt.BasemapAttribution = bm.Attribution()
+	}
+	srv, err := review.New(opt)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ const (
 )
 
 // BasemapAttribution is the demo basemap's attribution.
-const BasemapAttribution = "Synthetic demo basemap (siteenv): streets, waterways and localities generated with the demo data"
+const BasemapAttribution = "siteenv synthetic demo basemap"
 
 // WriteBasemap writes a PMTiles basemap of the demo's towns in the
 // Protomaps layer schema: "roads" (every street its parcels front, main

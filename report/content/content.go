@@ -9,6 +9,7 @@ package content
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -260,6 +261,8 @@ func Build(in Input) Output {
 			for _, name := range brief {
 				rl.BriefFields = append(rl.BriefFields, fields.Label(name))
 			}
+			classField, classNames := fields.ClassField()
+			classOf := map[string]int{}
 			for j := range n {
 				ft := &l.Features[j]
 				key++
@@ -286,6 +289,9 @@ func Build(in Input) Output {
 				if lf.OnSite {
 					doc.SiteProfile = append(doc.SiteProfile, row)
 				}
+				if classField != "" {
+					classOf[ft.ID] = slices.Index(classNames, fmt.Sprint(props[classField]))
+				}
 			}
 			if ml != nil && l.Status == "data_present" {
 				keys := map[string]int{}
@@ -299,6 +305,17 @@ func Build(in Input) Output {
 						continue
 					}
 					ml.Features = append(ml.Features, ft.Geometry)
+					if classField != "" {
+						switch ft.Geometry.(type) {
+						case orb.Polygon, orb.MultiPolygon:
+							ml.ClassNames = classNames
+						}
+						c, ok := classOf[ft.ID]
+						if !ok {
+							c = -1
+						}
+						ml.Classes = append(ml.Classes, c)
+					}
 					ml.Keys = append(ml.Keys, keys[ft.ID])
 					ml.Minor = append(ml.Minor, ft.DistanceM > detail)
 					drawnAt[len(drawnAt)-1] = append(drawnAt[len(drawnAt)-1], ft.DistanceM)
@@ -318,6 +335,11 @@ func Build(in Input) Output {
 					default:
 						entry.Kind = "polygon"
 					}
+				}
+				if ml.ClassNames == nil {
+					ml.Classes = nil
+				} else if entry.Kind == "polygon" {
+					entry.ClassField, entry.Classes = fields.Label(classField), classNames
 				}
 				if entry.Features > 0 {
 					rs.Legend = append(rs.Legend, entry)

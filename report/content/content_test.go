@@ -224,8 +224,9 @@ func TestCoverAndGaps(t *testing.T) {
 
 func TestLabels(t *testing.T) {
 	f := NewFields(json.RawMessage(`{"probability_class":{"title":"Probability"},"depth_m":{"description":"Depth drilled"},"bore_id":{"type":"string"}}`),
-		json.RawMessage(`{"depth_m":"m"}`))
+		json.RawMessage(`{"depth_m":"m","swl_m":"m"}`))
 	for name, want := range map[string]string{"probability_class": "Probability", "depth_m": "Depth drilled (m)", "bore_id": "Bore ID",
+		"swl_m": "Swl (m)", // its name says its unit: once, not "Swl (m) (m)"
 		"record_updated_at": "Record updated at", "lga": "LGA"} {
 		if got := f.Label(name); got != want {
 			t.Errorf("Label(%s) = %q, want %q", name, got, want)
@@ -390,4 +391,33 @@ func BenchmarkBuild50Pages(b *testing.B) {
 		b.Fatalf("%d pages, want 50 or more", pages)
 	}
 	b.ReportMetric(float64(pages), "pages")
+}
+
+// TestClassedPolygons: a polygon layer with an enumerated class field is
+// filled by class on its map, and its legend names every class.
+func TestClassedPolygons(t *testing.T) {
+	in := sampleInput()
+	classes := []string{"High", "Low", "Extremely low"}
+	var fs []Feature
+	for i, d := range []float64{0, 150, 400, 900} {
+		c := origin
+		if d > 0 {
+			c = east(origin, d)
+		}
+		sq := orb.Polygon{{{c[0] - 5e-4, c[1] - 5e-4}, {c[0] + 5e-4, c[1] - 5e-4}, {c[0] + 5e-4, c[1] + 5e-4}, {c[0] - 5e-4, c[1] + 5e-4}, {c[0] - 5e-4, c[1] - 5e-4}}}
+		class := classes[i%3]
+		fs = append(fs, Feature{ID: fmt.Sprintf("S-%d", i), DistanceM: d, Geometry: sq,
+			Properties: func() map[string]any { return map[string]any{"probability_class": class} }})
+	}
+	l := layer("s", "soils", 2000, []string{"AUS"}, fs)
+	l.FieldSchema = json.RawMessage(`{"probability_class":{"type":"string","title":"Probability","enum":["High","Low","Extremely low"]}}`)
+	in.Layers = []Layer{l}
+	s := Build(in).Doc.Sections[0]
+	ml := s.Map.Layers[0]
+	if !slices.Equal(ml.ClassNames, classes) || !slices.Equal(ml.Classes, []int{0, 1, 2, 0}) {
+		t.Errorf("map classes %v %v", ml.ClassNames, ml.Classes)
+	}
+	if len(s.Legend) != 1 || s.Legend[0].ClassField != "Probability" || !slices.Equal(s.Legend[0].Classes, classes) {
+		t.Errorf("legend %+v", s.Legend)
+	}
 }

@@ -19,6 +19,7 @@ const fieldChars = 80
 type fieldSpec struct {
 	Title       string `json:"title"`
 	Description string `json:"description"`
+	Enum        []any  `json:"enum"`
 }
 
 // Fields labels a layer's fields for people: the field schema's title;
@@ -28,6 +29,7 @@ type Fields struct {
 	labels map[string]string
 	units  map[string]string
 	names  []string // the schema's fields in its order (by name)
+	enums  map[string][]string
 }
 
 // NewFields reads a layer's field schema and units (JSON objects keyed by
@@ -38,6 +40,14 @@ func NewFields(schema, units json.RawMessage) Fields {
 	if len(schema) > 0 && json.Unmarshal(schema, &specs) == nil {
 		for k, s := range specs {
 			f.names = append(f.names, k)
+			for _, v := range s.Enum {
+				if v, ok := v.(string); ok {
+					if f.enums == nil {
+						f.enums = map[string][]string{}
+					}
+					f.enums[k] = append(f.enums[k], v)
+				}
+			}
 			switch {
 			case strings.TrimSpace(s.Title) != "":
 				f.labels[k] = strings.TrimSpace(s.Title)
@@ -63,10 +73,26 @@ func NewFields(schema, units json.RawMessage) Fields {
 // read the same in every report.
 func (f Fields) Names() []string { return f.names }
 
+// ClassField is the field a polygon layer's areas are classed by: an
+// enumerated field named for a class, category, probability, hazard or
+// risk (the first by name), with its values; "" when none.
+func (f Fields) ClassField() (string, []string) {
+	for _, word := range []string{"class", "probability", "hazard", "risk", "category"} {
+		for _, n := range f.names {
+			if strings.Contains(n, word) && len(f.enums[n]) > 1 && len(f.enums[n]) <= 8 {
+				return n, f.enums[n]
+			}
+		}
+	}
+	return "", nil
+}
+
 // Label is the field's printed name, with its unit.
 func (f Fields) Label(name string) string {
 	l := cmp.Or(f.labels[name], Humanize(name))
-	if u := f.units[name]; u != "" {
+	if u := f.units[name]; u != "" && !strings.HasSuffix(l, "("+u+")") {
+		// A name that already says its unit ("depth_m" -> "Depth (m)")
+		// is not given it twice.
 		l += " (" + u + ")"
 	}
 	return l

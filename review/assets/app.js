@@ -56,7 +56,12 @@
       var a = screenToMerc(0, 0), b = screenToMerc(W, H);
       var nw = unmerc(a[0], a[1]), se = unmerc(b[0], b[1]);
       var url = "/basemap.png?bbox=" + [nw[0], se[1], se[0], nw[1]].map(function (v) { return v.toFixed(7); }).join(",") + "&w=" + W + "&h=" + H;
-      if (!base) { base = el("image", { x: 0, y: 0, width: W, height: H }); svg.insertBefore(base, world); }
+      if (!base) {
+        base = el("image", { id: "basemap", x: 0, y: 0, width: W, height: H, preserveAspectRatio: "none" });
+        // data-loaded: the browser has drawn this view's basemap.
+        base.addEventListener("load", function () { base.setAttribute("data-loaded", base.getAttribute("href")); });
+        svg.insertBefore(base, world);
+      }
       base.setAttribute("href", url);
     }, 150);
   }
