@@ -469,7 +469,7 @@ func (r *Runner) parcelsNear(ctx context.Context, site orb.Geometry) ([]content.
 			return nil, err
 		}
 		out = append(out, content.Parcel{Jurisdiction: p.Jurisdiction, CadastreID: p.CadastreID, Address: deref(p.Address),
-			Postcode: deref(p.Postcode), Geometry: g})
+			Postcode: deref(p.Postcode), LGA: deref(p.LGA), Geometry: g})
 	}
 	return out, nil
 }

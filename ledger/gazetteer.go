@@ -11,6 +11,8 @@ import (
 type AddressRow struct {
 	Label, Number, Street, Locality, State, Postcode string
 	Lon, Lat                                         float64
+	// LGA is the locality's local government area; "" when not held.
+	LGA string
 }
 
 // ParcelRow is one cadastral parcel: its geometry as GeoJSON and its bounds.
@@ -37,13 +39,13 @@ func (l *Ledger) ReplaceGazetteer(ctx context.Context, nextAddress func() (Addre
 		}
 		var err error
 		addresses, err = tx.CopyFrom(ctx, pgx.Identifier{"addresses"},
-			[]string{"label", "number", "street", "locality", "state", "postcode", "longitude", "latitude"},
+			[]string{"label", "number", "street", "locality", "state", "postcode", "longitude", "latitude", "lga"},
 			pgx.CopyFromFunc(func() ([]any, error) {
 				a, ok, err := nextAddress()
 				if err != nil || !ok {
 					return nil, err
 				}
-				return []any{a.Label, a.Number, a.Street, a.Locality, a.State, a.Postcode, a.Lon, a.Lat}, nil
+				return []any{a.Label, a.Number, a.Street, a.Locality, a.State, a.Postcode, a.Lon, a.Lat, nullable(a.LGA)}, nil
 			}))
 		if err != nil {
 			return err
@@ -64,4 +66,12 @@ func (l *Ledger) ReplaceGazetteer(ctx context.Context, nextAddress func() (Addre
 		_, err = l.pool.Exec(ctx, analyzeGazetteerSQL)
 	}
 	return addresses, parcels, translate(err)
+}
+
+// nullable stores "" as NULL.
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

@@ -34,6 +34,8 @@ type Parcel struct {
 	// Address is the label of the parcel's address, if it has one, and
 	// Postcode that address's postcode.
 	Address, Postcode *string
+	// LGA is that address's local government area, nil if not held.
+	LGA *string
 	// Geometry is a GeoJSON Polygon or MultiPolygon in CRS84.
 	Geometry json.RawMessage
 	// Bounds [min lon, min lat, max lon, max lat].
@@ -197,14 +199,14 @@ func searchAddresses(ctx context.Context, tx pgx.Tx, q AddressQuery) ([]AddressM
 	})
 }
 
-const parcelColumns = `p.jurisdiction, p.cadastre_id, p.address, a.postcode, p.geometry, p.min_lon, p.min_lat, p.max_lon, p.max_lat`
+const parcelColumns = `p.jurisdiction, p.cadastre_id, p.address, a.postcode, a.lga, p.geometry, p.min_lon, p.min_lat, p.max_lon, p.max_lat`
 
-// parcelFrom joins a parcel's address for its postcode.
+// parcelFrom joins a parcel's address for its postcode and LGA.
 const parcelFrom = ` FROM parcels p LEFT JOIN addresses a ON a.label = p.address `
 
 func scanParcel(row pgx.CollectableRow) (Parcel, error) {
 	var p Parcel
-	err := row.Scan(&p.Jurisdiction, &p.CadastreID, &p.Address, &p.Postcode, &p.Geometry, &p.Bounds[0], &p.Bounds[1], &p.Bounds[2], &p.Bounds[3])
+	err := row.Scan(&p.Jurisdiction, &p.CadastreID, &p.Address, &p.Postcode, &p.LGA, &p.Geometry, &p.Bounds[0], &p.Bounds[1], &p.Bounds[2], &p.Bounds[3])
 	return p, err
 }
 
@@ -240,7 +242,7 @@ func (l *Ledger) SearchParcels(ctx context.Context, q ParcelQuery) ([]ParcelMatc
 	}
 	scan := func(row pgx.CollectableRow) (ParcelMatch, error) {
 		var m ParcelMatch
-		err := row.Scan(&m.Jurisdiction, &m.CadastreID, &m.Address, &m.Postcode, &m.Geometry,
+		err := row.Scan(&m.Jurisdiction, &m.CadastreID, &m.Address, &m.Postcode, &m.LGA, &m.Geometry,
 			&m.Bounds[0], &m.Bounds[1], &m.Bounds[2], &m.Bounds[3], &m.Score)
 		return m, err
 	}

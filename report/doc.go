@@ -41,6 +41,9 @@ type ReportSite struct {
 	// Addresses of the parcels that make up the site, with locality,
 	// state and postcode; LotPlans their lot/plan identifiers.
 	Addresses, LotPlans []string
+	// LGAs: the local government areas of those addresses (empty: not
+	// held, and the cover says so).
+	LGAs []string
 	// Lon, Lat: the centroid (GDA2020); MGA its grid coordinates.
 	Lon, Lat          float64
 	MGAZone           int

@@ -342,6 +342,11 @@ func (d *pdfDoc) cover() {
 	if len(s.LotPlans) > 0 {
 		rows = append(rows, [2]string{"Lot/plan", strings.Join(s.LotPlans, ", ")})
 	}
+	lga := "not held"
+	if len(s.LGAs) > 0 {
+		lga = strings.Join(s.LGAs, "; ")
+	}
+	rows = append(rows, [2]string{"Local government area", lga})
 	if s.Reference != "" {
 		rows = append(rows, [2]string{"Reference", s.Reference})
 	}
@@ -358,12 +363,18 @@ func (d *pdfDoc) cover() {
 		[2]string{"Revision", strconv.Itoa(r.Revision) + " (" + orDash(r.RevisionID) + ")"},
 		[2]string{"Receipt", orDash(r.ReceiptID)},
 	)
+	// The label column fits its longest label ("Local government area").
+	d.SetFont("go", "B", 9.5)
+	labelW := 30.0
+	for _, row := range rows {
+		labelW = max(labelW, d.GetStringWidth(row[0])+3)
+	}
 	for _, row := range rows {
 		d.SetFont("go", "B", 9.5)
 		d.SetTextColor(20, 20, 20)
-		d.CellFormat(30, 5, row[0], "", 0, "L", false, 0, "")
+		d.CellFormat(labelW, 5, row[0], "", 0, "L", false, 0, "")
 		d.SetFont("go", "", 9.5)
-		d.MultiCell(bodyW-30, 5, row[1], "", "L", false)
+		d.MultiCell(bodyW-labelW, 5, row[1], "", "L", false)
 	}
 	d.Ln(2)
 	if r.Changes != nil {

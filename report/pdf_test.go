@@ -52,6 +52,7 @@ func sampleReport() Report {
 		ReportID: "0190c6d4-6f1e-7b8a-9c3d-4e5f60718293", RevisionID: "0190c6d4-7000-7b8a-9c3d-4e5f60718294", Revision: 2,
 		ReceiptID: "0190c6d4-7100-7b8a-9c3d-4e5f60718295", Created: time.Date(2026, 11, 23, 4, 5, 6, 0, time.UTC),
 		Site: ReportSite{Name: "12 Smith Street, Parramatta", Reference: "crm: DEAL-42", Addresses: []string{"12 Smith Street, PARRAMATTA NSW 2150"},
+			LGAs:     []string{"City of Parramatta"},
 			LotPlans: []string{"1/DP608976"}, Lon: 151.0036, Lat: -33.815, MGAZone: 56, Easting: 315223.7, Northing: 6256564.2,
 			AreaM2: 612.5, Jurisdiction: "NSW", Built: "23 November 2026 15:05 AEDT (UTC+11:00)"},
 		Locality: cover, SearchArea: Map{Site: cover.Site, Print: true, Rings: []float64{100, 250, 500, 1000, 2000}},

@@ -23,7 +23,7 @@ func gazetteerCmd(ctx context.Context, set settings, args []string, stdout, stde
 	fs := flag.NewFlagSet("ingest gazetteer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dataDir := dataDirFlag(fs, set)
-	addrPath := fs.String("addresses", "", "addresses CSV: label,number,street,locality,state,postcode,longitude,latitude")
+	addrPath := fs.String("addresses", "", "addresses CSV: label,number,street,locality,state,postcode,longitude,latitude[,lga]")
 	parcelPath := fs.String("parcels", "", "parcels: newline-delimited GeoJSON Features {jurisdiction, cadastre_id, address}")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
@@ -63,7 +63,7 @@ func gazetteerCmd(ctx context.Context, set settings, args []string, stdout, stde
 func loadGazetteer(ctx context.Context, led *ledger.Ledger, addrs func(func(synth.Address) error) error, parcels func(func(synth.Parcel) error) error) (int64, int64, error) {
 	nextA, stopA, errA := pull(addrs, func(a synth.Address) (ledger.AddressRow, error) {
 		return ledger.AddressRow{Label: a.Label, Number: a.Number, Street: a.Street, Locality: a.Locality, State: a.State,
-			Postcode: a.Postcode, Lon: a.Point[0], Lat: a.Point[1]}, nil
+			Postcode: a.Postcode, Lon: a.Point[0], Lat: a.Point[1], LGA: a.LGA}, nil
 	})
 	defer stopA()
 	nextP, stopP, errP := pull(parcels, func(p synth.Parcel) (ledger.ParcelRow, error) {

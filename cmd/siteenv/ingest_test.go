@@ -96,12 +96,22 @@ func TestIngestGazetteerCommand(t *testing.T) {
 	t.Setenv("SITEENV_DATA_DIR", filepath.Join(dir, "var"))
 	addr := filepath.Join(dir, "addresses.csv")
 	parcels := filepath.Join(dir, "parcels.ndjson")
-	_ = os.WriteFile(addr, []byte("label,number,street,locality,state,postcode,longitude,latitude\n"+
-		"\"12 Smith Street, PARRAMATTA NSW 2150\",12,Smith Street,PARRAMATTA,NSW,2150,151.0036,-33.8150\n"), 0o644)
+	_ = os.WriteFile(addr, []byte("label,number,street,locality,state,postcode,longitude,latitude,lga\n"+
+		"\"12 Smith Street, PARRAMATTA NSW 2150\",12,Smith Street,PARRAMATTA,NSW,2150,151.0036,-33.8150,City of Parramatta\n"), 0o644)
 	_ = os.WriteFile(parcels, []byte(`{"type":"Feature","geometry":{"type":"Polygon","coordinates":[[[151.0035,-33.8151],[151.0037,-33.8151],[151.0037,-33.8149],[151.0035,-33.8149],[151.0035,-33.8151]]]},"properties":{"jurisdiction":"NSW","cadastre_id":"12/DP1234","address":"12 Smith Street, PARRAMATTA NSW 2150"}}`+"\n"), 0o644)
 	out, err := cli(t, "ingest", "gazetteer", "--addresses", addr, "--parcels", parcels)
 	if err != nil || out["addresses"] != float64(1) || out["parcels"] != float64(1) {
 		t.Fatalf("%v %v", out, err)
+	}
+	// The address's local government area is held for its parcel.
+	led, err := ledger.Open(context.Background(), os.Getenv("SITEENV_DATABASE_URL"), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	ps, err := led.ParcelsOfAddress(context.Background(), "12 Smith Street, PARRAMATTA NSW 2150")
+	if err != nil || len(ps) != 1 || ps[0].LGA == nil || *ps[0].LGA != "City of Parramatta" {
+		t.Fatalf("parcel of the address: %+v %v", ps, err)
 	}
 	_ = os.WriteFile(addr, []byte("label,number,street,locality,state,postcode,longitude,latitude\nx,1,y,z,NZ,2150,151,-33\n"), 0o644)
 	if _, err := cli(t, "ingest", "gazetteer", "--addresses", addr, "--parcels", parcels); err == nil || !strings.Contains(err.Error(), "line 2") {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -14,8 +15,13 @@ import (
 	"github.com/paulmach/orb"
 )
 
-// AddressHeader is the header row of an addresses file.
+// AddressHeader is the header row of an addresses file. A ninth column,
+// LGAColumn, is optional.
 var AddressHeader = []string{"label", "number", "street", "locality", "state", "postcode", "longitude", "latitude"}
+
+// LGAColumn names the optional last column: the local government area of
+// the address's locality, e.g. "City of Parramatta" ("" when unknown).
+const LGAColumn = "lga"
 
 // Limits on address fields, in bytes.
 const (
@@ -25,13 +31,14 @@ const (
 
 // ReadAddresses reads an addresses CSV file and calls yield for each row with
 // its 1-based line number. The header must be exactly AddressHeader (a UTF-8
-// byte order mark before it is ignored). Every field is required; state must
+// byte order mark before it is ignored), optionally followed by LGAColumn.
+// Every field but lga is required; state must
 // be one of States, postcode four digits, longitude -180..180 and latitude
 // -90..90 (finite decimal numbers). A bad row stops the read with a
 // *LineError; an error from yield is returned as is.
 func ReadAddresses(r io.Reader, yield func(line int64, a Address) error) error {
 	cr := csv.NewReader(skipBOM(r))
-	cr.FieldsPerRecord = len(AddressHeader)
+	cr.FieldsPerRecord = 0 // the header's count: 8, or 9 with lga
 	cr.ReuseRecord = true
 	bad := func(line int, format string, args ...any) error {
 		return &LineError{File: "addresses", Line: int64(line), Reason: fmt.Sprintf(format, args...)}
@@ -43,9 +50,10 @@ func ReadAddresses(r io.Reader, yield func(line int64, a Address) error) error {
 	if err != nil {
 		return csvError(err)
 	}
+	badHead := len(head) != len(AddressHeader) && (len(head) != len(AddressHeader)+1 || head[len(AddressHeader)] != LGAColumn)
 	for i, h := range AddressHeader {
-		if head[i] != h {
-			return bad(1, "header must be %q", strings.Join(AddressHeader, ","))
+		if badHead || head[i] != h {
+			return bad(1, "header must be %q, optionally followed by \",%s\"", strings.Join(AddressHeader, ","), LGAColumn)
 		}
 	}
 	for {
@@ -102,6 +110,20 @@ func parseAddress(rec []string) (Address, string) {
 		return Address{}, fmt.Sprintf("latitude %q is not a number in -90..90", rec[7])
 	}
 	a.Point = orb.Point{lon, lat}
+	if len(rec) > len(AddressHeader) {
+		v := rec[len(AddressHeader)]
+		switch {
+		case !utf8.ValidString(v):
+			return Address{}, "lga is not valid UTF-8"
+		case v != strings.TrimSpace(v):
+			return Address{}, "lga has leading or trailing spaces"
+		case len(v) > maxFieldLen:
+			return Address{}, fmt.Sprintf("lga is longer than %d bytes", maxFieldLen)
+		case strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+			return Address{}, "lga contains a control character"
+		}
+		a.LGA = v
+	}
 	return a, ""
 }
 
@@ -164,15 +186,15 @@ type errReader struct{ err error }
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // WriteAddresses writes the addresses produced by addrs as an addresses CSV
-// file (header first). Coordinates are written in the shortest form that
+// file (header first, with the lga column). Coordinates are written in the shortest form that
 // reads back to the same float64. It returns the first error of addrs or of
 // w.
 func WriteAddresses(w io.Writer, addrs func(yield func(Address) error) error) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(AddressHeader); err != nil {
+	if err := cw.Write(append(slices.Clone(AddressHeader), LGAColumn)); err != nil {
 		return err
 	}
-	rec := make([]string, len(AddressHeader))
+	rec := make([]string, len(AddressHeader)+1)
 	var buf []byte
 	err := addrs(func(a Address) error {
 		rec[0], rec[1], rec[2], rec[3], rec[4], rec[5] = a.Label, a.Number, a.Street, a.Locality, a.State, a.Postcode
@@ -180,6 +202,7 @@ func WriteAddresses(w io.Writer, addrs func(yield func(Address) error) error) er
 		rec[6] = string(buf)
 		buf = strconv.AppendFloat(buf[:0], a.Point[1], 'f', -1, 64)
 		rec[7] = string(buf)
+		rec[8] = a.LGA
 		return cw.Write(rec)
 	})
 	if err != nil {

@@ -4,7 +4,9 @@
 //
 //   - addresses: CSV (RFC 4180, UTF-8) with the header
 //     label,number,street,locality,state,postcode,longitude,latitude
-//     and one address point per row, coordinates in CRS84 degrees;
+//     optionally followed by lga (the locality's local government area,
+//     e.g. "City of Parramatta", empty when unknown), and one address
+//     point per row, coordinates in CRS84 degrees;
 //   - parcels: newline-delimited GeoJSON, one Feature per line, geometry a
 //     Polygon or MultiPolygon in CRS84, properties exactly
 //     {"jurisdiction": "NSW", "cadastre_id": "12/DP34567",
@@ -46,6 +48,9 @@ type Address struct {
 	Postcode string
 	// Point is the address point, [longitude, latitude] in CRS84.
 	Point orb.Point
+	// LGA is the local government area of the locality, e.g. "City of
+	// Parramatta"; "" when unknown.
+	LGA string
 }
 
 // Parcel is one cadastral parcel.

@@ -64,7 +64,7 @@ func TestAddressesRoundTrip(t *testing.T) {
 	if err := gazetteer.WriteAddresses(&buf, g.Addresses); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(buf.String(), "label,number,street,locality,state,postcode,longitude,latitude\n") {
+	if !strings.HasPrefix(buf.String(), "label,number,street,locality,state,postcode,longitude,latitude,lga\n") {
 		t.Fatalf("header: %.80s", buf.String())
 	}
 	got, err := readAllAddresses(t, buf.Bytes())
@@ -108,6 +108,7 @@ func TestParcelsRoundTrip(t *testing.T) {
 }
 
 const goodHeader = "label,number,street,locality,state,postcode,longitude,latitude\n"
+const lgaHeader = "label,number,street,locality,state,postcode,longitude,latitude,lga\n"
 const goodRow = "\"12 Banksia Avenue, ERMINGTON NSW 2115\",12,Banksia Avenue,ERMINGTON,NSW,2115,151.05,-33.81\n"
 
 func TestReadAddressesErrors(t *testing.T) {
@@ -117,7 +118,12 @@ func TestReadAddressesErrors(t *testing.T) {
 		reason   string
 	}{
 		{"empty", "", 1, "header"},
-		{"bad header", "label,number,street\n", 1, "wrong number of fields"},
+		{"bad header", "label,number,street\n", 1, "header must be"},
+		{"tenth column", strings.TrimSuffix(goodHeader, "\n") + ",lga,x\n", 1, "header must be"},
+		{"ninth column not lga", strings.TrimSuffix(goodHeader, "\n") + ",council\n", 1, "header must be"},
+		{"lga without its column", goodHeader + strings.TrimSuffix(goodRow, "\n") + ",City of Parramatta\n", 2, "wrong number of fields"},
+		{"lga spaces", lgaHeader + strings.TrimSuffix(goodRow, "\n") + ", City of Parramatta\n", 2, "lga has leading"},
+		{"lga control", lgaHeader + strings.TrimSuffix(goodRow, "\n") + ",City\tof Parramatta\n", 2, "lga contains a control"},
 		{"renamed column", strings.Replace(goodHeader, "latitude", "lat", 1), 1, "header must be"},
 		{"bad state", goodHeader + goodRow + strings.Replace(goodRow, "NSW,", "NZ,", 1), 3, `state "NZ"`},
 		{"bad postcode", goodHeader + strings.Replace(goodRow, ",2115,", ",211,", 1), 2, "postcode"},
@@ -143,11 +149,17 @@ func TestReadAddressesErrors(t *testing.T) {
 			}
 		})
 	}
+	// The lga column is optional, and so is its value in a row.
+	got, err := readAllAddresses(t, []byte(lgaHeader+strings.TrimSuffix(goodRow, "\n")+",City of Parramatta\n"+
+		strings.TrimSuffix(goodRow, "\n")+",\n"))
+	if err != nil || len(got) != 2 || got[0].LGA != "City of Parramatta" || got[1].LGA != "" || got[0].Locality != "ERMINGTON" {
+		t.Errorf("lga column: %+v %v", got, err)
+	}
 	// A byte order mark is skipped; a quoted comma is data; a line break
 	// inside a quoted field is refused on the row's first line.
 	in := "\xEF\xBB\xBF" + goodHeader + "\"4, 5 A Street\",1,A Street,X,VIC,3000,145,-37\n" + goodRow
 	var lines []int64
-	err := gazetteer.ReadAddresses(strings.NewReader(in), func(line int64, a gazetteer.Address) error {
+	err = gazetteer.ReadAddresses(strings.NewReader(in), func(line int64, a gazetteer.Address) error {
 		lines = append(lines, line)
 		return nil
 	})

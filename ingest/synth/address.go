@@ -408,6 +408,9 @@ func (g *Generator) localityLots(i, n int, pl *plans, lt *lot, yield func(*lot) 
 							State:    l.State,
 							Postcode: l.Postcode,
 							Point:    fr.at((cx+x1)/2, ya),
+							// The locality's LGA as data/au-localities.csv
+							// gives it (see NOTICE); "" where it has none.
+							LGA: l.LGA,
 						}
 						done++
 					}

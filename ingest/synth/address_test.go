@@ -35,7 +35,24 @@ func TestAddresses(t *testing.T) {
 	g := small(t)
 	labels := map[string]orb.Point{}
 	streets := map[string]bool{}
-	err := g.Addresses(func(a Address) error {
+	// Each address carries its locality's LGA as the sourced table gives it
+	// (none invented).
+	locs, err := localities()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lgaOf := map[[3]string]string{}
+	for _, l := range locs {
+		lgaOf[[3]string{l.Name, l.State, l.Postcode}] = l.LGA
+	}
+	withLGA := 0
+	err = g.Addresses(func(a Address) error {
+		if want := lgaOf[[3]string{a.Locality, a.State, a.Postcode}]; a.LGA != want {
+			return fmt.Errorf("%q: LGA %q, the locality table says %q", a.Label, a.LGA, want)
+		}
+		if a.LGA != "" {
+			withLGA++
+		}
 		if _, dup := labels[a.Label]; dup {
 			return fmt.Errorf("duplicate label %q", a.Label)
 		}
@@ -52,6 +69,9 @@ func TestAddresses(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if withLGA < len(labels)*9/10 {
+		t.Errorf("only %d of %d addresses carry an LGA", withLGA, len(labels))
 	}
 	if n := int64(len(labels)); n != g.AddressCount() || math.Abs(float64(n-Small.Addresses())) > 0.1*float64(Small.Addresses()) {
 		t.Errorf("%d addresses, AddressCount %d, target %d", n, g.AddressCount(), Small.Addresses())

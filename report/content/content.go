@@ -104,7 +104,10 @@ type Site struct {
 type Parcel struct {
 	Jurisdiction, CadastreID string
 	Address, Postcode        string // "" when it has none
-	Geometry                 orb.Geometry
+	// LGA is the local government area of the parcel's address, "" when
+	// the gazetteer holds none.
+	LGA      string
+	Geometry orb.Geometry
 }
 
 // Source is one source's provenance, as the currency table prints it.
@@ -158,10 +161,13 @@ type Output struct {
 // Location is the site's address, lots and coordinates.
 type Location struct {
 	Addresses, LotPlans []string
-	Lon, Lat            float64
-	MGAZone             int
-	Easting, Northing   float64
-	TimeZone            string
+	// LGAs are the local government areas of the site's parcels'
+	// addresses (empty: not held).
+	LGAs              []string
+	Lon, Lat          float64
+	MGAZone           int
+	Easting, Northing float64
+	TimeZone          string
 }
 
 // LayerFacts are a layer's profile counts and listed features.
@@ -200,7 +206,7 @@ func Build(in Input) Output {
 	out.Location = loc
 	doc := report.Report{ReportID: in.ReportID, RevisionID: in.RevisionID, Revision: in.Revision, ReceiptID: in.ReceiptID, Created: in.Built}
 	doc.Site = report.ReportSite{Name: in.Site.Name, Reference: strings.Join(in.Site.References, "; "), Addresses: loc.Addresses,
-		LotPlans: loc.LotPlans, Lon: loc.Lon, Lat: loc.Lat, MGAZone: loc.MGAZone, Easting: loc.Easting, Northing: loc.Northing,
+		LGAs: loc.LGAs, LotPlans: loc.LotPlans, Lon: loc.Lon, Lat: loc.Lat, MGAZone: loc.MGAZone, Easting: loc.Easting, Northing: loc.Northing,
 		AreaM2: in.Site.AreaM2, Jurisdiction: in.Site.Jurisdiction, Built: localTime(in.Built, loc.TimeZone)}
 	if in.Site.JurisdictionNamed && in.Site.Jurisdiction != "" {
 		doc.Site.Jurisdiction += " (named by the customer in the order: the site's boundary does not determine it)"

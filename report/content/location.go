@@ -20,7 +20,10 @@ var timeZones = map[string]string{
 	"QLD": "Australia/Brisbane", "SA": "Australia/Adelaide", "NT": "Australia/Darwin", "WA": "Australia/Perth",
 }
 
-// locate gives the site's address, lots, coordinates and time zone.
+// locate gives the site's address, lots, local government area,
+// coordinates and time zone. The LGA is that of the addresses the
+// gazetteer links to the site's parcels: a site with no addressed parcel,
+// or whose addresses carry none, has none held.
 func locate(in Input, centre orb.Point) Location {
 	loc := Location{Lon: round6(centre[0]), Lat: round6(centre[1])}
 	if in.Site.Geometry != nil {
@@ -30,6 +33,9 @@ func locate(in Input, centre orb.Point) Location {
 			}
 			if p.Address != "" && !slices.Contains(loc.Addresses, p.Address) {
 				loc.Addresses = append(loc.Addresses, p.Address)
+			}
+			if p.LGA != "" && !slices.Contains(loc.LGAs, p.LGA) {
+				loc.LGAs = append(loc.LGAs, p.LGA)
 			}
 		}
 	}
