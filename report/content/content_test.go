@@ -226,7 +226,7 @@ func TestLabels(t *testing.T) {
 	f := NewFields(json.RawMessage(`{"probability_class":{"title":"Probability"},"depth_m":{"description":"Depth drilled"},"bore_id":{"type":"string"}}`),
 		json.RawMessage(`{"depth_m":"m","swl_m":"m"}`))
 	for name, want := range map[string]string{"probability_class": "Probability", "depth_m": "Depth drilled (m)", "bore_id": "Bore ID",
-		"swl_m": "Swl (m)", // its name says its unit: once, not "Swl (m) (m)"
+		"swl_m":             "Swl (m)", // its name says its unit: once, not "Swl (m) (m)"
 		"record_updated_at": "Record updated at", "lga": "LGA"} {
 		if got := f.Label(name); got != want {
 			t.Errorf("Label(%s) = %q, want %q", name, got, want)
