@@ -1,7 +1,10 @@
 package report
 
 import (
+	"image"
 	"testing"
+
+	"github.com/paulmach/orb"
 )
 
 // TestNoLabelCoversAMark: on a print map crowded with keyed records (120
@@ -30,6 +33,77 @@ func TestNoLabelCoversAMark(t *testing.T) {
 	if len(d.marks) < 100 {
 		t.Fatalf("%d marks drawn", len(d.marks))
 	}
+	labelsClear(t, d)
+	if len(d.keyBoxes) < major {
+		t.Errorf("%d labels placed, fewer than the %d major keys", len(d.keyBoxes), major)
+	}
+	t.Logf("%d marks, %d keys, %d labels placed, %d ring labels", len(d.marks), k, len(d.keyBoxes), len(d.ringBoxes))
+}
+
+// TestRingLabelsCoverNoMark: a ring label never covers a mark. Where
+// marks crowd the label's usual place (the ring's northernmost point) it
+// moves round the ring; where marks crowd every place it could take, it is
+// left off (the page names the distances) rather than printed over them.
+func TestRingLabelsCoverNoMark(t *testing.T) {
+	t.Parallel()
+	rings := []float64{100, 250, 500}
+	points := func(fs []orb.Geometry, cx, cy, hx, hy, step float64) []orb.Geometry {
+		for x := cx - hx; x <= cx+hx; x += step {
+			for y := cy - hy; y <= cy+hy; y += step {
+				fs = append(fs, offset(parramatta, x, y))
+			}
+		}
+		return fs
+	}
+	var north []orb.Geometry
+	for _, r := range rings {
+		north = points(north, 0, r, 60, 30, 12)
+	}
+	for _, tc := range []struct {
+		name     string
+		features []orb.Geometry
+		labelled int
+	}{
+		{"usual places crowded", north, len(rings)},
+		{"every place crowded", points(nil, 0, 0, 900, 600, 16), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := Map{
+				Title: "12 Smith Street, Parramatta", Section: "Groundwater", Date: renderDate,
+				Site: parramatta, Print: true, Rings: rings,
+				Layers: []Layer{{ID: "bores", Name: "Groundwater bores", RadiusM: 500, Coverage: "complete",
+					Features: tc.features, Attribution: []string{"Bureau of Meteorology (CC-BY-4.0)"}}},
+			}
+			d := layoutPrint(m, ringRadii(ringLayers(rings)))
+			if len(d.marks) < len(tc.features)/2 {
+				t.Fatalf("%d marks drawn of %d points", len(d.marks), len(tc.features))
+			}
+			labelsClear(t, d)
+			if len(d.ringBoxes) != tc.labelled {
+				t.Errorf("%d ring labels placed, want %d", len(d.ringBoxes), tc.labelled)
+			}
+			// The marks crowd each ring's usual label place, its
+			// northernmost point: no label stays there.
+			for _, r := range rings {
+				x, y := d.f.px(offset(parramatta, 0, r))
+				for _, b := range d.ringBoxes {
+					if (image.Point{int(x), int(y)}).In(b) {
+						t.Errorf("the %s ring label at %v is over the crowded north of its ring", Distance(r), b)
+					}
+				}
+			}
+			if len(d.ringLabels) != len(d.ringBoxes) {
+				t.Errorf("%d ring labels drawn, %d placed", len(d.ringLabels), len(d.ringBoxes))
+			}
+		})
+	}
+}
+
+// labelsClear fails t where a placed key or ring label covers a mark or
+// another label.
+func labelsClear(t *testing.T, d *drawer) {
+	t.Helper()
 	labels := append(d.keyBoxes[:len(d.keyBoxes):len(d.keyBoxes)], d.ringBoxes...)
 	for i, b := range labels {
 		for _, mk := range d.marks {
@@ -43,8 +117,4 @@ func TestNoLabelCoversAMark(t *testing.T) {
 			}
 		}
 	}
-	if len(d.keyBoxes) < major {
-		t.Errorf("%d labels placed, fewer than the %d major keys", len(d.keyBoxes), major)
-	}
-	t.Logf("%d marks, %d keys, %d labels placed, %d ring labels", len(d.marks), k, len(d.keyBoxes), len(d.ringBoxes))
 }

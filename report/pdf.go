@@ -263,7 +263,7 @@ func (d *pdfDoc) coverMaps() {
 		name, caption string
 		m             Map
 	}{{"locality", "Locality plan: the site (red) and the cadastral parcels", r.Locality},
-		{"search-area", "Search area: the distance bands from the site boundary", r.SearchArea}} {
+		{"search-area", "Search area: the distance bands from the site boundary" + ringList(r.SearchArea.Rings), r.SearchArea}} {
 		if m.m.Site == nil {
 			continue
 		}
@@ -281,6 +281,23 @@ func (d *pdfDoc) coverMaps() {
 		d.placeImage(m.name, img, x, y, w)
 		d.SetXY(marginL, y+h+1)
 	}
+}
+
+// ringList names the rings drawn for rings, nearest first, for a caption:
+// " (100 m, 250 m)" (empty for none). A ring label left off the map,
+// where it would cover a mark, is still named here.
+func ringList(rings []float64) string {
+	var rs []string
+	drawn := ringRadii(ringLayers(rings))
+	for i := len(drawn) - 1; i >= 0; i-- {
+		if drawn[i] > 0 {
+			rs = append(rs, Distance(drawn[i]))
+		}
+	}
+	if len(rs) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(rs, ", ") + ")"
 }
 
 // mapImage places a rendered map across the body width, or narrower to

@@ -87,8 +87,10 @@ type ringLabel struct {
 }
 
 // ringLabel queues a ring's label (asked for at x, y: centred on the
-// ring's northernmost point) and takes its box: where it would overlap
-// another ring's label, it moves round the ring.
+// ring's northernmost point) and takes its box: where it would cover a
+// mark or another label, it moves round the ring, then outwards. Where no
+// place is clear the label is left off (the page's legend or caption
+// names every ring's distance) rather than cover a mark.
 func (d *drawer) ringLabel(text string, x, y, w int) {
 	asc := d.fc.label.Metrics().Ascent.Ceil()
 	box := func(x, y int) image.Rectangle { return image.Rect(x-4, y-asc-8, x+w+4, y+10) }
@@ -101,21 +103,19 @@ func (d *drawer) ringLabel(text string, x, y, w int) {
 	// Round the ring first, then (a small ring crowded by its
 	// neighbours' labels) farther out along the same directions.
 	h := float64(asc + 18)
-place:
 	for out := 0.0; out < 4; out++ {
 		for _, deg := range []float64{0, 35, -35, 70, -70, 110, -110, 145, -145, 180} {
 			a := deg * math.Pi / 180
 			nx, ny := ox+(r+out*h)*math.Sin(a), oy-(r+out*h)*math.Cos(a)
 			bx, by := int(nx)-w/2, int(ny)+asc/2
 			if b := box(bx, by); b.In(d.panel) && !d.overlaps(b) {
-				x, y = bx, by
-				break place
+				d.ringLabels = append(d.ringLabels, ringLabel{text, bx, by})
+				d.taken = append(d.taken, b)
+				d.ringBoxes = append(d.ringBoxes, b)
+				return
 			}
 		}
 	}
-	d.ringLabels = append(d.ringLabels, ringLabel{text, x, y})
-	d.taken = append(d.taken, box(x, y))
-	d.ringBoxes = append(d.ringBoxes, box(x, y))
 }
 
 // siteBox is the site's extent in pixels, padded a little.
