@@ -59,13 +59,23 @@ func TestRingLabelsCoverNoMark(t *testing.T) {
 	for _, r := range rings {
 		north = points(north, 0, r, 60, 30, 12)
 	}
+	// Everywhere crowded but the scale bar's corner: a label must not
+	// take the bar's place for want of any other.
+	f := newFrame(parramatta, rings[len(rings)-1], printPanel)
+	var corner []orb.Geometry
+	for _, g := range points(nil, 0, 0, 900, 600, 16) {
+		if x, y := f.px(g.(orb.Point)); !(image.Point{int(x), int(y)}).In(image.Rect(0, 800, 420, MapHeight)) {
+			corner = append(corner, g)
+		}
+	}
 	for _, tc := range []struct {
 		name     string
 		features []orb.Geometry
-		labelled int
+		labelled int // -1: any number
 	}{
 		{"usual places crowded", north, len(rings)},
 		{"every place crowded", points(nil, 0, 0, 900, 600, 16), 0},
+		{"all but the scale bar's corner crowded", corner, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -80,7 +90,7 @@ func TestRingLabelsCoverNoMark(t *testing.T) {
 				t.Fatalf("%d marks drawn of %d points", len(d.marks), len(tc.features))
 			}
 			labelsClear(t, d)
-			if len(d.ringBoxes) != tc.labelled {
+			if tc.labelled >= 0 && len(d.ringBoxes) != tc.labelled {
 				t.Errorf("%d ring labels placed, want %d", len(d.ringBoxes), tc.labelled)
 			}
 			// The marks crowd each ring's usual label place, its
@@ -100,12 +110,20 @@ func TestRingLabelsCoverNoMark(t *testing.T) {
 	}
 }
 
-// labelsClear fails t where a placed key or ring label covers a mark or
-// another label.
+// labelsClear fails t where a placed key or ring label covers a mark,
+// another label, the map's furniture or its basemap note.
 func labelsClear(t *testing.T, d *drawer) {
 	t.Helper()
+	if len(d.reserved) < 3 {
+		t.Errorf("%d furniture and note boxes reserved, want the north arrow's, the scale bar's and the note's", len(d.reserved))
+	}
 	labels := append(d.keyBoxes[:len(d.keyBoxes):len(d.keyBoxes)], d.ringBoxes...)
 	for i, b := range labels {
+		for _, r := range d.reserved {
+			if b.Overlaps(r) {
+				t.Errorf("label %d at %v covers the furniture or note at %v", i, b, r)
+			}
+		}
 		for _, mk := range d.marks {
 			if b.Overlaps(mk) {
 				t.Errorf("label %d at %v covers the mark at %v", i, b, mk)

@@ -283,6 +283,8 @@ type drawer struct {
 	marks        []image.Rectangle
 	keyBoxes     []image.Rectangle
 	ringBoxes    []image.Rectangle
+	// reserved are the furniture's and notes' boxes (print maps).
+	reserved []image.Rectangle
 }
 
 func (d *drawer) path() *path {
@@ -803,21 +805,30 @@ func drawSiteMarker(c *canvas, x, y float64) {
 // a blank ground is never read as open land: bottom right, clear of the
 // scale bar.
 func (d *drawer) noBasemap() {
-	text := "No basemap configured: streets, water and place names are not shown"
+	text, x, y, box, ok := d.basemapNote()
+	if !ok {
+		return
+	}
+	fillRect(d.c, box, rgba(255, 255, 255, 0.85))
+	d.c.text(d.fc.small, text, x, y, mutedColour)
+	d.taken = append(d.taken, box)
+}
+
+// basemapNote is the basemap note's text, where it is written and its
+// box (false: no note), known before it is drawn so labels keep clear.
+func (d *drawer) basemapNote() (text string, x, y int, box image.Rectangle, ok bool) {
+	text = "No basemap configured: streets, water and place names are not shown"
 	if d.basemapDrawn {
 		text = "Basemap: " + d.m.Basemap.Attribution()
 		if d.m.Basemap.Attribution() == "" {
-			return
+			return "", 0, 0, image.Rectangle{}, false
 		}
 	}
 	face := d.fc.small
 	w := textWidth(face, text)
 	asc := face.Metrics().Ascent.Ceil()
-	x, y := d.panel.Max.X-w-10, d.panel.Max.Y-10
-	box := image.Rect(x-5, y-asc-5, x+w+5, y+5)
-	fillRect(d.c, box, rgba(255, 255, 255, 0.85))
-	d.c.text(face, text, x, y, mutedColour)
-	d.taken = append(d.taken, box)
+	x, y = d.panel.Max.X-w-10, d.panel.Max.Y-10
+	return text, x, y, image.Rect(x-5, y-asc-5, x+w+5, y+5), true
 }
 
 func (d *drawer) furniture() {

@@ -53,14 +53,19 @@ func layoutPrint(m Map, radii []float64) *drawer {
 	if len(m.Layers) > 0 || len(m.Rings) > 0 {
 		d.veil(radii[0])
 	}
+	// The furniture's corners and the basemap note are taken before any
+	// label is placed: ring labels and keys stay clear of them.
+	d.reserved = []image.Rectangle{
+		image.Rect(printPanel.Max.X-64, printPanel.Min.Y, printPanel.Max.X, printPanel.Min.Y+64),
+		image.Rect(printPanel.Min.X, printPanel.Max.Y-56, printPanel.Min.X+340, printPanel.Max.Y)}
+	if _, _, _, box, ok := d.basemapNote(); ok {
+		d.reserved = append(d.reserved, box)
+	}
+	d.taken = append(d.taken, d.reserved...)
 	d.rings(radii)
 	d.site()
 	d.furniture()
 	d.noBasemap()
-	// The furniture's corners are taken: keys stay clear of them.
-	d.taken = append(d.taken,
-		image.Rect(printPanel.Max.X-64, printPanel.Min.Y, printPanel.Max.X, printPanel.Min.Y+64),
-		image.Rect(printPanel.Min.X, printPanel.Max.Y-56, printPanel.Min.X+340, printPanel.Max.Y))
 	// Keys keep clear of the site itself.
 	sb := d.siteBox()
 	d.taken = append(d.taken, sb)
