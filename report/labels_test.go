@@ -136,3 +136,56 @@ func labelsClear(t *testing.T, d *drawer) {
 		}
 	}
 }
+
+// TestScreenRingLabelsCoverNoMark: the map image (GET .../map-image) keeps
+// its ring labels off the marks as the print map does: moved round the
+// ring where the usual place is crowded, left off (the legend names every
+// ring) where nothing is clear.
+func TestScreenRingLabelsCoverNoMark(t *testing.T) {
+	t.Parallel()
+	rings := []float64{100, 250, 500}
+	points := func(fs []orb.Geometry, cx, cy, hx, hy, step float64) []orb.Geometry {
+		for x := cx - hx; x <= cx+hx; x += step {
+			for y := cy - hy; y <= cy+hy; y += step {
+				fs = append(fs, offset(parramatta, x, y))
+			}
+		}
+		return fs
+	}
+	var north []orb.Geometry
+	for _, r := range rings {
+		north = points(north, 0, r, 60, 30, 12)
+	}
+	for _, tc := range []struct {
+		name     string
+		features []orb.Geometry
+		labelled int
+	}{
+		{"usual places crowded", north, len(rings)},
+		{"every place crowded", points(nil, 0, 0, 900, 600, 16), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := Map{
+				Title: "12 Smith Street, Parramatta", Section: "Groundwater", Date: renderDate,
+				Site: parramatta, Rings: rings,
+				Layers: []Layer{{ID: "bores", Name: "Groundwater bores", RadiusM: 500, Coverage: "complete",
+					Features: tc.features, Attribution: []string{"Bureau of Meteorology (CC-BY-4.0)"}}},
+			}
+			d := layoutScreen(m, ringRadii(ringLayers(rings)))
+			if len(d.marks) < len(tc.features)/2 {
+				t.Fatalf("%d marks drawn of %d points", len(d.marks), len(tc.features))
+			}
+			for _, b := range d.ringBoxes {
+				for _, mk := range d.marks {
+					if b.Overlaps(mk) {
+						t.Fatalf("a ring label at %v covers the mark at %v", b, mk)
+					}
+				}
+			}
+			if len(d.ringBoxes) != tc.labelled || len(d.ringLabels) != tc.labelled {
+				t.Errorf("%d ring labels placed, %d drawn, want %d", len(d.ringBoxes), len(d.ringLabels), tc.labelled)
+			}
+		})
+	}
+}

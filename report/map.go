@@ -27,7 +27,7 @@ import (
 
 // MapVersion names the map renderer: a change to what it draws changes it,
 // and with it every map's ETag.
-const MapVersion = "map-3"
+const MapVersion = "map-4"
 
 // Map image size in pixels (the contract's fixed 1280 x 900).
 const (
@@ -192,6 +192,11 @@ func DrawMap(m Map) (*image.RGBA, error) {
 	if m.Print {
 		return drawPrint(m, radii), nil
 	}
+	return layoutScreen(m, radii).c.img, nil
+}
+
+// layoutScreen draws m as the map image and keeps what it placed.
+func layoutScreen(m Map, radii []float64) *drawer {
 	f := newFrame(m.Site, radii[0], mapPanel)
 	c := newCanvas(MapWidth, MapHeight)
 	fc := newFaces(1)
@@ -202,15 +207,17 @@ func DrawMap(m Map) (*image.RGBA, error) {
 	d.parcels()
 	counts := d.layers()
 	d.veil(radii[0])
+	// Ring labels keep clear of every mark (ringLabel), as on the print map.
 	d.rings(radii)
 	d.site()
 	d.furniture()
 	d.noBasemap()
+	d.drawRingLabels()
 	d.banner(counts)
 	d.header(radii[0])
 	d.legend(counts, radii)
 	d.footer()
-	return c.img, nil
+	return d
 }
 
 // ringRadii lists the distinct search distances, largest first (a map
@@ -752,11 +759,15 @@ func (d *drawer) rings(radii []float64) {
 		d.c.paintMask(a, ringColour)
 		label := Distance(r)
 		lw := textWidth(d.fc.label, label)
-		if d.m.Print {
-			d.ringLabel(label, int(tx)-lw/2, int(ty-rp)+8, lw)
-			continue
-		}
-		d.c.haloText(d.fc.label, label, int(tx)-lw/2, int(ty-rp)+15, ringColour)
+		d.ringLabel(label, int(tx)-lw/2, int(ty-rp)+8, lw)
+	}
+}
+
+// drawRingLabels draws the ring labels ringLabel placed, over the marks
+// they keep clear of.
+func (d *drawer) drawRingLabels() {
+	for _, rl := range d.ringLabels {
+		d.c.haloText(d.fc.label, rl.text, rl.x, rl.y, ringColour)
 	}
 }
 

@@ -70,9 +70,7 @@ func layoutPrint(m Map, radii []float64) *drawer {
 	sb := d.siteBox()
 	d.taken = append(d.taken, sb)
 	d.keys()
-	for _, rl := range d.ringLabels {
-		d.c.haloText(d.fc.label, rl.text, rl.x, rl.y, ringColour)
-	}
+	d.drawRingLabels()
 	if len(m.Layers) > 0 {
 		total := 0
 		for _, n := range counts {
