@@ -1,9 +1,15 @@
 package api_test
 
 import (
+	"bufio"
 	"fmt"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"siteenv/api"
 )
 
 // TestMessagesNameTheLimits: a request over a ceiling is told the ceiling
@@ -84,8 +90,26 @@ func TestMessagesNameTheLimits(t *testing.T) {
 	if got, want := message(r, "Prefer"), fmt.Sprintf("[0-%d]", limit("max_prefer_wait_seconds")); !strings.Contains(got, want) {
 		t.Errorf("Prefer says %q, want it to name %q", got, want)
 	}
-	// The body ceiling, in the unit the detail names.
-	r = h.do("POST", "/sites", k.Secret, strings.Repeat(" ", limit("max_request_bytes")+1), "Idempotency-Key", "s1")
+	// The body ceiling, in the unit the detail names. The server answers
+	// from Content-Length and closes the connection, so the body is not
+	// sent (a client still writing it may see a reset): a raw connection,
+	// as TestPayloadTooLargeRefusedBeforeReading.
+	addr := strings.TrimPrefix(strings.TrimSuffix(h.base, api.BasePath), "http://")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /api/v1/sites HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nIdempotency-Key: s1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
+		k.Secret, limit("max_request_bytes")+1)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	req, _ := http.NewRequest("POST", h.base+"/sites", nil)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		t.Fatalf("no answer to a body over the ceiling: %v", err)
+	}
+	body := h.v.CheckResponse(t, resp)
+	r = response{status: resp.StatusCode, header: resp.Header, body: body}
 	if want := fmt.Sprintf("%d MiB", limit("max_request_bytes")>>20); !strings.Contains(r.json(t)["detail"].(string), want) {
 		t.Errorf("payload too large: %s, want it to name %s", r.body, want)
 	}
