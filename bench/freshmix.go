@@ -13,9 +13,7 @@ import (
 	"time"
 
 	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/encoding/wkb"
 
-	"siteenv/geo"
 	"siteenv/internal/phase"
 )
 
@@ -39,58 +37,14 @@ const (
 )
 
 // makeFreshMix generates n fresh queries over nLayers layers, reproducibly
-// from seed, around the anchors (feature positions).
+// from seed, around the anchors (feature positions): lots 80-600 m across.
 func makeFreshMix(n int, anchors []orb.Point, nLayers int, seed int64) ([]query, error) {
-	if n > 0 && len(anchors) == 0 {
-		return nil, fmt.Errorf("bench: the fresh mix needs features to place its sites near")
-	}
-	rng := rand.New(rand.NewPCG(uint64(seed), freshMixStream))
-	qs := make([]query, n)
-	for i := range qs {
-		q := &qs[i]
-		c := offset(anchors[rng.IntN(len(anchors))], rng.Float64()*360, rng.Float64()*anchorOffset)
-		if rng.Float64() < freshPointShare {
-			q.kind, q.site = kindPoint, c
-		} else {
-			q.kind, q.site = kindPolygon, freshLot(rng, c)
-		}
-		if err := geo.Validate(q.site, 0); err != nil {
-			return nil, fmt.Errorf("bench: generated an invalid %s site: %w", q.kind, err)
-		}
-		if rng.Float64() >= freshZeroRadius {
-			q.radius = math.Exp(rng.Float64()*math.Log(maxRadiusM/smallMinRadiusM)) * smallMinRadiusM
-		}
-		k := min(smallLayersPerQuery[rng.IntN(len(smallLayersPerQuery))], nLayers)
-		q.layers = rng.Perm(nLayers)[:k]
-		slices.Sort(q.layers)
-		b, err := wkb.Marshal(q.site)
-		if err != nil {
-			return nil, fmt.Errorf("bench: site wkb: %w", err)
-		}
-		q.wkb = b
-	}
-	return qs, nil
-}
-
-// freshLot is a star-shaped lot of 4 to 8 vertices whose width is drawn
-// uniformly from 80-600 m: its vertices lie between 0.85 and 1 of half
-// that from c (counter-clockwise, as polygonSite's).
-func freshLot(rng *rand.Rand, c orb.Point) orb.Polygon {
-	for {
-		n := 4 + rng.IntN(5)
-		r0 := (freshMinAcrossM + rng.Float64()*(freshMaxAcrossM-freshMinAcrossM)) / 2
-		ring := make(orb.Ring, 0, n+1)
-		base := rng.Float64() * 360
-		for i := n - 1; i >= 0; i-- {
-			az := base + (float64(i)+(rng.Float64()-0.5)*0.6)*360/float64(n)
-			ring = append(ring, offset(c, az, r0*(0.85+0.15*rng.Float64())))
-		}
-		ring = append(ring, ring[0])
-		p := orb.Polygon{ring}
-		if geo.Validate(p, 0) == nil {
-			return p
-		}
-	}
+	return makeSiteMix(n, anchors, nLayers, rand.New(rand.NewPCG(uint64(seed), freshMixStream)), siteMix{
+		name: "fresh", pointShare: freshPointShare, zeroRadius: freshZeroRadius,
+		lot: func(rng *rand.Rand, c orb.Point) orb.Polygon {
+			return starLot(rng, c, freshMinAcrossM/2, freshMaxAcrossM/2, 0.85, 0.15)
+		},
+	})
 }
 
 // sizeBuckets are the answer sizes (features over every layer of a query)
