@@ -12,11 +12,9 @@ import (
 	"github.com/paulmach/orb"
 
 	"siteenv/api"
-	"siteenv/clock"
 	"siteenv/engine"
 	"siteenv/jobs"
 	"siteenv/ledger"
-	"siteenv/ledger/ledgertest"
 	"siteenv/store"
 )
 
@@ -41,19 +39,7 @@ func (g gatedRunner) Wait(ctx context.Context, _ uuid.UUID, _ time.Duration) (le
 // committed.
 func crashedAdmission(t *testing.T, idem string) (b *harness, acct uuid.UUID, k ledger.NewKey, body, admitted string) {
 	t.Helper()
-	clk := clock.NewFake(time.Date(2026, 11, 22, 9, 0, 10, 0, time.UTC))
-	dsn := ledgertest.DSN(t)
-	open := func() *ledger.Ledger {
-		l, err := ledger.Open(context.Background(), dsn, ledger.Options{Clock: clk, MaxConns: 5})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(l.Close)
-		return l
-	}
-	ledA, ledB := open(), open()
-	a := setupOn(t, clk, ledA, nil)
-	b = setupOn(t, clk, ledB, nil)
+	clk, ledA, ledB, a, b := twoReplicas(t)
 	st, err := store.NewFileStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -11,11 +11,9 @@ import (
 	"github.com/paulmach/orb"
 
 	"siteenv/api"
-	"siteenv/clock"
 	"siteenv/engine"
 	"siteenv/jobs"
 	"siteenv/ledger"
-	"siteenv/ledger/ledgertest"
 	"siteenv/store"
 )
 
@@ -30,18 +28,7 @@ import (
 // and one store; no waits between the answer and the other replica's reads.
 func TestAnsweredQueryIsFinishedOnEveryReplica(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(time.Date(2026, 11, 22, 9, 0, 10, 0, time.UTC))
-	dsn := ledgertest.DSN(t)
-	open := func() *ledger.Ledger {
-		l, err := ledger.Open(context.Background(), dsn, ledger.Options{Clock: clk, MaxConns: 5})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(l.Close)
-		return l
-	}
-	ledA, ledB := open(), open()
-	a, b := setupOn(t, clk, ledA, nil), setupOn(t, clk, ledB, nil)
+	_, ledA, ledB, a, b := twoReplicas(t)
 	st, err := store.NewFileStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

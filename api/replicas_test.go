@@ -12,16 +12,11 @@ import (
 	"siteenv/ledger/ledgertest"
 )
 
-// TestReplicasShareLimitsRevocationAndAudit runs two Servers, each with a
-// ledger of its own (as two processes have) over one database, and proves
-// what the shortened read path keeps: the account's read limit is exact
-// across both (the 121st read of the minute is refused on either, however
-// the reads were spread); a key revoked through one process is refused on
-// the very next request to either; and every read's audit record, queued
-// behind its response, reaches the shared feed.
-func TestReplicasShareLimitsRevocationAndAudit(t *testing.T) {
-	t.Parallel()
-	clk := clock.NewFake(time.Date(2026, 11, 22, 9, 0, 10, 0, time.UTC))
+// twoReplicas sets up two Servers on one fake clock, each with a ledger of
+// its own (as two processes have) over one database.
+func twoReplicas(t *testing.T) (clk *clock.Fake, ledA, ledB *ledger.Ledger, a, b *harness) {
+	t.Helper()
+	clk = clock.NewFake(time.Date(2026, 11, 22, 9, 0, 10, 0, time.UTC))
 	dsn := ledgertest.DSN(t)
 	open := func() *ledger.Ledger {
 		l, err := ledger.Open(context.Background(), dsn, ledger.Options{Clock: clk, MaxConns: 5})
@@ -31,8 +26,20 @@ func TestReplicasShareLimitsRevocationAndAudit(t *testing.T) {
 		t.Cleanup(l.Close)
 		return l
 	}
-	ledA, ledB := open(), open()
-	a, b := setupOn(t, clk, ledA, nil), setupOn(t, clk, ledB, nil)
+	ledA, ledB = open(), open()
+	return clk, ledA, ledB, setupOn(t, clk, ledA, nil), setupOn(t, clk, ledB, nil)
+}
+
+// TestReplicasShareLimitsRevocationAndAudit runs two Servers, each with a
+// ledger of its own (as two processes have) over one database, and proves
+// what the shortened read path keeps: the account's read limit is exact
+// across both (the 121st read of the minute is refused on either, however
+// the reads were spread); a key revoked through one process is refused on
+// the very next request to either; and every read's audit record, queued
+// behind its response, reaches the shared feed.
+func TestReplicasShareLimitsRevocationAndAudit(t *testing.T) {
+	t.Parallel()
+	clk, ledA, ledB, a, b := twoReplicas(t)
 	acct := a.account(0)
 	k1 := a.key(acct, nil, "usage:read")
 	k2 := b.key(acct, nil, "usage:read", "layers:read")
