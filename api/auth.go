@@ -49,7 +49,7 @@ func (s *Server) admit(r *request) error {
 		// Not reached: the statement counts exactly when authorize passes.
 		return s.limitReads(r)
 	}
-	if err := s.checkRate(r, ledger.BucketReads, readsPerMinute, w); err != nil {
+	if err := s.checkRate(r, ledger.BucketReads, s.cfg.ReadsPerMinute, w); err != nil {
 		return err
 	}
 	s.queries.Vouch(ledger.HashKey(key), p)

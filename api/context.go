@@ -181,6 +181,7 @@ func encodeContext(head contextHead, ops, li json.RawMessage, remaining int64, u
 // runner of another replica takes), so /context cannot drift from them.
 func (s *Server) limits() map[string]int64 {
 	out := contextLimits()
+	out["reads_per_minute"] = int64(s.cfg.ReadsPerMinute)
 	out["max_radius_m"] = engine.MaxRadiusM
 	out["max_query_features"] = engine.DefaultMaxFeatures
 	out["max_query_result_bytes"] = engine.DefaultMaxBytes

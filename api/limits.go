@@ -94,7 +94,7 @@ func (s *Server) limitReads(r *request) error {
 	if m := string(r.http.Method()); m != "GET" && m != "HEAD" {
 		return nil
 	}
-	return s.rateLimit(r, ledger.BucketReads, readsPerMinute)
+	return s.rateLimit(r, ledger.BucketReads, s.cfg.ReadsPerMinute)
 }
 
 // rateLimit counts one event in the account's per-minute bucket.

@@ -64,7 +64,7 @@ func (s *Server) rateHeaders(r *request) {
 	}
 	st := r.rate
 	if !st.set {
-		bucket, limit := ledger.BucketReads, readsPerMinute
+		bucket, limit := ledger.BucketReads, s.cfg.ReadsPerMinute
 		if r.op.ID == "create_query" {
 			bucket, limit = ledger.BucketQueryAdmissions, queryAdmissionsPerMinute
 		}
