@@ -1030,7 +1030,7 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 		log.Info("bench: API and PostGIS passes, fresh mix", "queries", len(fresh), "clients", opt.Clients)
 		r.FreshQueries = len(fresh)
 		base := nw + len(opt.Clients)*(len(qs)+len(small))
-		if r.FreshPasses, r.FreshComparison, err = a.freshPasses(ctx, pg, ds, fresh, freshReqs, a.keys[base:base+nFreshKeys], opt.Clients, run, st); err != nil {
+		if r.FreshPasses, r.FreshComparison, r.freshTSV, err = a.freshPasses(ctx, pg, ds, fresh, freshReqs, a.keys[base:base+nFreshKeys], opt.Clients, run, st); err != nil {
 			return nil, err
 		}
 	}
@@ -1073,6 +1073,9 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 	r.ReportPath = filepath.Join(opt.OutDir, "api-report.txt")
 	r.PlotPath = filepath.Join(opt.OutDir, "api-cdf.svg")
 	r.QueriesPath = filepath.Join(opt.OutDir, "api-queries.tsv")
+	if r.freshTSV != nil {
+		r.FreshQueriesPath = filepath.Join(opt.OutDir, "api-fresh-queries.tsv")
+	}
 	r.queriesTSV = queriesTSV(qs, runs, r.pgLat)
 	return r, nil
 }
@@ -1082,6 +1085,11 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 func (r *APIReport) write() error {
 	if err := os.MkdirAll(filepath.Dir(r.ReportPath), 0o755); err != nil {
 		return fmt.Errorf("bench: out dir: %w", err)
+	}
+	if r.FreshQueriesPath != "" {
+		if err := os.WriteFile(r.FreshQueriesPath, r.freshTSV, 0o644); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
 	}
 	if err := os.WriteFile(r.QueriesPath, r.queriesTSV, 0o644); err != nil {
 		return fmt.Errorf("bench: per-query table: %w", err)

@@ -104,6 +104,12 @@ func TestAPIAgreesWithPostGIS(t *testing.T) {
 			t.Errorf("fresh pass with %d clients: %d bucketed, %+v", p.Clients, n, p)
 		}
 	}
+	if rows := bytes.Count(r.freshTSV, []byte("\n")); rows != r.FreshQueries+1 {
+		t.Errorf("the fresh mix's per-query table has %d lines for %d queries", rows, r.FreshQueries)
+	}
+	if !strings.Contains(out.String(), "read limit is raised from the contract's 120 to 1,000,000 a minute") {
+		t.Errorf("the report does not say the server's read limit was raised:\n%s", out.String())
+	}
 	var md strings.Builder
 	r.Markdown(&md, "bench api test")
 	if !strings.Contains(md.String(), "| 1-9 |") || !strings.Contains(md.String(), "| whole mix p50 |") {

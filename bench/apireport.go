@@ -77,6 +77,7 @@ type APIReport struct {
 	Waited                      time.Duration
 	WaitedQueries               int64
 	QueriesPath                 string // the per-query table of the first pass
+	FreshQueriesPath            string // the fresh mix's, of its first pass (none without it)
 	Decode                      decodeFigures
 	Comparison                  comparison
 	ReadCount                   int
@@ -91,8 +92,8 @@ type APIReport struct {
 	apiLat, pgLat                 []time.Duration
 	// Subdivided: the heavy scale's second baseline, one client (nil
 	// otherwise).
-	Subdivided *subdividedReport
-	queriesTSV []byte
+	Subdivided           *subdividedReport
+	queriesTSV, freshTSV []byte
 
 	EngineBudget, EngineNeed int64       // the engine's budget, and the bytes of all its shards
 	Budget                   budgetStats // shard traffic of the API passes
@@ -260,6 +261,9 @@ func (r *APIReport) Print(w io.Writer) {
 	r.Memory.print(w)
 	fmt.Fprintf(w, "latency CDF (1 client, API vs PostGIS): %s\n", r.PlotPath)
 	fmt.Fprintf(w, "query by query (first pass, slowest first): %s\n", r.QueriesPath)
+	if r.FreshQueriesPath != "" {
+		fmt.Fprintf(w, "fresh mix query by query (first pass, slowest first): %s\n", r.FreshQueriesPath)
+	}
 	fmt.Fprintf(w, "api/postgis p50 ratio: %.3f, p99 ratio: %.3f\n", r.P50Ratio(), r.P99Ratio())
 }
 

@@ -102,9 +102,9 @@ func heapInUse() uint64 {
 
 // freshPasses runs the fresh mix with each client count, freshKeys keys of
 // their own per pass taking turns, and PostGIS after each; the first
-// pass's answers are checked against PostGIS's.
-func (a *apiSide) freshPasses(ctx context.Context, pg *postgis, ds *dataset, qs []query, reqs []apiQuery, keys []string, clients []int, run string, st *clientStats) ([]apiPassReport, comparison, error) {
-	var reports []apiPassReport
+// pass's answers are checked against PostGIS's, and its queries are
+// tabulated (queriesTSV) in tsv.
+func (a *apiSide) freshPasses(ctx context.Context, pg *postgis, ds *dataset, qs []query, reqs []apiQuery, keys []string, clients []int, run string, st *clientStats) (reports []apiPassReport, cmp comparison, tsv []byte, err error) {
 	apiOut, pgOut := make([][]outcome, len(qs)), make([][]outcome, len(qs))
 	for k, c := range clients {
 		pk := keys[k*freshKeys : (k+1)*freshKeys]
@@ -113,7 +113,7 @@ func (a *apiSide) freshPasses(ctx context.Context, pg *postgis, ds *dataset, qs 
 			turn[i] = pk[i%freshKeys]
 		}
 		if err := a.introduce(pk); err != nil {
-			return nil, comparison{}, err
+			return nil, comparison{}, nil, err
 		}
 		var ao, po [][]outcome
 		if k == 0 {
@@ -123,7 +123,7 @@ func (a *apiSide) freshPasses(ctx context.Context, pg *postgis, ds *dataset, qs 
 		a.timer.Reset()
 		before, err := a.ledgerCost(ctx)
 		if err != nil {
-			return nil, comparison{}, err
+			return nil, comparison{}, nil, err
 		}
 		_, used0 := a.runner.PrecomputeCounts()
 		first0 := a.runner.AnsweredFirst()
@@ -131,7 +131,7 @@ func (a *apiSide) freshPasses(ctx context.Context, pg *postgis, ds *dataset, qs 
 		cpu0 := a.cpu.now()
 		ap, err := a.apiPass(ctx, reqs, turn, c, run+"-fresh-"+strconv.Itoa(k), st, ao, runs)
 		if err != nil {
-			return nil, comparison{}, fmt.Errorf("bench: API, fresh mix: %w", err)
+			return nil, comparison{}, nil, fmt.Errorf("bench: API, fresh mix: %w", err)
 		}
 		phases := a.timer.Snapshot()
 		create := summarize(a.timer.Requests("create_query"))
@@ -139,23 +139,26 @@ func (a *apiSide) freshPasses(ctx context.Context, pg *postgis, ds *dataset, qs 
 		first1 := a.runner.AnsweredFirst()
 		after, err := a.ledgerCost(ctx)
 		if err != nil {
-			return nil, comparison{}, err
+			return nil, comparison{}, nil, err
 		}
 		heap1 := heapInUse()
 		cpu1 := a.cpu.now()
 		pp, err := postgisPass(ctx, pg, ds, qs, c, po)
 		if err != nil {
-			return nil, comparison{}, fmt.Errorf("bench: postgis, fresh mix: %w", err)
+			return nil, comparison{}, nil, fmt.Errorf("bench: postgis, fresh mix: %w", err)
 		}
 		cpu2 := a.cpu.now()
 		pp.busy = true
+		if k == 0 {
+			tsv = queriesTSV(qs, runs, pp.lat)
+		}
 		reports = append(reports, apiPassReport{Clients: c, API: ap.summary(), PostGIS: pp.summary(), Phases: phases,
 			Ledger: after.minus(before), CreateServer: create, Precomputed: used1 - used0, AnsweredFirst: first1 - first0,
 			Buckets: bucketize(runs, ap.lat, pp.lat), HeapBefore: heap0, HeapAfter: heap1,
 			APICPU: cpu1.minus(cpu0), PostGISCPU: cpu2.minus(cpu1)})
 	}
-	cmp, err := compare(ctx, a.eng, pg, ds, qs, apiOut, pgOut)
-	return reports, cmp, err
+	cmp, err = compare(ctx, a.eng, pg, ds, qs, apiOut, pgOut)
+	return reports, cmp, tsv, err
 }
 
 // mib formats bytes in MiB.
