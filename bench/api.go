@@ -94,7 +94,8 @@ type APIOptions struct {
 	Queries int
 	// Clients: the client counts of the passes. Default DefaultClients.
 	Clients []int
-	// Reads of the authenticated read pass. Default DefaultReads.
+	// Reads of the authenticated read pass; 0: none (the command's
+	// default is DefaultReads).
 	Reads int
 	// SmallQueries of the small-query mix (smallmix.go), run with every
 	// client count after the mix; 0: none.
@@ -141,9 +142,6 @@ func (o APIOptions) WithDefaults() APIOptions {
 	}
 	if len(o.Clients) == 0 {
 		o.Clients = DefaultClients
-	}
-	if o.Reads == 0 {
-		o.Reads = DefaultReads
 	}
 	if o.EngineMemory == 0 {
 		o.EngineMemory = DefaultEngineMemory

@@ -67,7 +67,7 @@ func TestOptionsWithDefaults(t *testing.T) {
 	}
 	a := APIOptions{WorkDir: "w"}.WithDefaults()
 	if a.Scale != synth.Medium || a.Seed != DefaultSeed || a.Queries != DefaultAPIQueries || !slices.Equal(a.Clients, DefaultClients) ||
-		a.Reads != DefaultReads || a.EngineMemory != DefaultEngineMemory || a.OutDir != "w" || a.Logger == nil || a.validate() != nil {
+		a.Reads != 0 || a.EngineMemory != DefaultEngineMemory || a.OutDir != "w" || a.Logger == nil || a.validate() != nil {
 		t.Fatalf("api defaults: %+v", a)
 	}
 }
