@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"reflect"
 	"sort"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"siteenv/internal/jsonscan"
 )
 
 // decodeBody reads the JSON request body into dst (a pointer to a struct with
@@ -128,12 +129,22 @@ type jsonFrame struct {
 	key     string            // object: the latest key read
 	haveKey bool              // object: key's value comes next
 	index   int               // array: index of the next element
+	first   bool              // no member read yet
+}
+
+// next marks the value f points at as read.
+func (f *jsonFrame) next() {
+	if f.object {
+		f.haveKey = false
+	} else {
+		f.index++
+	}
 }
 
 // jsonPath names the position the innermost frame points at, e.g.
 // site.geometry.coordinates[0]; "body" for the root. Built only when a
 // problem is reported, so scanning stays linear in the body's size.
-func jsonPath(stack []*jsonFrame) string {
+func jsonPath(stack []jsonFrame) string {
 	var b strings.Builder
 	for i, f := range stack {
 		switch {
@@ -162,124 +173,166 @@ func printableKey(k string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(k, "\uFFFD"), "\x00", `\u0000`)
 }
 
-// scanJSON reads body token by token, once (linear time), and refuses what
-// encoding/json would silently accept: invalid UTF-8 inside a string (it
-// becomes U+FFFD) and a repeated key in an object (the last one wins), both
-// invalid_json; and NUL in a key or string value (valid JSON, but PostgreSQL
-// text cannot hold it), invalid_request. Field errors name each place by its
-// JSON path (site.geometry.coordinates[0]). It returns the top-level keys in
-// order of appearance, or nil when the body is not an object.
+// scanJSON reads body once (linear time) with the service's tokenizer
+// (jsonscan), and refuses what encoding/json would silently accept:
+// invalid UTF-8 inside a string (it becomes U+FFFD) and a repeated key in
+// an object (the last one wins), both invalid_json; and NUL in a key or
+// string value (valid JSON, but PostgreSQL text cannot hold it),
+// invalid_request. Field errors name each place by its JSON path
+// (site.geometry.coordinates[0]). It returns the top-level keys in order
+// of appearance, or nil when the body is not an object.
 func scanJSON(body []byte) ([]string, error) {
 	var (
-		stack    []*jsonFrame
+		stack    []jsonFrame // values, not pointers: one allocation per level reached, not per array
 		top      []string
-		rootObj  bool
 		badJSON  []FieldError
 		badInput []FieldError
 	)
+	s := &jsonscan.Scanner{B: body}
 	note := func(list *[]FieldError, msg string) {
 		if len(*list) < maxFieldErrors {
 			*list = append(*list, FieldError{Field: jsonPath(stack), Message: msg})
 		}
 	}
-	// consumed marks the value at the innermost frame as read.
-	consumed := func() {
-		if len(stack) == 0 {
-			return
-		}
-		f := stack[len(stack)-1]
-		if f.object {
-			f.haveKey = false
-		} else {
-			f.index++
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	for started := false; ; started = true {
-		if started && len(stack) == 0 {
-			// One value only: a second one (the decoder reads streams) or
-			// anything else after it is malformed.
-			if _, err := dec.Token(); err != io.EOF {
-				return nil, newProblem(CodeInvalidJSON, "The body has data after its JSON value (at byte %d).", dec.InputOffset())
-			}
-			break
-		}
-		start := dec.InputOffset()
-		tok, err := dec.Token()
+	// text reads the string (a key or a value) at the next byte: its text
+	// (escapes decoded) and whether its bytes are valid UTF-8.
+	text := func() (string, bool, error) {
+		start := s.I
+		raw, escaped, err := s.RawString()
 		if err != nil {
-			at := stack
-			if n := len(stack); n > 0 && stack[n-1].object && !stack[n-1].haveKey {
-				at = stack[:n-1] // between members: name the object
-			}
-			var se *json.SyntaxError
-			if errors.As(err, &se) {
-				return nil, &Problem{Code: CodeInvalidJSON, Detail: fmt.Sprintf("The body is not valid JSON (at byte %d).", se.Offset),
-					FieldErrors: []FieldError{{Field: jsonPath(at), Message: "not valid JSON here"}}}
-			}
-			// io.EOF or io.ErrUnexpectedEOF: the body ends inside a value.
-			return nil, &Problem{Code: CodeInvalidJSON, Detail: "The body is not valid JSON (it ends early).",
-				FieldErrors: []FieldError{{Field: jsonPath(at), Message: "incomplete"}}}
+			return "", false, err
 		}
-		raw := body[start:dec.InputOffset()]
-		var f *jsonFrame
-		if len(stack) > 0 {
-			f = stack[len(stack)-1]
+		t := string(raw)
+		if escaped {
+			if err := json.Unmarshal(body[start:s.I], &t); err != nil {
+				s.I = start
+				return "", false, s.Fail("a valid string", "invalid string escape")
+			}
 		}
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{', '[':
-				if len(stack) == maxJSONDepth {
-					return nil, newProblem(CodeInvalidJSON, "The body nests deeper than %d levels.", maxJSONDepth)
-				}
-				rootObj = rootObj || len(stack) == 0 && t == '{'
-				stack = append(stack, &jsonFrame{object: t == '{'})
-			case '}', ']':
-				stack = stack[:len(stack)-1]
-				consumed()
+		return t, utf8.Valid(raw), nil
+	}
+	// value reads one value; an object or array opens a frame, whose
+	// members the loop below reads.
+	value := func() error {
+		switch c := s.Peek(); c {
+		case '{', '[':
+			if len(stack) == maxJSONDepth {
+				return newProblem(CodeInvalidJSON, "The body nests deeper than %d levels.", maxJSONDepth)
 			}
-			continue
-		case string:
-			if f != nil && f.object && !f.haveKey {
-				// An object key; raw holds it (and ASCII separators).
-				f.key, f.haveKey = t, true
-				if !utf8.Valid(raw) {
-					note(&badJSON, "key is not valid UTF-8")
-				}
-				if strings.IndexByte(t, 0) >= 0 {
-					note(&badInput, "key must not contain NUL characters")
-				}
-				// encoding/json matches struct fields case-insensitively, so
-				// keys equal but for case are duplicates too.
-				if f.keys == nil {
-					f.keys = map[string]string{}
-				}
-				folded := foldKey(t)
-				if prev, dup := f.keys[folded]; dup {
-					msg := "duplicate key"
-					if prev != t {
-						msg = "duplicate key (differs only in letter case from " + strconv.Quote(printableKey(prev)) + ")"
-					}
-					note(&badJSON, msg)
-				} else {
-					f.keys[folded] = t
-				}
-				if len(stack) == 1 {
-					top = append(top, t)
-				}
-				continue
+			s.I++
+			stack = append(stack, jsonFrame{object: c == '{', first: true})
+			return nil
+		case '"':
+			t, valid, err := text()
+			if err != nil {
+				return err
 			}
-			if !utf8.Valid(raw) {
+			if !valid {
 				note(&badJSON, "must be valid UTF-8")
 			}
 			if strings.IndexByte(t, 0) >= 0 {
 				note(&badInput, "must not contain NUL characters")
 			}
+			return nil
+		case 't':
+			return s.Literal("true")
+		case 'f':
+			return s.Literal("false")
+		case 'n':
+			return s.Literal("null")
+		default:
+			_, err := s.NumberBytes()
+			return err
 		}
-		consumed()
+	}
+	rootObj := s.Peek() == '{'
+	err := value()
+	for err == nil && len(stack) > 0 {
+		f := &stack[len(stack)-1] // valid until the stack grows (value below)
+		closer := byte(']')
+		if f.object {
+			closer = '}'
+		}
+		// The closer (also of an empty one), else ',' before every member
+		// but the first.
+		if s.Consume(closer) {
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 {
+				stack[len(stack)-1].next()
+			}
+			continue
+		}
+		if !f.first && !s.Consume(',') {
+			err = s.Syntax("',' or '" + string(closer) + "'")
+			break
+		}
+		f.first = false
+		if f.object {
+			f.haveKey = false
+			if s.Peek() != '"' {
+				err = s.Syntax("a member name")
+				break
+			}
+			k, valid, kerr := text()
+			if err = kerr; err != nil {
+				break
+			}
+			if !s.Consume(':') {
+				err = s.Syntax("':'")
+				break
+			}
+			f.key, f.haveKey = k, true
+			if !valid {
+				note(&badJSON, "key is not valid UTF-8")
+			}
+			if strings.IndexByte(k, 0) >= 0 {
+				note(&badInput, "key must not contain NUL characters")
+			}
+			// encoding/json matches struct fields case-insensitively, so
+			// keys equal but for case are duplicates too.
+			if f.keys == nil {
+				f.keys = map[string]string{}
+			}
+			folded := foldKey(k)
+			if prev, dup := f.keys[folded]; dup {
+				msg := "duplicate key"
+				if prev != k {
+					msg = "duplicate key (differs only in letter case from " + strconv.Quote(printableKey(prev)) + ")"
+				}
+				note(&badJSON, msg)
+			} else {
+				f.keys[folded] = k
+			}
+			if len(stack) == 1 {
+				top = append(top, k)
+			}
+		}
+		n := len(stack)
+		if err = value(); err == nil && len(stack) == n {
+			f.next()
+		}
+	}
+	if err == nil && !s.AtEnd() {
+		// One value only: a second one, or anything else after it, is
+		// malformed.
+		return nil, newProblem(CodeInvalidJSON, "The body has data after its JSON value (at byte %d).", s.I+1)
+	}
+	var se *jsonscan.SyntaxError
+	if errors.As(err, &se) {
+		at := stack
+		if n := len(stack); n > 0 && stack[n-1].object && !stack[n-1].haveKey {
+			at = stack[:n-1] // between members: name the object
+		}
+		if se.Found < 0 {
+			return nil, &Problem{Code: CodeInvalidJSON, Detail: "The body is not valid JSON (it ends early).",
+				FieldErrors: []FieldError{{Field: jsonPath(at), Message: "incomplete"}}}
+		}
+		return nil, &Problem{Code: CodeInvalidJSON, Detail: fmt.Sprintf("The body is not valid JSON (at byte %d: %s).", se.Offset+1, se.Detail()),
+			FieldErrors: []FieldError{{Field: jsonPath(at), Message: "not valid JSON here"}}}
 	}
 	switch {
+	case err != nil:
+		return nil, err
 	case len(badJSON) > 0:
 		return nil, &Problem{Code: CodeInvalidJSON, Detail: "The body has invalid UTF-8 or repeated keys.", FieldErrors: badJSON}
 	case len(badInput) > 0:
