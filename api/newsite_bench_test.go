@@ -131,14 +131,28 @@ func (e *newSiteEnv) do(method, path, key string, body []byte, idem string) (int
 // with its key's turn, and follows every page; it returns the features.
 // Every 60 queries the clock moves 3 s, so no key passes the contract's
 // 30 admissions a minute and each stays vouched for.
-func (e *newSiteEnv) query(radiusM float64, pageSize int) int {
+func (e *newSiteEnv) query(radiusM float64, pageSize int) int { return e.queryShape(radiusM, pageSize, 0) }
+
+// queryShape is query about a polygon site of vertices positions (a
+// 300 m circle, 28 ha, drawn with that many) when vertices > 0.
+func (e *newSiteEnv) queryShape(radiusM float64, pageSize, vertices int) int {
 	if e.n > 0 && e.n%newSiteKeys == 0 {
 		e.qh.clock.Advance(3 * time.Second)
 	}
 	key := e.keys[e.n%newSiteKeys]
 	e.n++
 	p := e.near(2000)
-	body, _ := json.Marshal(map[string]any{"site": map[string]any{"kind": "point", "longitude": p[0], "latitude": p[1]},
+	site := map[string]any{"kind": "point", "longitude": p[0], "latitude": p[1]}
+	if vertices > 0 {
+		ring := make([][2]float64, vertices)
+		for i := range vertices - 1 {
+			a := 2 * math.Pi * float64(i) / float64(vertices-1)
+			ring[i] = [2]float64{p[0] + 300*math.Cos(a)/(111_320*0.8309), p[1] + 300*math.Sin(a)/111_320}
+		}
+		ring[vertices-1] = ring[0]
+		site = map[string]any{"kind": "geometry", "geometry": map[string]any{"type": "Polygon", "coordinates": [][][2]float64{ring}}}
+	}
+	body, _ := json.Marshal(map[string]any{"site": site,
 		"layer_ids": e.layers, "radius_m": radiusM, "page_size": pageSize, "include_geometry": false})
 	status, b := e.do("POST", api.BasePath+"/queries", key, body, "ns-"+strconv.Itoa(e.n))
 	features := 0
@@ -172,8 +186,11 @@ func (e *newSiteEnv) query(radiusM float64, pageSize int) int {
 // m (about 10 features over three layers, one page: the admission with
 // its answer); small-not-first, the same computed after its admission
 // (its finish stored with its response, a second round trip); paged,
-// radius 1.5 km (about 2,000 features, pages of 500 followed). It reports the server's POST /queries p50 and, per query, the
-// server's phases (ms-per-query metrics):
+// radius 1.5 km (about 2,000 features, pages of 500 followed);
+// polygon-2k and polygon-10k, small about a new polygon site drawn with
+// 2,000 and 10,000 (the contract's most) positions. It reports the
+// server's POST /queries p50 and, per query, the server's phases
+// (ms-per-query metrics):
 //
 //	go test -run '^$' -bench NewSiteQuery -benchtime 400x ./api/
 func BenchmarkNewSiteQuery(b *testing.B) {
@@ -182,7 +199,9 @@ func BenchmarkNewSiteQuery(b *testing.B) {
 		radius   float64
 		pageSize int
 		notFirst bool
-	}{{"small", 100, 500, false}, {"small-not-first", 100, 500, true}, {"paged", 1500, 500, false}} {
+		vertices int
+	}{{"small", 100, 500, false, 0}, {"small-not-first", 100, 500, true, 0}, {"paged", 1500, 500, false, 0},
+		{"polygon-2k", 100, 500, false, 2000}, {"polygon-10k", 100, 500, false, 10000}} {
 		b.Run(c.name, func(b *testing.B) {
 			e := setupNewSite(b, store.DefaultRecentBytes, api.NewMetrics().WrapStore)
 			if c.notFirst {
@@ -192,14 +211,14 @@ func BenchmarkNewSiteQuery(b *testing.B) {
 				api.SetAnswerFirstWait(e.qh.srv, time.Nanosecond)
 			}
 			for range 30 { // warm: plans, pools, the catalogue cache
-				e.query(c.radius, c.pageSize)
+				e.queryShape(c.radius, c.pageSize, c.vertices)
 			}
 			e.timer.Reset()
 			features := 0
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				features += e.query(c.radius, c.pageSize)
+				features += e.queryShape(c.radius, c.pageSize, c.vertices)
 			}
 			b.StopTimer()
 			create := e.timer.Requests("create_query")

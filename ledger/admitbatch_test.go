@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -250,6 +251,14 @@ func TestAdmitQueryBatchStoresAnAnswer(t *testing.T) {
 		got.SiteID != siteID || !got.CreatedAt.Equal(ar.Query.CreatedAt) {
 		t.Fatalf("stored %+v, %v", got, err)
 	}
+	// The site it created, and the query's copy, hold the request's
+	// geometry (the admission reads back no geometry it wrote).
+	if !sameJSON(got.SiteGeometry, ar.Site.Geometry) || !sameJSON(res.Site.Geometry, ar.Site.Geometry) {
+		t.Fatalf("query's site geometry %s, admission's %s; want %s", got.SiteGeometry, res.Site.Geometry, ar.Site.Geometry)
+	}
+	if st, err := b.led.Site(b.ctx, a.ID, siteID); err != nil || !sameJSON(st.Geometry, ar.Site.Geometry) {
+		t.Fatalf("site %+v, %v", st, err)
+	}
 	if body := replayed("k1"); body != string(ar.Answer.Response.Body) {
 		t.Fatalf("stored answer %s, want %s", body, ar.Answer.Response.Body)
 	}
@@ -387,10 +396,13 @@ func TestAnsweredAdmissionNamesASiteCreatedMeanwhile(t *testing.T) {
 		}
 	}
 	// Meanwhile that transaction creates the account's site of that
-	// fingerprint, and commits.
+	// fingerprint, and commits. Its geometry is told apart from the
+	// request's (a fingerprint names one geometry; this one is forged), so
+	// the admission is seen to read it back.
 	other := uuid.New()
+	otherGeom := json.RawMessage(`{"type":"Point","coordinates":[151.5,-33.5]}`)
 	if _, err := tx.Exec(ctx, `INSERT INTO sites (site_id, account_id, geometry, fingerprint, area_m2, min_lon, min_lat, max_lon, max_lat, created_at)
-		VALUES ($1, $2, $3, 'fp-a', 0, 151, -33.8, 151, -33.8, now())`, other, a.ID, geom); err != nil {
+		VALUES ($1, $2, $3, 'fp-a', 0, 151, -33.8, 151, -33.8, now())`, other, a.ID, otherGeom); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -405,7 +417,20 @@ func TestAnsweredAdmissionNamesASiteCreatedMeanwhile(t *testing.T) {
 	if err != nil || claim.State != ledger.IdemReplay || string(claim.Response.Body) != want {
 		t.Fatalf("stored response %+v, %v; want %s", claim, err, want)
 	}
-	if got, err := b.led.Query(b.ctx, a.ID, queryID); err != nil || got.SiteID != other {
+	if got, err := b.led.Query(b.ctx, a.ID, queryID); err != nil || got.SiteID != other || !sameJSON(got.SiteGeometry, otherGeom) {
 		t.Fatalf("stored query %+v, %v", got, err)
 	}
+	if !sameJSON(r.res.Site.Geometry, otherGeom) {
+		t.Fatalf("admission's site geometry %s, want the existing site's %s", r.res.Site.Geometry, otherGeom)
+	}
+}
+
+// sameJSON: a and b are the same JSON value (jsonb re-renders what it
+// stores).
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }
