@@ -32,15 +32,23 @@ var (
 )
 
 // vectorBasemap draws m.Basemap's land use, water, roads and place names
-// on the ground, and says whether it drew (false: none configured, or its
-// tiles could not be read; the map then says so).
+// on the ground, and says whether it drew (false: none configured, none of
+// its tiles covers the map, or they could not be read; the map then says
+// which, so a blank ground is never read as open land nor an unreadable
+// archive as a missing one). The archive's reader logs its errors
+// (cmd/siteenv wraps it).
 func (d *drawer) vectorBasemap() bool {
 	if d.m.Basemap == nil {
 		return false
 	}
 	z := zoomFor(1/d.f.scale, d.f.local.Center()[1])
 	tiles, err := d.m.Basemap.Layers(d.f.ll, z)
-	if err != nil || len(tiles) == 0 {
+	switch {
+	case err != nil:
+		d.basemapMissing = "Basemap could not be read"
+		return false
+	case len(tiles) == 0:
+		d.basemapMissing = "The basemap has no tiles here"
 		return false
 	}
 	byLayer := func(name string, fn func(f *mvt.Layer)) {

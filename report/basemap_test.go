@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"errors"
 	"image"
 	"image/color"
 	"image/png"
@@ -168,5 +169,41 @@ func TestBasemapPNG(t *testing.T) {
 	}
 	if _, err := BasemapPNG(bm, orb.Bound{Min: parramatta, Max: parramatta}, w, h); err == nil {
 		t.Error("an empty box drew an image")
+	}
+}
+
+// brokenBasemap's tiles cannot be read (err) or none covers anywhere.
+type brokenBasemap struct{ err error }
+
+func (b brokenBasemap) Layers(orb.Bound, int) ([]mvt.Layers, error) { return nil, b.err }
+func (brokenBasemap) Attribution() string                           { return "© test" }
+func (brokenBasemap) Version() string                               { return "broken" }
+
+// TestBasemapNoteSaysWhy: a map without its basemap says why, so a
+// configured archive that could not be read, or that has no tiles for the
+// site, is not reported as no basemap configured (and a blank ground is
+// never read as open land).
+func TestBasemapNoteSaysWhy(t *testing.T) {
+	t.Parallel()
+	m := Map{Title: "Basemap test", Section: "Water", Date: renderDate, Site: parramatta, Print: true,
+		Layers: []Layer{{ID: "bores", Name: "Bores", RadiusM: 1000, Coverage: "complete"}}}
+	for _, c := range []struct {
+		bm   Basemap
+		want string
+	}{
+		{nil, "No basemap configured: streets, water and place names are not shown"},
+		{brokenBasemap{errors.New("read tile: input/output error")}, "Basemap could not be read: streets, water and place names are not shown"},
+		{brokenBasemap{}, "The basemap has no tiles here: streets, water and place names are not shown"},
+		{testBasemap(t), "Basemap: " + testBasemap(t).Attribution()},
+	} {
+		mm := m
+		mm.Basemap = c.bm
+		d := layoutPrint(mm, ringRadii(mm.Layers))
+		if text, _, _, _, ok := d.basemapNote(); !ok || text != c.want {
+			t.Errorf("basemap %T: note %q (%v), want %q", c.bm, text, ok, c.want)
+		}
+		if _, err := RenderMap(Map{Title: "t", Section: "s", Date: renderDate, Site: parramatta, Basemap: c.bm, Layers: mm.Layers}); err != nil {
+			t.Errorf("basemap %T: screen map: %v", c.bm, err)
+		}
 	}
 }

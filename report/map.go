@@ -285,8 +285,11 @@ type drawer struct {
 	ringLabels []ringLabel
 	// marks are the boxes of the point marks drawn, which no label may
 	// cover; keyBoxes the key labels placed (print maps).
-	// basemapDrawn: the vector basemap is under the map.
-	basemapDrawn bool
+	// basemapDrawn: the vector basemap is under the map; else
+	// basemapMissing says why when one is configured (no tiles here, or
+	// its tiles could not be read).
+	basemapDrawn   bool
+	basemapMissing string
 	marks        []image.Rectangle
 	keyBoxes     []image.Rectangle
 	ringBoxes    []image.Rectangle
@@ -829,6 +832,9 @@ func (d *drawer) noBasemap() {
 // box (false: no note), known before it is drawn so labels keep clear.
 func (d *drawer) basemapNote() (text string, x, y int, box image.Rectangle, ok bool) {
 	text = "No basemap configured: streets, water and place names are not shown"
+	if d.basemapMissing != "" {
+		text = d.basemapMissing + ": streets, water and place names are not shown"
+	}
 	if d.basemapDrawn {
 		text = "Basemap: " + d.m.Basemap.Attribution()
 		if d.m.Basemap.Attribution() == "" {

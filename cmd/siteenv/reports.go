@@ -29,7 +29,7 @@ func reviseReport(ctx context.Context, e *env, id uuid.UUID) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	bm, bmClose, err := openBasemap(ctx, e.set, st)
+	bm, bmClose, err := openBasemap(ctx, e.set, st, e.log)
 	if err != nil {
 		return nil, err
 	}

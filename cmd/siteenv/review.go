@@ -45,7 +45,7 @@ func reviewCmd(ctx context.Context, set settings, args []string, stdout, stderr 
 	}
 	// The basemap serve draws under its maps (SITEENV_BASEMAP, else the
 	// store's), drawn under the review map; without one the page says so.
-	bm, bmClose, err := openBasemap(ctx, set, st)
+	bm, bmClose, err := openBasemap(ctx, set, st, e.log)
 	if err != nil {
 		return err
 	}

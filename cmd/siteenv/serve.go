@@ -81,7 +81,7 @@ func serve(ctx context.Context, set settings, args []string, stdout, stderr io.W
 	warmed := make(chan struct{})
 	go func() { defer close(warmed); warmEngine(wctx, eng, e.led, log) }()
 	defer func() { stopWarm(); <-warmed }()
-	bm, bmClose, err := openBasemap(ctx, set, store)
+	bm, bmClose, err := openBasemap(ctx, set, store, log)
 	if err != nil {
 		return err
 	}
