@@ -54,7 +54,8 @@ type DecodedSite struct {
 	// SiteGeometry, coordinate for coordinate: the precomputed answer must
 	// be the one computed from the stored JSON (compute). A geometry
 	// stored as json.Marshal(geojson.NewGeometry(g)) decodes to g bit for
-	// bit (geo's TestStoredRoundTrip).
+	// bit (geo's TestStoredRoundTrip). The caller does not modify it
+	// once handed over: the engine reads it while the request goes on.
 	Geometry orb.Geometry
 	// Checked: Geometry passed geo.Validate (engine.Request.SiteChecked).
 	Checked bool
