@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"siteenv/internal/phase"
+	"siteenv/jobs"
 	"siteenv/ledger"
 	"siteenv/queries"
 )
@@ -51,20 +52,22 @@ func (c queryCall) Authenticate() error {
 }
 
 // NewSite is the selector's site as a new site of the account when the
-// selector gives it whole (a point or a geometry) within 40 ha.
-func (c queryCall) NewSite() (ledger.Site, bool) {
+// selector gives it whole (a point or a geometry) within 40 ha, with its
+// geometry for the answer's precomputation: site.Geometry is its JSON
+// (newSite), which decodes to g bit for bit (jobs.DecodedSite).
+func (c queryCall) NewSite() (ledger.Site, jobs.DecodedSite, bool) {
 	if k := c.sel.Kind; k != kindPoint && k != kindProjectedPoint && k != kindGeometry {
-		return ledger.Site{}, false
+		return ledger.Site{}, jobs.DecodedSite{}, false
 	}
 	g, _, err := c.s.boundary(c.r, c.sel, "site")
 	if err != nil {
-		return ledger.Site{}, false
+		return ledger.Site{}, jobs.DecodedSite{}, false
 	}
 	site, err := c.s.newSite(c.r, g)
 	if err != nil || site.AreaM2 > maxSiteAreaM2 {
-		return ledger.Site{}, false
+		return ledger.Site{}, jobs.DecodedSite{}, false
 	}
-	return site, true
+	return site, jobs.DecodedSite{Geometry: g, Checked: c.sel.checked()}, true
 }
 
 // AnswerFirst renders row, a finished query, as answerQuery does, when its

@@ -41,6 +41,23 @@ type selector struct {
 	Geometry     orb.Geometry // CRS84, for geometry
 }
 
+// checked reports whether the geometry of a point or geometry selector's
+// site (boundary) is known to pass geo.Validate without checking it again
+// (jobs.DecodedSite.Checked): a point's is checked here, at no cost; a
+// geometry's passed it as decoded (decodeSelector), and its canonical
+// form, the site's, does too when rounding moved no coordinate
+// (geo.OnGrid). Otherwise the engine checks the canonical form as for
+// any query.
+func (sel *selector) checked() bool {
+	switch sel.Kind {
+	case kindPoint, kindProjectedPoint:
+		return geo.Validate(sel.Point, 0) == nil
+	case kindGeometry:
+		return sel.Geometry != nil && geo.OnGrid(sel.Geometry)
+	}
+	return false
+}
+
 // selectorFields lists the members each kind accepts besides "kind".
 var selectorFields = map[string][]string{
 	kindAddress:           {"address_id"},

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/geojson"
 
 	"siteenv/geo"
 	"siteenv/ledger"
@@ -159,9 +158,11 @@ func (s *Server) createSite(r *request) error {
 	})
 }
 
-// newSite describes a new site of the caller's account for canonical geometry g.
+// newSite describes a new site of the caller's account for canonical
+// geometry g. Its stored geometry is the bytes json.Marshal(
+// geojson.NewGeometry(g)) writes (geo.AppendGeoJSON, a fifth of the time).
 func (s *Server) newSite(r *request, g orb.Geometry) (ledger.Site, error) {
-	raw, err := json.Marshal(geojson.NewGeometry(g))
+	raw, err := geo.AppendGeoJSON(nil, g)
 	if err != nil {
 		return ledger.Site{}, err
 	}

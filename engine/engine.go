@@ -195,6 +195,13 @@ type Request struct {
 	// Site is a Point, MultiPoint, LineString, MultiLineString, Polygon or
 	// MultiPolygon in CRS84 that passes geo.Validate.
 	Site orb.Geometry
+	// SiteChecked says the caller ran geo.Validate on Site itself, and it
+	// passed: Query then skips that check (its cost grows with the
+	// site's positions: about 1.4 ms for 10,000), keeping the others. A
+	// caller sets it only for a geometry it checked (jobs: a precomputed
+	// answer of a site the API validated); an invalid Site with it set
+	// gives unspecified results.
+	SiteChecked bool
 	// RadiusM is 0..MaxRadiusM. 0 means intersection: features touching
 	// or inside a polygon site, containing or touching a point site,
 	// touching a line site.
@@ -340,8 +347,10 @@ func (req *Request) validate() error {
 	default:
 		return fmt.Errorf("%w: site type %T", ErrInvalidRequest, req.Site)
 	}
-	if err := geo.Validate(req.Site, 0); err != nil {
-		return fmt.Errorf("%w: site: %w", ErrInvalidRequest, err)
+	if !req.SiteChecked {
+		if err := geo.Validate(req.Site, 0); err != nil {
+			return fmt.Errorf("%w: site: %w", ErrInvalidRequest, err)
+		}
 	}
 	if !(req.RadiusM >= 0 && req.RadiusM <= MaxRadiusM) {
 		return fmt.Errorf("%w: radius %v outside 0..%d", ErrInvalidRequest, req.RadiusM, MaxRadiusM)

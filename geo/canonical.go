@@ -39,6 +39,19 @@ func snap(v float64) float64 {
 
 func snapPoint(p orb.Point) orb.Point { return orb.Point{snap(p[0]), snap(p[1])} }
 
+// OnGrid reports whether every coordinate of g lies on the canonical grid
+// already (rounding moves none; a coordinate written with CanonicalDecimals
+// decimals or fewer does, as most clients write them). Canonical then only
+// drops repeated positions and reorders, reorients and rotates what g
+// holds, which Validate ignores: the canonical form of an on-grid g that
+// passed Validate passes it too, and need not be checked again. Off the
+// grid, rounding may move two close boundaries onto each other, so that
+// the canonical form of a valid geometry is not valid. Safe for concurrent
+// use.
+func OnGrid(g orb.Geometry) bool {
+	return eachPoint(g, func(p orb.Point) bool { return snap(p[0]) == p[0] && snap(p[1]) == p[1] })
+}
+
 // Canonical returns the canonical form of g, a new geometry (g is not
 // modified): two geometries with the same boundary, written differently,
 // have the same canonical form. Specifically:

@@ -28,7 +28,7 @@ func TestCoverageParsedOncePerRelease(t *testing.T) {
 	}
 	polygon := func(q ledger.Query) orb.Polygon {
 		t.Helper()
-		req, unavailable, err := r.engineRequest(q)
+		req, unavailable, err := r.engineRequest(q, DecodedSite{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -654,7 +654,13 @@ type computed struct {
 // releases): the same records in the same order on every run, so a result
 // computed again has the bytes of the one first answered (recompute).
 func (r *Runner) compute(ctx context.Context, q ledger.Query) (computed, error) {
-	req, unavailable, err := r.engineRequest(q)
+	return r.computeFrom(ctx, q, DecodedSite{})
+}
+
+// computeFrom is compute from site, when it holds q's site geometry
+// decoded (Precompute).
+func (r *Runner) computeFrom(ctx context.Context, q ledger.Query, site DecodedSite) (computed, error) {
+	req, unavailable, err := r.engineRequest(q, site)
 	if err != nil {
 		return computed{}, err
 	}
@@ -704,13 +710,18 @@ func (r *Runner) compute(ctx context.Context, q ledger.Query) (computed, error) 
 }
 
 // engineRequest is q's engine request from its frozen inputs, and the
-// layers it leaves out (no release: unavailable).
-func (r *Runner) engineRequest(q ledger.Query) (engine.Request, map[string]bool, error) {
-	site, err := geo.DecodeStored("site of query "+q.ID.String(), q.SiteGeometry)
-	if err != nil {
-		return engine.Request{}, nil, err
+// layers it leaves out (no release: unavailable). Its site is decoded
+// from q's stored SiteGeometry unless site holds it decoded already.
+func (r *Runner) engineRequest(q ledger.Query, site DecodedSite) (engine.Request, map[string]bool, error) {
+	req := engine.Request{Site: site.Geometry, SiteChecked: site.Checked && site.Geometry != nil, RadiusM: q.RadiusM}
+	if req.Site == nil {
+		g, err := geo.DecodeStored("site of query "+q.ID.String(), q.SiteGeometry)
+		if err != nil {
+			return engine.Request{}, nil, err
+		}
+		req.Site = g
 	}
-	req := engine.Request{Site: site, RadiusM: q.RadiusM}
+	var err error
 	unavailable := map[string]bool{}
 	for _, f := range q.Frozen {
 		if f.ReleaseID == nil {

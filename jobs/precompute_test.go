@@ -17,7 +17,7 @@ import (
 func TestPrecomputedAnswerIsTheComputedOne(t *testing.T) {
 	b := setup(t)
 	r := b.runner(jobs.Config{Workers: 1}, nil)
-	if p := r.Precompute(ledger.Query{}); p != nil {
+	if p := r.Precompute(ledger.Query{}, jobs.DecodedSite{}); p != nil {
 		t.Fatal("Precompute began before Start")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -46,7 +46,7 @@ func TestPrecomputedAnswerIsTheComputedOne(t *testing.T) {
 	inputs := func(radius float64) ledger.Query {
 		return ledger.Query{SiteGeometry: b.siteGeometry(), RadiusM: radius, LayerIDs: []string{layerID}, Frozen: b.frozen}
 	}
-	pre := r.Precompute(inputs(100))
+	pre := r.Precompute(inputs(100), jobs.DecodedSite{})
 	if pre == nil {
 		t.Fatal("Precompute refused on a started runner")
 	}
@@ -58,17 +58,17 @@ func TestPrecomputedAnswerIsTheComputedOne(t *testing.T) {
 		t.Fatalf("precomputes begun %d, used %d; want 1, 1", begun, used)
 	}
 	// Another radius's answer is not this query's: computed afresh.
-	if _, got := answer(b.admit(true, time.Minute), r.Precompute(inputs(1))); string(got) != string(want) {
+	if _, got := answer(b.admit(true, time.Minute), r.Precompute(inputs(1), jobs.DecodedSite{})); string(got) != string(want) {
 		t.Fatalf("answer with another query's precompute %s, want %s", got, want)
 	}
 	if begun, used := r.PrecomputeCounts(); begun != 2 || used != 1 {
 		t.Fatalf("precomputes begun %d, used %d; want 2, 1", begun, used)
 	}
-	r.Precompute(inputs(100)).Discard()
+	r.Precompute(inputs(100), jobs.DecodedSite{}).Discard()
 	if err := r.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if p := r.Precompute(inputs(100)); p != nil {
+	if p := r.Precompute(inputs(100), jobs.DecodedSite{}); p != nil {
 		t.Fatal("Precompute began after Stop")
 	}
 	// Every slot taken was given back once, whichever of a precomputation

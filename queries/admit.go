@@ -30,7 +30,7 @@ type nowRunner interface {
 	Runner
 	RunNowFrom(ctx context.Context, q ledger.Query, d time.Duration, pre *jobs.Precomputed) jobs.NowResult
 	RunLimits() (maxRunning int, lease time.Duration, ok bool)
-	Precompute(q ledger.Query) *jobs.Precomputed
+	Precompute(q ledger.Query, site jobs.DecodedSite) *jobs.Precomputed
 	AnswerFirst(p *jobs.Precomputed, q ledger.Query, d time.Duration, maxFeatures int, maxBytes int64) (*jobs.Answered, bool)
 }
 
@@ -55,8 +55,10 @@ type QueryCall interface {
 	IdempotencyKey() (string, error)
 	// NewSite is the request's site as a new site of the account, when its
 	// selector gives it whole (a point or a geometry); ok is false for
-	// any other selector, or a boundary that cannot be one.
-	NewSite() (site ledger.Site, ok bool)
+	// any other selector, or a boundary that cannot be one. decoded is
+	// the site's geometry as decoding site.Geometry gives it, for its
+	// answer's precomputation (jobs.DecodedSite; zero: none).
+	NewSite() (site ledger.Site, decoded jobs.DecodedSite, ok bool)
 	// Site resolves the selector to an active, eligible site of the
 	// account, registering a new one.
 	Site() (ledger.Site, error)
@@ -245,7 +247,7 @@ func (s *Service) wait(c QueryCall, q ledger.Query, d time.Duration) ledger.Quer
 // (Settle). A small answer computed before the admission is stored with it
 // instead (answerFirst).
 func (s *Service) admitAtOnce(c QueryCall, fp []byte, ask Ask, pending *Pending) (handled bool, _ error) {
-	site, ok := c.NewSite()
+	site, decoded, ok := c.NewSite()
 	if !ok {
 		return false, nil
 	}
@@ -272,7 +274,7 @@ func (s *Service) admitAtOnce(c QueryCall, fp []byte, ask Ask, pending *Pending)
 		// The key is authenticated by the admission.
 		ar.Auth = &ledger.AdmitAuth{KeyHash: hash, Scopes: c.Scopes(), Datasets: ask.LayerIDs, Catalogue: p.Catalogue}
 	}
-	pre, v := s.precompute(ar, site, hash, provisional)
+	pre, v := s.precompute(ar, site, decoded, hash, provisional)
 	defer pre.Discard() // unless the attempt took it
 	if handled, err, ok := s.answerFirst(c, ar, pre, v, ask); ok {
 		return handled, err

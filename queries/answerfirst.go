@@ -39,8 +39,9 @@ func (s *Service) vouchAdmitted(hash []byte, p ledger.Principal, err error, w le
 // precompute begins ar's query's answer before its admission
 // (jobs.Runner.Precompute) when the request's provisional key was seen
 // authenticated moments ago on this replica (Vouches) and may use every
-// layer; nil otherwise. The key's vouch comes with it.
-func (s *Service) precompute(ar ledger.AdmitRequest, site ledger.Site, hash []byte, provisional bool) (*jobs.Precomputed, Seen) {
+// layer; nil otherwise. The key's vouch comes with it. decoded is the
+// site's geometry as the request decoded it (QueryCall.NewSite).
+func (s *Service) precompute(ar ledger.AdmitRequest, site ledger.Site, decoded jobs.DecodedSite, hash []byte, provisional bool) (*jobs.Precomputed, Seen) {
 	nr, ok := s.runner.(nowRunner)
 	if !ok || !ar.Limits.RunNow || !provisional {
 		return nil, Seen{}
@@ -51,7 +52,7 @@ func (s *Service) precompute(ar ledger.AdmitRequest, site ledger.Site, hash []by
 	}
 	q := ar.Query
 	q.SiteGeometry = site.Geometry
-	return nr.Precompute(q), v
+	return nr.Precompute(q, decoded), v
 }
 
 // answerFirst answers a query from its precomputed answer before it is
