@@ -332,7 +332,7 @@ func (s *Server) resolve(r *request, sel selector) (resolution, error) {
 	case kindCadastre:
 		return s.resolveCadastre(r, sel)
 	case kindGeometry:
-		g := geo.Canonical(sel.Geometry)
+		g := sel.Geometry
 		raw, err := geometryJSON(g)
 		if err != nil {
 			return resolution{}, err

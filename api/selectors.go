@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -38,22 +39,19 @@ type selector struct {
 	Point        orb.Point // CRS84, for point and projected_point
 	Jurisdiction string
 	CadastreIDs  []string
-	Geometry     orb.Geometry // CRS84, for geometry
+	Geometry     orb.Geometry // CRS84, for geometry: its canonical form (geo.Canonical), checked valid
 }
 
-// checked reports whether the geometry of a point or geometry selector's
-// site (boundary) is known to pass geo.Validate without checking it again
-// (jobs.DecodedSite.Checked): a point's is checked here, at no cost; a
-// geometry's passed it as decoded (decodeSelector), and its canonical
-// form, the site's, does too when rounding moved no coordinate
-// (geo.OnGrid). Otherwise the engine checks the canonical form as for
-// any query.
+// checked reports whether the site geometry of a point or geometry
+// selector (boundary) is known to pass geo.Validate without checking it
+// again (jobs.DecodedSite.Checked): a point's is checked here, at no cost;
+// a geometry's canonical form was checked when decoded (decodeSelector).
 func (sel *selector) checked() bool {
 	switch sel.Kind {
 	case kindPoint, kindProjectedPoint:
 		return geo.Validate(sel.Point, 0) == nil
 	case kindGeometry:
-		return sel.Geometry != nil && geo.OnGrid(sel.Geometry)
+		return sel.Geometry != nil
 	}
 	return false
 }
@@ -215,12 +213,34 @@ func decodeSelector(raw json.RawMessage, field string, allowAddress bool) (selec
 			return sel, &Problem{Code: CodeInvalidGeometry, Detail: "A geometry selector takes a Polygon or MultiPolygon.",
 				FieldErrors: []FieldError{{Field: field + ".geometry.type", Message: "must be Polygon or MultiPolygon"}}}
 		}
-		sel.Geometry = g
+		// The site is the canonical form (rounded to 8 decimals, as stored
+		// and searched); rounding can make a valid geometry invalid (two
+		// boundaries under a millimetre apart meet), so off the grid the
+		// canonical form is checked too, and refused here rather than
+		// stored and failed later.
+		c := geo.Canonical(g)
+		if !geo.OnGrid(g) {
+			if err := geo.Validate(c, 0); err != nil {
+				msg := "rounded to " + strconv.Itoa(geo.CanonicalDecimals) + " decimal places (about 1 mm), as sites are stored, it is not valid: " + reasonOf(err)
+				return sel, &Problem{Code: CodeInvalidGeometry, Detail: "The geometry is invalid " + msg + ".",
+					FieldErrors: []FieldError{{Field: field + ".geometry", Message: msg}}}
+			}
+		}
+		sel.Geometry = c
 	}
 	if len(fe) > 0 {
 		return sel, invalid("The "+sel.Kind+" selector is incomplete or malformed.", fe...)
 	}
 	return sel, nil
+}
+
+// reasonOf is a geo validation error's reason, without its place.
+func reasonOf(err error) string {
+	var ve *geo.ValidationError
+	if errors.As(err, &ve) {
+		return ve.Reason
+	}
+	return err.Error()
 }
 
 // geometryProblem turns a geo validation error into invalid_geometry naming

@@ -59,7 +59,7 @@ func (s *Server) boundary(r *request, sel selector, field string) (orb.Geometry,
 	case kindPoint, kindProjectedPoint:
 		return sel.Point, nil, nil
 	case kindGeometry:
-		return geo.Canonical(sel.Geometry), nil, nil
+		return sel.Geometry, nil, nil
 	case kindCadastre:
 		found, err := s.led.ParcelGeometries(r.ctx, sel.Jurisdiction, sel.CadastreIDs)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -246,4 +247,41 @@ func TestSiteLifecycleAndIsolation(t *testing.T) {
 		t.Fatalf("archived site still listed: %d", n)
 	}
 	h.do("GET", "/sites/not-a-uuid", k.Secret, nil).problem(t, "invalid_request", 400)
+}
+
+// TestSiteInvalidOnceRoundedIsRefused: a geometry valid as written whose
+// stored form (rounded to 8 decimals) is not, here two small squares
+// 3e-9 degrees (0.3 mm) apart that rounding makes share an edge, is
+// refused as invalid_geometry naming the geometry, by POST /sites and
+// POST /queries alike, and nothing is stored: a site that could not be
+// searched is never saved (it was, and its queries failed).
+func TestSiteInvalidOnceRoundedIsRefused(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	k := h.key(h.account(0), nil, "sites:read", "sites:write", "queries:run")
+	apart := map[string]any{"kind": "geometry", "geometry": map[string]any{"type": "MultiPolygon", "coordinates": [][][][]float64{
+		{{{151, -33.801}, {151.001, -33.801}, {151.001, -33.8}, {151, -33.8}, {151, -33.801}}},
+		{{{151.001000003, -33.801}, {151.002, -33.801}, {151.002, -33.8}, {151.001000003, -33.8}, {151.001000003, -33.801}}},
+	}}}
+	for _, r := range []response{
+		h.createSite(k.Secret, map[string]any{"site": apart}),
+		h.do("POST", "/queries", k.Secret, map[string]any{"site": apart, "layer_ids": []string{"nsw.none"}, "radius_m": 100}, "Idempotency-Key", nextIdem()),
+	} {
+		m := r.problem(t, "invalid_geometry", 422)
+		fe := m["field_errors"].([]any)[0].(map[string]any)
+		if fe["field"] != "site.geometry" || !strings.Contains(fe["message"].(string), "rounded to 8 decimal places") {
+			t.Fatalf("field_errors %v do not name the geometry and say why", fe)
+		}
+	}
+	if sites := h.do("GET", "/sites", k.Secret, nil).json(t)["sites"].([]any); len(sites) != 0 {
+		t.Fatalf("%d sites stored", len(sites))
+	}
+	// The same squares a millimetre apart (on the grid) are a site.
+	ok := map[string]any{"kind": "geometry", "geometry": map[string]any{"type": "MultiPolygon", "coordinates": [][][][]float64{
+		{{{151, -33.801}, {151.001, -33.801}, {151.001, -33.8}, {151, -33.8}, {151, -33.801}}},
+		{{{151.00100001, -33.801}, {151.002, -33.801}, {151.002, -33.8}, {151.00100001, -33.8}, {151.00100001, -33.801}}},
+	}}}
+	if r := h.createSite(k.Secret, map[string]any{"site": ok}); r.status != 201 && r.status != 200 {
+		t.Fatalf("a valid site on the grid: %d %s", r.status, r.body)
+	}
 }

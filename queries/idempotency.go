@@ -28,11 +28,21 @@ func Fingerprint(operation string, logical any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return FingerprintEncoded(operation, enc), nil
+}
+
+// FingerprintEncoded is Fingerprint of a logical request whose JSON
+// encoding the caller wrote itself, in parts: json.Marshal's bytes, which
+// parts must concatenate to exactly (a stored key's fingerprint must not
+// change).
+func FingerprintEncoded(operation string, parts ...[]byte) []byte {
 	h := sha256.New()
 	h.Write([]byte(operation))
 	h.Write([]byte{0})
-	h.Write(enc)
-	return h.Sum(nil), nil
+	for _, p := range parts {
+		h.Write(p)
+	}
+	return h.Sum(nil)
 }
 
 // Once runs op at most once per (integration, Idempotency-Key key) for
