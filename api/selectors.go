@@ -14,6 +14,7 @@ import (
 	"github.com/paulmach/orb"
 
 	"siteenv/geo"
+	"siteenv/internal/jsonscan"
 )
 
 // Selector kinds of the contract.
@@ -72,11 +73,11 @@ var selectorFields = map[string][]string{
 // geometry are invalid_geometry; a CRS outside the contract is unsupported_crs.
 func decodeSelector(raw json.RawMessage, field string, allowAddress bool) (selector, error) {
 	var sel selector
-	var m map[string]json.RawMessage
 	if len(raw) == 0 || string(raw) == "null" {
 		return sel, invalid("A location selector is required.", FieldError{Field: field, Message: "required"})
 	}
-	if err := json.Unmarshal(raw, &m); err != nil {
+	m, ok := members(raw)
+	if !ok {
 		return sel, invalid("The selector must be an object.", FieldError{Field: field, Message: "must be an object with a kind"})
 	}
 	if err := json.Unmarshal(m["kind"], &sel.Kind); err != nil || sel.Kind == "" {
@@ -241,6 +242,41 @@ func reasonOf(err error) string {
 		return ve.Reason
 	}
 	return err.Error()
+}
+
+// members splits a JSON object into its members' values, views into raw
+// (encoding/json's Unmarshal into a map copied a 10,000-position
+// geometry's 240 KB after checking it again: 3 ms); false when raw is not
+// one object. A repeated key keeps its last value, as Unmarshal does
+// (decodeBody refuses repeated keys before).
+func members(raw []byte) (map[string]json.RawMessage, bool) {
+	s := jsonscan.Scanner{B: raw}
+	if !s.Consume('{') {
+		return nil, false
+	}
+	m := map[string]json.RawMessage{}
+	if s.Consume('}') {
+		return m, s.AtEnd()
+	}
+	for {
+		k, err := s.KeyRaw()
+		if err != nil {
+			return nil, false
+		}
+		s.WS()
+		start := s.I
+		if err := s.Skip(0); err != nil {
+			return nil, false
+		}
+		m[string(k)] = raw[start:s.I]
+		switch {
+		case s.Consume(','):
+		case s.Consume('}'):
+			return m, s.AtEnd()
+		default:
+			return nil, false
+		}
+	}
 }
 
 // geometryProblem turns a geo validation error into invalid_geometry naming
