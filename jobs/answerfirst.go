@@ -73,6 +73,7 @@ func (r *Runner) AnswerFirst(p *Precomputed, q ledger.Query, d time.Duration, ma
 // (the result is computed again if a page asks for it).
 func (a *Answered) Stored() {
 	a.p.taken.Store(true)
+	a.p.cancel() // its computation is over: nothing else will end its context
 	a.r.pre.used.Add(1)
 	a.r.pre.first.Add(1)
 	if a.key != "" {

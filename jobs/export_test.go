@@ -13,3 +13,6 @@ func Waiting(r *Runner, id uuid.UUID) bool {
 // InRequest is the number of in-request slots taken (attempts run in
 // requests and precomputations).
 func InRequest(r *Runner) int64 { return r.inRequest.Load() }
+
+// PrecomputeEnded reports whether p's computation context has ended.
+func PrecomputeEnded(p *Precomputed) bool { return p.ctx.Err() != nil }

@@ -24,8 +24,13 @@ import (
 // attempt (RunNowFrom) or discards it; Discard after a hand-over is a no-op,
 // so callers defer it.
 type Precomputed struct {
-	q      ledger.Query
-	done   chan struct{}
+	q    ledger.Query
+	done chan struct{}
+	// ctx is the computation's, under the runner's and the attempt
+	// timeout; cancel ends it once the answer is used (wait, Stored) or
+	// discarded, so that it does not stay among the runner's contexts,
+	// with its timer, until the timeout.
+	ctx    context.Context
 	cancel context.CancelFunc
 	taken  atomic.Bool
 	// slot is who holds the in-request slot the precomputation took:
@@ -76,7 +81,7 @@ func (r *Runner) Precompute(q ledger.Query, site DecodedSite) *Precomputed {
 	r.inRequest.Add(1)
 	r.mu.Unlock()
 	r.pre.begun.Add(1)
-	p := &Precomputed{q: q, done: make(chan struct{}), cancel: cancel}
+	p := &Precomputed{q: q, done: make(chan struct{}), ctx: ctx, cancel: cancel}
 	go func() {
 		defer r.running.Done()
 		defer p.releaseSlot(r)

@@ -65,6 +65,17 @@ func TestPrecomputedAnswerIsTheComputedOne(t *testing.T) {
 		t.Fatalf("precomputes begun %d, used %d; want 2, 1", begun, used)
 	}
 	r.Precompute(inputs(100), jobs.DecodedSite{}).Discard()
+	// An answer stored with its admission ends its computation's context
+	// (it stayed, with its timer, until the attempt timeout).
+	first := r.Precompute(inputs(100), jobs.DecodedSite{})
+	ans, ok := r.AnswerFirst(first, inputs(100), 30*time.Second, 1000, 1<<20)
+	if !ok {
+		t.Fatal("no answer first")
+	}
+	ans.Stored()
+	if !jobs.PrecomputeEnded(first) {
+		t.Fatal("the context of an answer stored with its admission is still live")
+	}
 	if err := r.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
