@@ -119,8 +119,9 @@ type APIOptions struct {
 	MemoryLimitSet bool
 	// CPUProfile, when set, receives a CPU profile (runtime/pprof) of the
 	// first API pass: client and server, which share this process.
-	// ReadCPUProfile likewise of the read pass.
-	CPUProfile, ReadCPUProfile io.Writer
+	// ReadCPUProfile likewise of the read pass, FreshCPUProfile of the
+	// fresh mix's last pass (its most clients).
+	CPUProfile, ReadCPUProfile, FreshCPUProfile io.Writer
 	// Trace, when set, receives an execution trace (runtime/trace) of the
 	// first API pass: where each goroutine of a request waited (network,
 	// scheduler, channels), which a CPU profile cannot show.
@@ -1028,7 +1029,7 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 		log.Info("bench: API and PostGIS passes, fresh mix", "queries", len(fresh), "clients", opt.Clients)
 		r.FreshQueries = len(fresh)
 		base := nw + len(opt.Clients)*(len(qs)+len(small))
-		if r.FreshPasses, r.FreshComparison, r.freshTSV, err = a.freshPasses(ctx, pg, ds, fresh, freshReqs, a.keys[base:base+nFreshKeys], opt.Clients, run, st); err != nil {
+		if r.FreshPasses, r.FreshComparison, r.freshTSV, err = a.freshPasses(ctx, pg, ds, fresh, freshReqs, a.keys[base:base+nFreshKeys], opt.Clients, run, st, opt.FreshCPUProfile); err != nil {
 			return nil, err
 		}
 	}

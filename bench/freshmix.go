@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"text/tabwriter"
@@ -103,8 +104,9 @@ func heapInUse() uint64 {
 // freshPasses runs the fresh mix with each client count, freshKeys keys of
 // their own per pass taking turns, and PostGIS after each; the first
 // pass's answers are checked against PostGIS's, and its queries are
-// tabulated (queriesTSV) in tsv.
-func (a *apiSide) freshPasses(ctx context.Context, pg *postgis, ds *dataset, qs []query, reqs []apiQuery, keys []string, clients []int, run string, st *clientStats) (reports []apiPassReport, cmp comparison, tsv []byte, err error) {
+// tabulated (queriesTSV) in tsv. profile (nil: none) receives a CPU
+// profile of the last API pass.
+func (a *apiSide) freshPasses(ctx context.Context, pg *postgis, ds *dataset, qs []query, reqs []apiQuery, keys []string, clients []int, run string, st *clientStats, profile io.Writer) (reports []apiPassReport, cmp comparison, tsv []byte, err error) {
 	apiOut, pgOut := make([][]outcome, len(qs)), make([][]outcome, len(qs))
 	for k, c := range clients {
 		pk := keys[k*freshKeys : (k+1)*freshKeys]
@@ -128,8 +130,17 @@ func (a *apiSide) freshPasses(ctx context.Context, pg *postgis, ds *dataset, qs 
 		_, used0 := a.runner.PrecomputeCounts()
 		first0 := a.runner.AnsweredFirst()
 		runs := make([]queryRun, len(qs))
+		profiled := profile != nil && k == len(clients)-1
+		if profiled {
+			if err := pprof.StartCPUProfile(profile); err != nil {
+				return nil, comparison{}, nil, fmt.Errorf("bench: cpu profile: %w", err)
+			}
+		}
 		cpu0 := a.cpu.now()
 		ap, err := a.apiPass(ctx, reqs, turn, c, run+"-fresh-"+strconv.Itoa(k), st, ao, runs)
+		if profiled {
+			pprof.StopCPUProfile()
+		}
 		if err != nil {
 			return nil, comparison{}, nil, fmt.Errorf("bench: API, fresh mix: %w", err)
 		}

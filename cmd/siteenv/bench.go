@@ -141,7 +141,7 @@ func benchAPI(ctx context.Context, set settings, args []string, stdout, stderr i
 	reads := fs.Int("reads", bench.DefaultReads, "authenticated reads of the read pass (0: none)")
 	seed := fs.Int64("seed", bench.DefaultSeed, "seed of the data and the query mix")
 	out := fs.String("out", "", "directory for api-report.txt, api-cdf.svg and api-queries.tsv (default <data-dir>/bench)")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the first API pass (client and server) to this file, and of the read pass to FILE.reads")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the first API pass (client and server) to this file, of the read pass to FILE.reads and of the fresh mix's last pass (most clients) to FILE.fresh")
 	traceFile := fs.String("trace", "", "write an execution trace (go tool trace) of the first API pass to this file")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
@@ -181,7 +181,12 @@ func benchAPI(ctx context.Context, set settings, args []string, stdout, stderr i
 			return err
 		}
 		defer fr.Close()
-		opt.CPUProfile, opt.ReadCPUProfile = f, fr
+		ff, err := createProfile(*cpuProfile + ".fresh")
+		if err != nil {
+			return err
+		}
+		defer ff.Close()
+		opt.CPUProfile, opt.ReadCPUProfile, opt.FreshCPUProfile = f, fr, ff
 	}
 	if *markdown != "" {
 		f, err := createProfile(*markdown)
