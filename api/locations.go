@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/paulmach/orb"
-	"github.com/paulmach/orb/geojson"
 
 	"siteenv/geo"
 	"siteenv/ledger"
@@ -220,7 +219,7 @@ func geometryJSON(g orb.Geometry) (json.RawMessage, error) {
 	if g == nil {
 		return nil, nil
 	}
-	return json.Marshal(geojson.NewGeometry(g))
+	return geo.AppendGeoJSON(nil, g)
 }
 
 // resolution is what a location selector resolves to.

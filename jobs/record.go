@@ -17,6 +17,7 @@ import (
 	"github.com/paulmach/orb/geojson"
 
 	"siteenv/engine"
+	"siteenv/geo"
 	"siteenv/tiles"
 )
 
@@ -90,11 +91,10 @@ func (e *recordEncoder) append(layerID, featureID string, distanceM float64, g o
 	}
 	b = append(b, `},"geometry":`...)
 	if g != nil {
-		gj, err := json.Marshal(geojson.NewGeometry(g))
-		if err != nil {
+		// json.Marshal's bytes, written directly (geo.AppendGeoJSON).
+		if b, err = geo.AppendGeoJSON(b, g); err != nil {
 			return err
 		}
-		b = append(b, gj...)
 	} else {
 		b = append(b, "null"...)
 	}

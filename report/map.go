@@ -290,9 +290,9 @@ type drawer struct {
 	// its tiles could not be read).
 	basemapDrawn   bool
 	basemapMissing string
-	marks        []image.Rectangle
-	keyBoxes     []image.Rectangle
-	ringBoxes    []image.Rectangle
+	marks          []image.Rectangle
+	keyBoxes       []image.Rectangle
+	ringBoxes      []image.Rectangle
 	// reserved are the furniture's and notes' boxes (print maps).
 	reserved []image.Rectangle
 }
