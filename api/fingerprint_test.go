@@ -5,15 +5,17 @@ import (
 	"encoding/json"
 	"testing"
 
+	"siteenv/ledger"
 	"siteenv/queries"
 )
 
-// TestQueryFingerprintAsMarshalled: the query's fingerprint written around
-// its site's bytes is json.Marshal's of the logical query, byte for byte
-// hashed, for compact and spaced sites, sites with the characters
-// json.Marshal escapes, and layers and radii of every form: a key stored
-// before keeps its fingerprint.
-func TestQueryFingerprintAsMarshalled(t *testing.T) {
+// TestSiteFingerprintAsMarshalled: the fingerprints of POST /queries and
+// POST /sites written around the site's bytes (siteFingerprint) are
+// json.Marshal's of their logical requests, byte for byte hashed, for
+// compact and spaced sites, sites with the characters json.Marshal
+// escapes, and every form of the other fields: a key stored before keeps
+// its fingerprint.
+func TestSiteFingerprintAsMarshalled(t *testing.T) {
 	sites := []string{
 		`{"kind":"point","longitude":151.2,"latitude":-33.8}`,
 		`{"kind":"point", "longitude":151.2,"latitude":-33.8}`,
@@ -48,5 +50,26 @@ func TestQueryFingerprintAsMarshalled(t *testing.T) {
 			}
 		}
 	}
+	names := []*string{nil, ptr(""), ptr("Lot 7 <north> & \u2028 café")}
+	refs := []*ledger.ExternalRef{nil, {Namespace: "crm", Reference: "a&b"}}
+	for _, site := range sites {
+		for _, name := range names {
+			for _, ref := range refs {
+				want, err := queries.Fingerprint("create_site", logicalSite{json.RawMessage(site), name, ref})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := siteFingerprint("create_site", logicalSite{json.RawMessage(site), name, ref}, json.RawMessage(site), struct {
+					Name *string
+					Ref  *ledger.ExternalRef
+				}{name, ref})
+				if err != nil || !bytes.Equal(got, want) {
+					t.Fatalf("site %s name %v ref %v: fingerprint %x (%v), want %x", site, name, ref, got, err, want)
+				}
+				n++
+			}
+		}
+	}
 	t.Logf("%d fingerprints compared", n)
 }
+

@@ -34,11 +34,17 @@ func (r *request) idempotencyKey() (string, error) {
 // what identifies the request (options such as page size are left out by
 // the caller); its JSON encoding is fingerprinted.
 func (s *Server) idempotent(r *request, logical any, recheck func(ledger.IdemResponse) error, op func() error) error {
-	key, err := r.idempotencyKey()
+	fp, err := queries.Fingerprint(r.op.ID, logical)
 	if err != nil {
 		return err
 	}
-	fp, err := queries.Fingerprint(r.op.ID, logical)
+	return s.idempotentAs(r, fp, recheck, op)
+}
+
+// idempotentAs is idempotent with the request's fingerprint computed by
+// the caller (siteFingerprint).
+func (s *Server) idempotentAs(r *request, fp []byte, recheck func(ledger.IdemResponse) error, op func() error) error {
+	key, err := r.idempotencyKey()
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,13 @@ func siteView(s ledger.Site) siteBody {
 	return b
 }
 
+// logicalSite is what identifies POST /sites under its Idempotency-Key.
+type logicalSite struct {
+	Site json.RawMessage
+	Name *string
+	Ref  *ledger.ExternalRef
+}
+
 type createSiteRequest struct {
 	Site              json.RawMessage     `json:"site"`
 	Name              *string             `json:"name"`
@@ -123,15 +130,17 @@ func (s *Server) createSite(r *request) error {
 	if len(fe) > 0 {
 		return invalid("Some fields are invalid.", fe...)
 	}
-	logical := struct {
-		Site json.RawMessage
+	fp, err := siteFingerprint(r.op.ID, logicalSite{req.Site, req.Name, req.ExternalReference}, req.Site, struct {
 		Name *string
 		Ref  *ledger.ExternalRef
-	}{req.Site, req.Name, req.ExternalReference}
+	}{req.Name, req.ExternalReference})
+	if err != nil {
+		return err
+	}
 	// A replay needs no check beyond the route's (a live key with the
 	// scopes): a site reveals no dataset, and a site the first request
 	// created is found, not created, by a fresh one.
-	return s.idempotent(r, logical, nil, func() error {
+	return s.idempotentAs(r, fp, nil, func() error {
 		g, existing, err := s.boundary(r, sel, "site")
 		if err != nil {
 			return err
