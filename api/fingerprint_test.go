@@ -72,4 +72,3 @@ func TestSiteFingerprintAsMarshalled(t *testing.T) {
 	}
 	t.Logf("%d fingerprints compared", n)
 }
-
