@@ -67,8 +67,14 @@ func clusterCPU(dataDir string, kids map[int][]int) time.Duration {
 // every Linux architecture Go supports).
 const clockTick = 10 * time.Millisecond
 
-// procCPU is a process's utime and stime (and, with reaped, its waited-for
-// children's) from /proc/PID/stat.
+// procCPU is a process's CPU time (and, with reaped, its waited-for
+// children's): a single-threaded process's scheduler run time from
+// /proc/PID/sched, to the microsecond, when the kernel reports it, else
+// its utime and stime from /proc/PID/stat; the children's always from
+// /proc/PID/stat. The ticks
+// alone were too coarse for a pass of a few hundred small queries: 10 ms
+// a process, 0.025 ms a query over 400, on each of a cluster's dozen
+// busy processes.
 func procCPU(pid int, reaped bool) time.Duration {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
@@ -84,14 +90,47 @@ func procCPU(pid int, reaped bool) time.Duration {
 	if len(f) < 15 {
 		return 0
 	}
-	n := 2
+	tick := func(fields []string) (d time.Duration) {
+		for _, s := range fields {
+			v, _ := strconv.ParseInt(s, 10, 64)
+			d += time.Duration(v) * clockTick
+		}
+		return d
+	}
+	// /proc/PID/sched counts the process's first thread only: used for a
+	// single-threaded process (PostgreSQL's), never for this one.
+	own, ok := time.Duration(0), false
+	if len(f) > 17 && f[17] == "1" {
+		own, ok = schedRuntime(pid)
+	}
+	if !ok {
+		own = tick(f[11:13])
+	}
 	if reaped {
-		n = 4
+		own += tick(f[13:15])
 	}
-	var ticks int64
-	for _, s := range f[11 : 11+n] {
-		v, _ := strconv.ParseInt(s, 10, 64)
-		ticks += v
+	return own
+}
+
+// schedRuntime is a process's se.sum_exec_runtime from /proc/PID/sched
+// (milliseconds with six decimals; kernels built with CONFIG_SCHED_DEBUG).
+func schedRuntime(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/sched")
+	if err != nil {
+		return 0, false
 	}
-	return time.Duration(ticks) * clockTick
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "se.sum_exec_runtime"); ok {
+			_, v, ok := strings.Cut(rest, ":")
+			if !ok {
+				return 0, false
+			}
+			ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return 0, false
+			}
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	return 0, false
 }
