@@ -27,19 +27,19 @@ func AppendGeoJSON(dst []byte, g orb.Geometry) ([]byte, error) {
 		dst, ok = appendJSONPosition(dst, g)
 	case orb.MultiPoint:
 		dst = append(dst, `{"type":"MultiPoint","coordinates":`...)
-		dst, ok = appendJSONPositions(dst, g)
+		dst, ok = appendJSONArray(dst, g, appendJSONPosition)
 	case orb.LineString:
 		dst = append(dst, `{"type":"LineString","coordinates":`...)
-		dst, ok = appendJSONPositions(dst, g)
+		dst, ok = appendJSONArray(dst, g, appendJSONPosition)
 	case orb.MultiLineString:
 		dst = append(dst, `{"type":"MultiLineString","coordinates":`...)
-		dst, ok = appendJSONLines(dst, g)
+		dst, ok = appendJSONArray(dst, g, appendJSONLine)
 	case orb.Polygon:
 		dst = append(dst, `{"type":"Polygon","coordinates":`...)
-		dst, ok = appendJSONRings(dst, g)
+		dst, ok = appendJSONArray(dst, g, appendJSONRing)
 	case orb.MultiPolygon:
 		dst = append(dst, `{"type":"MultiPolygon","coordinates":`...)
-		dst, ok = appendJSONPolygons(dst, g)
+		dst, ok = appendJSONArray(dst, g, appendJSONRings)
 	}
 	if ok {
 		return append(dst, '}'), nil
@@ -51,74 +51,35 @@ func AppendGeoJSON(dst []byte, g orb.Geometry) ([]byte, error) {
 	return append(dst[:n], raw...), nil
 }
 
-func appendJSONPolygons(dst []byte, mp orb.MultiPolygon) ([]byte, bool) {
-	if mp == nil {
+// appendJSONArray appends s as encoding/json writes a slice (null when
+// nil), each element by elem; ok is false when an element's is.
+func appendJSONArray[S ~[]E, E any](dst []byte, s S, elem func([]byte, E) ([]byte, bool)) ([]byte, bool) {
+	if s == nil {
 		return append(dst, "null"...), true
 	}
 	dst = append(dst, '[')
-	ok := true
-	for i, p := range mp {
+	for i, e := range s {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		if dst, ok = appendJSONRings(dst, p); !ok {
+		var ok bool
+		if dst, ok = elem(dst, e); !ok {
 			return dst, false
 		}
 	}
 	return append(dst, ']'), true
 }
 
-// appendJSONRings appends a polygon's rings (null for a nil slice, as
-// encoding/json writes one).
+func appendJSONLine(dst []byte, l orb.LineString) ([]byte, bool) {
+	return appendJSONArray(dst, l, appendJSONPosition)
+}
+
+func appendJSONRing(dst []byte, r orb.Ring) ([]byte, bool) {
+	return appendJSONArray(dst, r, appendJSONPosition)
+}
+
 func appendJSONRings(dst []byte, p orb.Polygon) ([]byte, bool) {
-	if p == nil {
-		return append(dst, "null"...), true
-	}
-	dst = append(dst, '[')
-	ok := true
-	for i, r := range p {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		if dst, ok = appendJSONPositions(dst, r); !ok {
-			return dst, false
-		}
-	}
-	return append(dst, ']'), true
-}
-
-func appendJSONLines(dst []byte, ls orb.MultiLineString) ([]byte, bool) {
-	if ls == nil {
-		return append(dst, "null"...), true
-	}
-	dst = append(dst, '[')
-	ok := true
-	for i, l := range ls {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		if dst, ok = appendJSONPositions(dst, l); !ok {
-			return dst, false
-		}
-	}
-	return append(dst, ']'), true
-}
-
-func appendJSONPositions[S ~[]orb.Point](dst []byte, ps S) ([]byte, bool) {
-	if ps == nil {
-		return append(dst, "null"...), true
-	}
-	dst = append(dst, '[')
-	ok := true
-	for i, p := range ps {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		if dst, ok = appendJSONPosition(dst, p); !ok {
-			return dst, false
-		}
-	}
-	return append(dst, ']'), true
+	return appendJSONArray(dst, p, appendJSONRing)
 }
 
 func appendJSONPosition(dst []byte, p orb.Point) ([]byte, bool) {
