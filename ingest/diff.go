@@ -10,6 +10,7 @@ import (
 	"math"
 	"reflect"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -371,7 +372,7 @@ func sameValue(a, b any) bool {
 // corresponding vertices of a and b; same is false when they do not
 // correspond (another type or number of positions).
 func vertexShift(a, b orb.Geometry) (max float64, same bool) {
-	pa, pb := flatPoints(a, nil), flatPoints(b, nil)
+	pa, pb := slices.Collect(geo.Points(a)), slices.Collect(geo.Points(b))
 	if a == nil || b == nil || a.GeoJSONType() != b.GeoJSONType() || len(pa) != len(pb) || !sameShape(a, b) {
 		return 0, false
 	}
@@ -420,32 +421,6 @@ func sameShape(a, b orb.Geometry) bool {
 		}
 	}
 	return true
-}
-
-func flatPoints(g orb.Geometry, out []orb.Point) []orb.Point {
-	switch g := g.(type) {
-	case orb.Point:
-		return append(out, g)
-	case orb.MultiPoint:
-		return append(out, g...)
-	case orb.LineString:
-		return append(out, g...)
-	case orb.Ring:
-		return append(out, g...)
-	case orb.MultiLineString:
-		for _, l := range g {
-			out = append(out, l...)
-		}
-	case orb.Polygon:
-		for _, r := range g {
-			out = append(out, r...)
-		}
-	case orb.MultiPolygon:
-		for _, p := range g {
-			out = flatPoints(p, out)
-		}
-	}
-	return out
 }
 
 // contentHash hashes feature i's geometry (its WKB) and field values. One

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,7 +128,7 @@ func TestPublisherGDA94(t *testing.T) {
 					t.Errorf("%s %s: feature %q missing", layer, name, id)
 					continue
 				}
-				gp, wp := flatten(g.Geometry), flatten(w.Geometry)
+				gp, wp := slices.Collect(geo.Points(g.Geometry)), slices.Collect(geo.Points(w.Geometry))
 				if len(gp) != len(wp) || g.Geometry.GeoJSONType() != w.Geometry.GeoJSONType() {
 					t.Errorf("%s %s %q: %s of %d positions, want %s of %d", layer, name, id, g.Geometry.GeoJSONType(), len(gp), w.Geometry.GeoJSONType(), len(wp))
 					continue
@@ -146,33 +147,6 @@ func TestPublisherGDA94(t *testing.T) {
 			t.Logf("%s %s: worst vertex %.3g m from GDA2020", layer, name, worst)
 		}
 	}
-}
-
-func flatten(g orb.Geometry) []orb.Point {
-	var out []orb.Point
-	switch g := g.(type) {
-	case orb.Point:
-		out = append(out, g)
-	case orb.MultiPoint:
-		out = append(out, g...)
-	case orb.LineString:
-		out = append(out, g...)
-	case orb.MultiLineString:
-		for _, l := range g {
-			out = append(out, l...)
-		}
-	case orb.Polygon:
-		for _, r := range g {
-			out = append(out, r...)
-		}
-	case orb.MultiPolygon:
-		for _, p := range g {
-			for _, r := range p {
-				out = append(out, r...)
-			}
-		}
-	}
-	return out
 }
 
 // copyShapefile copies the members of a fixture Shapefile into dir,
