@@ -76,26 +76,11 @@ const clockTick = 10 * time.Millisecond
 // a process, 0.025 ms a query over 400, on each of a cluster's dozen
 // busy processes.
 func procCPU(pid int, reaped bool) time.Duration {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
 	// After "(comm)": state ppid ... utime is the 12th field, then
 	// stime, cutime, cstime.
-	f := strings.Fields(string(b[i+1:]))
+	f := statFields(pid)
 	if len(f) < 15 {
 		return 0
-	}
-	tick := func(fields []string) (d time.Duration) {
-		for _, s := range fields {
-			v, _ := strconv.ParseInt(s, 10, 64)
-			d += time.Duration(v) * clockTick
-		}
-		return d
 	}
 	// /proc/PID/sched counts the process's first thread only: used for a
 	// single-threaded process (PostgreSQL's), never for this one.
@@ -104,12 +89,35 @@ func procCPU(pid int, reaped bool) time.Duration {
 		own, ok = schedRuntime(pid)
 	}
 	if !ok {
-		own = tick(f[11:13])
+		own = ticks(f[11:13])
 	}
 	if reaped {
-		own += tick(f[13:15])
+		own += ticks(f[13:15])
 	}
 	return own
+}
+
+// statFields are the fields of /proc/PID/stat after "(comm)", which may
+// hold spaces and parentheses: state, ppid, ... (nil when unreadable).
+func statFields(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(b[i+1:]))
+}
+
+// ticks sums stat fields counted in clock ticks.
+func ticks(fields []string) (d time.Duration) {
+	for _, s := range fields {
+		v, _ := strconv.ParseInt(s, 10, 64)
+		d += time.Duration(v) * clockTick
+	}
+	return d
 }
 
 // schedRuntime is a process's se.sum_exec_runtime from /proc/PID/sched

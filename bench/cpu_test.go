@@ -1,10 +1,7 @@
 package bench
 
 import (
-	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -30,29 +27,17 @@ func TestProcCPU(t *testing.T) {
 			}
 		}
 	}
-	ticks := ticksCPU(t, pid)
-	if got < 50*time.Millisecond || got < ticks-30*time.Millisecond || got > ticks+30*time.Millisecond {
-		t.Fatalf("procCPU %v, the process's utime and stime %v", got, ticks)
+	f := statFields(pid)
+	if len(f) < 13 {
+		t.Fatalf("/proc/%d/stat: %q", pid, f)
+	}
+	inTicks := ticks(f[11:13])
+	if got < 50*time.Millisecond || got < inTicks-30*time.Millisecond || got > inTicks+30*time.Millisecond {
+		t.Fatalf("procCPU %v, the process's utime and stime %v", got, inTicks)
 	}
 	if r, ok := schedRuntime(pid); !ok {
 		t.Log("no /proc/PID/sched here: procCPU reads 10 ms ticks")
 	} else if d := r - got; d < -5*time.Millisecond || d > 5*time.Millisecond {
 		t.Fatalf("procCPU %v, not the scheduler's run time %v", got, r)
 	}
-}
-
-// ticksCPU is pid's utime and stime, in ticks (/proc/PID/stat).
-func ticksCPU(t *testing.T, pid int) time.Duration {
-	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	var d time.Duration
-	for _, s := range f[11:13] {
-		v, _ := strconv.ParseInt(s, 10, 64)
-		d += time.Duration(v) * clockTick
-	}
-	return d
 }
