@@ -826,7 +826,7 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 	}
 	nFreshKeys := 0
 	if nFresh > 0 {
-		nFreshKeys = freshKeys * len(opt.Clients)
+		nFreshKeys = freshKeysFor(nFresh) * len(opt.Clients)
 	}
 	_, restore := boundHeap(ds.features, opt.EngineMemory, opt.MemoryLimitSet, log)
 	defer restore()

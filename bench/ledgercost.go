@@ -15,11 +15,15 @@ import (
 type ledgerCost struct {
 	Trips, Statements   int64
 	WALWrites, WALSyncs int64
+	// WALFPI are full-page images: the first change of a page after a
+	// checkpoint writes the whole 8 kB page to the WAL (full_page_writes).
+	WALFPI, WALBytes int64
 }
 
 func (c ledgerCost) minus(o ledgerCost) ledgerCost {
 	return ledgerCost{Trips: c.Trips - o.Trips, Statements: c.Statements - o.Statements,
-		WALWrites: c.WALWrites - o.WALWrites, WALSyncs: c.WALSyncs - o.WALSyncs}
+		WALWrites: c.WALWrites - o.WALWrites, WALSyncs: c.WALSyncs - o.WALSyncs,
+		WALFPI: c.WALFPI - o.WALFPI, WALBytes: c.WALBytes - o.WALBytes}
 }
 
 // walWriterSettle is how long ledgerCost waits, after the ledger's
@@ -43,7 +47,7 @@ func (a *apiSide) ledgerCost(ctx context.Context) (ledgerCost, error) {
 		return ledgerCost{}, err
 	}
 	defer conn.Close(ctx)
-	if err := conn.QueryRow(ctx, `SELECT wal_write, wal_sync FROM pg_stat_wal`).Scan(&c.WALWrites, &c.WALSyncs); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT wal_write, wal_sync, wal_fpi, wal_bytes::bigint FROM pg_stat_wal`).Scan(&c.WALWrites, &c.WALSyncs, &c.WALFPI, &c.WALBytes); err != nil {
 		return ledgerCost{}, fmt.Errorf("bench: pg_stat_wal: %w", err)
 	}
 	return c, nil

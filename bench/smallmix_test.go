@@ -34,3 +34,19 @@ func TestMakeSmallMix(t *testing.T) {
 		}
 	}
 }
+
+// A fresh pass of any size asks no key more than the contract's 30
+// admissions a minute allow (however fast it runs), and the 400
+// queries take turns over its 60 keys.
+func TestFreshKeysStayUnderTheAdmissionLimit(t *testing.T) {
+	const contractPerMinute = 30
+	if got := freshKeysFor(DefaultFreshQueries); got != 60 {
+		t.Fatalf("400 queries: %d keys, want 60", got)
+	}
+	for _, n := range []int{1, 59, 400, 1500, 1501, 4000, 10_007} {
+		k := freshKeysFor(n)
+		if per := (n + k - 1) / k; per > contractPerMinute {
+			t.Errorf("%d queries over %d keys: %d a key", n, k, per)
+		}
+	}
+}
