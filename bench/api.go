@@ -122,6 +122,11 @@ type APIOptions struct {
 	// ReadCPUProfile likewise of the read pass, FreshCPUProfile of the
 	// fresh mix's last pass (its most clients).
 	CPUProfile, ReadCPUProfile, FreshCPUProfile io.Writer
+	// LedgerStatements runs the ledger's PostgreSQL with
+	// log_statement_stats and reports, for each pass of the small and fresh
+	// mixes, the ledger's CPU by statement (ledgerstats.go). The logging
+	// costs CPU of its own: such a run's figures are for the breakdown only.
+	LedgerStatements bool
 	// Trace, when set, receives an execution trace (runtime/trace) of the
 	// first API pass: where each goroutine of a request waited (network,
 	// scheduler, channels), which a CPU profile cannot show.
@@ -202,10 +207,12 @@ type apiSide struct {
 	readKeys []string
 	settings [][2]string // the ledger database's durability settings and its server's malloc tunables
 	workers  int
+	// statements: the ledger logs each statement's CPU (APIOptions.LedgerStatements).
+	statements bool
 }
 
-func startAPI(ctx context.Context, dir string, g layerSource, ds *dataset, e *engine.Engine, nQueries, nRead int, log *slog.Logger) (_ *apiSide, err error) {
-	a := &apiSide{eng: e, timer: &phase.Timer{}}
+func startAPI(ctx context.Context, dir string, g layerSource, ds *dataset, e *engine.Engine, nQueries, nRead int, statements bool, log *slog.Logger) (_ *apiSide, err error) {
+	a := &apiSide{eng: e, timer: &phase.Timer{}, statements: statements}
 	defer func() {
 		if err != nil {
 			a.Close(ctx)
@@ -213,7 +220,11 @@ func startAPI(ctx context.Context, dir string, g layerSource, ds *dataset, e *en
 	}()
 	// Durable: Ephemeral false leaves PostgreSQL's defaults (fsync on,
 	// synchronous_commit on, full_page_writes on), as production runs.
-	a.cluster, err = pgembed.Start(ctx, filepath.Join(dir, "ledger"), pgembed.Options{Database: "siteenv", Logger: log})
+	var set map[string]string
+	if statements {
+		set = map[string]string{"log_statement_stats": "on"}
+	}
+	a.cluster, err = pgembed.Start(ctx, filepath.Join(dir, "ledger"), pgembed.Options{Database: "siteenv", Logger: log, Settings: set})
 	if err != nil {
 		return nil, fmt.Errorf("bench: ledger cluster: %w", err)
 	}
@@ -848,7 +859,7 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 	log.Info("bench: starting the API (durable ledger, accounts, server)")
 	nw := min(warmupQueries, len(qs))
 	nSeq := min(opt.Reads, sequentialReads)
-	a, err := startAPI(ctx, dir, g, ds, e, nw+len(opt.Clients)*(len(qs)+len(small))+nFreshKeys, readAccounts(opt.Reads)+readAccounts(nSeq), log)
+	a, err := startAPI(ctx, dir, g, ds, e, nw+len(opt.Clients)*(len(qs)+len(small))+nFreshKeys, readAccounts(opt.Reads)+readAccounts(nSeq), opt.LedgerStatements, log)
 	if err != nil {
 		return nil, err
 	}
@@ -995,10 +1006,15 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 			_, used0 := a.runner.PrecomputeCounts()
 			first0 := a.runner.AnsweredFirst()
 			heap0 := heapInUse()
+			log0 := a.logSize()
 			cpu0 := a.cpu.now()
 			ap, err := a.apiPass(ctx, smallReqs, keys, c, run+"-small-"+strconv.Itoa(k), st, ao, nil)
 			if err != nil {
 				return nil, fmt.Errorf("bench: API, small-query mix: %w", err)
+			}
+			stmts, err := a.statementsSince(log0)
+			if err != nil {
+				return nil, err
 			}
 			phases := a.timer.Snapshot()
 			create := summarize(a.timer.Requests("create_query"))
@@ -1019,7 +1035,7 @@ func runAPI(ctx context.Context, opt APIOptions, watch *memWatch) (*APIReport, e
 			pp.busy = true
 			r.SmallPasses = append(r.SmallPasses, apiPassReport{Clients: c, API: ap.summary(), PostGIS: pp.summary(), Phases: phases,
 				Ledger: after.minus(before), CreateServer: create, Precomputed: used1 - used0, AnsweredFirst: first1 - first0,
-				HeapBefore: heap0, HeapAfter: heap1, APICPU: cpu1.minus(cpu0), PostGISCPU: cpu2.minus(cpu1)})
+				HeapBefore: heap0, HeapAfter: heap1, APICPU: cpu1.minus(cpu0), PostGISCPU: cpu2.minus(cpu1), Statements: stmts})
 		}
 		if r.SmallComparison, err = compare(ctx, e, pg, ds, small, smallAPI, smallPG); err != nil {
 			return nil, err

@@ -29,6 +29,7 @@ func TestAPIAgreesWithPostGIS(t *testing.T) {
 	r, err := RunAPI(ctx, APIOptions{
 		WorkDir: dir, Scale: synth.Small, Seed: 7, Queries: 40, Clients: []int{1, 2}, Reads: 200, SmallQueries: 20, FreshQueries: 30,
 		MaxFeaturesPerLayer: 500, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		LedgerStatements: true,
 	})
 	if errors.Is(err, ErrNoPostGIS) {
 		t.Fatalf("%v (the test needs PostGIS; run scripts/install-bench-tools.sh)", err)
@@ -54,6 +55,19 @@ func TestAPIAgreesWithPostGIS(t *testing.T) {
 	}
 	if d := r.Decode; d.Features == 0 || d.Fast <= 0 || d.Std <= 0 || !strings.Contains(out.String(), "client JSON decoding of the largest page") {
 		t.Errorf("decoders not compared: %+v", d)
+	}
+	// --ledger-statements: every small and fresh pass names the admission
+	// among the ledger's statements, with its calls and CPU.
+	for _, p := range append(slices.Clip(r.SmallPasses), r.FreshPasses...) {
+		i := slices.IndexFunc(p.Statements, func(s statementCPU) bool {
+			return strings.HasPrefix(s.SQL, "SELECT * FROM siteenv_admit_answered(")
+		})
+		if i < 0 || p.Statements[i].Calls == 0 || p.Statements[i].CPU <= 0 {
+			t.Errorf("%d clients: the ledger's statements lack the admission: %+v", p.Clients, p.Statements)
+		}
+	}
+	if !strings.Contains(out.String(), "ledger CPU by statement") {
+		t.Error("the report lacks the ledger's CPU by statement")
 	}
 	if !strings.Contains(out.String(), "fsync=on synchronous_commit=on full_page_writes=on GLIBC_TUNABLES="+pgembed.ServerTunables()+"\n") {
 		t.Errorf("the report does not state the ledger server's settings:\n%s", out.String())

@@ -21,6 +21,9 @@ type apiPassReport struct {
 	Phases       []phase.Sum
 	// Ledger is what the pass cost the ledger's PostgreSQL (ledgerCost).
 	Ledger ledgerCost
+	// Statements are the ledger's CPU by statement during the API pass
+	// (APIOptions.LedgerStatements; nil without).
+	Statements []statementCPU
 	// CreateServer is POST /queries' time inside the server.
 	CreateServer latency
 	// Precomputed counts the queries whose answer was computed during
@@ -218,6 +221,7 @@ func (r *APIReport) Print(w io.Writer) {
 			fmt.Fprintf(w, "small mix, %d client(s): POST /queries inside the server p50 %.3f ms, p99 %.3f ms; ledger per query %.2f round trips, %.2f statements; WAL %.2f writes, %.2f flushes, %.2f full-page images, %.1f kB; %d answers computed during their admission, %d of them stored with it\n",
 				p.Clients, ms(p.CreateServer.P50), ms(p.CreateServer.P99), float64(p.Ledger.Trips)/q, float64(p.Ledger.Statements)/q,
 				float64(p.Ledger.WALWrites)/q, float64(p.Ledger.WALSyncs)/q, float64(p.Ledger.WALFPI)/q, float64(p.Ledger.WALBytes)/q/1e3, p.Precomputed, p.AnsweredFirst)
+			printStatements(w, p.Statements, r.SmallQueries)
 		}
 		fmt.Fprintln(w)
 	}

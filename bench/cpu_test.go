@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -39,5 +40,36 @@ func TestProcCPU(t *testing.T) {
 		t.Log("no /proc/PID/sched here: procCPU reads 10 ms ticks")
 	} else if d := r - got; d < -5*time.Millisecond || d > 5*time.Millisecond {
 		t.Fatalf("procCPU %v, not the scheduler's run time %v", got, r)
+	}
+}
+
+// The ledger's statement statistics (--ledger-statements) are summed by
+// statement from a real PostgreSQL 15 log: a simple query, a statement's
+// bind and execute messages together (one call), a statement written over
+// several lines, and a message cut short at the end of the read left out.
+func TestParseStatementStats(t *testing.T) {
+	f, err := os.Open("testdata/ledger-statement-stats.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := parseStatementStats(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []statementCPU{
+		{SQL: "SELECT pg_catalog.set_config('search_path', '', false);", Calls: 1, CPU: 365 * time.Microsecond},
+		{SQL: "SELECT * FROM siteenv_admit_answered($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $1", Calls: 1, CPU: 337 * time.Microsecond},
+		{SQL: "WITH fin AS ( UPDATE queries SET status = $18, outcome = $19, result_key = $20, result_byt", Calls: 1, CPU: 259 * time.Microsecond},
+		{SQL: "SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force", Calls: 1, CPU: 14 * time.Microsecond},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d statements, want %d: %+v", len(got), len(want), got)
+	}
+	for i := range want {
+		g := got[i]
+		if g.SQL != want[i].SQL || g.Calls != want[i].Calls || (g.CPU-want[i].CPU).Abs() > time.Microsecond {
+			t.Errorf("statement %d: got %+v, want %+v", i, g, want[i])
+		}
 	}
 }

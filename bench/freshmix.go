@@ -147,6 +147,7 @@ func (a *apiSide) freshPasses(ctx context.Context, pg *postgis, ds *dataset, qs 
 				return nil, comparison{}, nil, fmt.Errorf("bench: cpu profile: %w", err)
 			}
 		}
+		log0 := a.logSize()
 		cpu0 := a.cpu.now()
 		ap, err := a.apiPass(ctx, reqs, turn, c, run+"-fresh-"+strconv.Itoa(k), st, ao, runs)
 		if profiled {
@@ -154,6 +155,10 @@ func (a *apiSide) freshPasses(ctx context.Context, pg *postgis, ds *dataset, qs 
 		}
 		if err != nil {
 			return nil, comparison{}, nil, fmt.Errorf("bench: API, fresh mix: %w", err)
+		}
+		stmts, err := a.statementsSince(log0)
+		if err != nil {
+			return nil, comparison{}, nil, err
 		}
 		phases := a.timer.Snapshot()
 		create := summarize(a.timer.Requests("create_query"))
@@ -177,7 +182,7 @@ func (a *apiSide) freshPasses(ctx context.Context, pg *postgis, ds *dataset, qs 
 		reports = append(reports, apiPassReport{Clients: c, API: ap.summary(), PostGIS: pp.summary(), Phases: phases,
 			Ledger: after.minus(before), CreateServer: create, Precomputed: used1 - used0, AnsweredFirst: first1 - first0,
 			Buckets: bucketize(runs, ap.lat, pp.lat), HeapBefore: heap0, HeapAfter: heap1,
-			APICPU: cpu1.minus(cpu0), PostGISCPU: cpu2.minus(cpu1)})
+			APICPU: cpu1.minus(cpu0), PostGISCPU: cpu2.minus(cpu1), Statements: stmts})
 	}
 	cmp, err = compare(ctx, a.eng, pg, ds, qs, apiOut, pgOut)
 	return reports, cmp, tsv, err
@@ -203,6 +208,7 @@ func (r *APIReport) printFresh(w io.Writer) {
 		fmt.Fprintf(w, "  ledger per query: %.2f round trips, %.2f statements; WAL %.2f writes, %.2f flushes, %.2f full-page images, %.1f kB (pg_stat_wal)\n",
 			float64(p.Ledger.Trips)/q, float64(p.Ledger.Statements)/q, float64(p.Ledger.WALWrites)/q, float64(p.Ledger.WALSyncs)/q,
 			float64(p.Ledger.WALFPI)/q, float64(p.Ledger.WALBytes)/q/1e3)
+		printStatements(w, p.Statements, r.FreshQueries)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "  answer size\tqueries\tAPI p50\tPostGIS p50\tAPI - PostGIS\tserver p50 (1 client)\t\n")
 		for _, b := range p.Buckets {

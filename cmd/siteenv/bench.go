@@ -25,7 +25,7 @@ const benchUsage = `usage:
           [--strict] [--cpuprofile FILE] [--data-dir DIR]
   siteenv bench ingest [--scale small|medium|large] [--seed N] [--layers id,id] [--data-dir DIR]
   siteenv bench api [--scale small|medium|large|heavy|sydney] [--clients 1,2,8] [--queries 2000] [--small 300] [--fresh 400]
-          [--reads 20000] [--seed N] [--out DIR] [--markdown FILE] [--cpuprofile FILE] [--data-dir DIR]
+          [--reads 20000] [--seed N] [--out DIR] [--markdown FILE] [--cpuprofile FILE] [--ledger-statements] [--data-dir DIR]
 The engine's memory budget is SITEENV_ENGINE_MEMORY (default in a bench: 4GiB); SITEENV_BENCH_DIR keeps
 the built datasets for later runs; GOMEMLIMIT replaces the bench's own Go memory limit.`
 
@@ -136,13 +136,14 @@ func benchAPI(ctx context.Context, set settings, args []string, stdout, stderr i
 	clients := fs.String("clients", "1,2,8", "comma-separated client counts of the passes")
 	queries := fs.Int("queries", bench.DefaultAPIQueries, "queries in the mix (a prefix of bench engine's)")
 	small := fs.Int("small", bench.DefaultSmallQueries, "queries of the small-query mix (points and lots up to ~300 m, 1-5 layers; 0: none)")
-	fresh := fs.Int("fresh", bench.DefaultFreshQueries, "queries of the fresh mix (each about a new site; points and lots 80-600 m, 1-5 layers, 60 keys taking turns; 0: none)")
+	fresh := fs.Int("fresh", bench.DefaultFreshQueries, "queries of the fresh mix (each about a new site; points and lots 80-600 m, 1-5 layers, 60 keys taking turns, more for over 1,500 queries; 0: none)")
 	markdown := fs.String("markdown", "", "also write the fresh mix's figures as a markdown table to this file")
 	reads := fs.Int("reads", bench.DefaultReads, "authenticated reads of the read pass (0: none)")
 	seed := fs.Int64("seed", bench.DefaultSeed, "seed of the data and the query mix")
 	out := fs.String("out", "", "directory for api-report.txt, api-cdf.svg and api-queries.tsv (default <data-dir>/bench)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the first API pass (client and server) to this file, of the read pass to FILE.reads and of the fresh mix's last pass (most clients) to FILE.fresh")
 	traceFile := fs.String("trace", "", "write an execution trace (go tool trace) of the first API pass to this file")
+	ledgerStatements := fs.Bool("ledger-statements", false, "run the ledger with log_statement_stats and report its CPU by statement for each small and fresh pass (the logging inflates the run's CPU)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
@@ -168,7 +169,7 @@ func benchAPI(ctx context.Context, set settings, args []string, stdout, stderr i
 	opt := bench.APIOptions{
 		WorkDir: work, OutDir: *out, Scale: sc, Seed: *seed, Queries: *queries, Clients: cs, Reads: *reads, SmallQueries: *small, FreshQueries: *fresh, EngineMemory: set.EngineMemory, Logger: set.logger(stderr),
 		Command: "bin/siteenv bench api " + strings.Join(args, " "),
-		KeepDir: set.BenchDir, MemoryLimitSet: set.GoMemLimitSet,
+		KeepDir: set.BenchDir, MemoryLimitSet: set.GoMemLimitSet, LedgerStatements: *ledgerStatements,
 	}
 	if *cpuProfile != "" {
 		f, err := createProfile(*cpuProfile)

@@ -23,6 +23,12 @@ func TestOptionsValidate(t *testing.T) {
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("refused options created the cluster dir: %v", err)
 	}
+	for _, name := range []string{"", "work mem", "a=b", "x\ny", "Work_Mem"} {
+		err := (Options{Database: "siteenv", Settings: map[string]string{name: "1"}}).validate()
+		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "Settings") {
+			t.Errorf("setting %q: %v, want ErrInvalidOptions naming Settings", name, err)
+		}
+	}
 	for _, name := range []string{"siteenv", "fs_12_3", "appdb", "Bench"} {
 		if err := (Options{Database: name}).validate(); err != nil {
 			t.Errorf("%q refused: %v", name, err)

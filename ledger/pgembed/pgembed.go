@@ -36,6 +36,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,6 +89,11 @@ type Options struct {
 	// full_page_writes=off, initdb --no-sync): for test clusters only, never
 	// for the service's own data. Only applied when this call starts the server.
 	Ephemeral bool
+	// Settings are more server settings (name: value, as in
+	// postgresql.conf), written after siteenv's own and so overriding them;
+	// siteenv bench api --ledger-statements sets log_statement_stats. Only
+	// applied when this call starts the server.
+	Settings map[string]string
 }
 
 // WithDefaults returns o with every zero field set to its default.
@@ -116,6 +122,16 @@ func (o Options) validate() error {
 	if !ok {
 		return fmt.Errorf("%w: Database must be letters, digits and underscores (at most 63, not starting with a digit), got %q", ErrInvalidOptions, o.Database)
 	}
+	for name := range o.Settings {
+		// A setting's name goes into the configuration file unquoted.
+		ok := name != ""
+		for _, r := range name {
+			ok = ok && (r == '_' || r == '.' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+		}
+		if !ok {
+			return fmt.Errorf("%w: Settings: %q is not a setting's name", ErrInvalidOptions, name)
+		}
+	}
 	return nil
 }
 
@@ -131,8 +147,10 @@ type Cluster struct {
 	port      int
 	logger    *slog.Logger
 
-	// ephemeral is remembered so a supervised restart keeps the settings.
+	// ephemeral and settings are remembered so a supervised restart keeps
+	// them.
 	ephemeral bool
+	settings  map[string]string
 
 	// mu guards owned and the connection fields (socketDir, port) that a
 	// supervised restart may rewrite; it is held for a whole start or stop.
@@ -198,6 +216,7 @@ func Start(ctx context.Context, dir string, opt Options) (*Cluster, error) {
 		port:      defaultPort,
 		logger:    opt.Logger.With("component", "pgembed", "dir", abs),
 		ephemeral: opt.Ephemeral,
+		settings:  opt.Settings,
 	}
 
 	unlock, err := lockDir(ctx, filepath.Join(abs, ".lock"))
@@ -247,6 +266,9 @@ func (c *Cluster) DSN(database string) string {
 	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable",
 		dsnQuote(c.socketDir), c.port, dsnQuote(c.superuser), dsnQuote(database))
 }
+
+// LogFile is the server's log (its stderr), appended to across starts.
+func (c *Cluster) LogFile() string { return c.logFile }
 
 // Owned reports whether this Cluster started the server (and Stop stops it).
 func (c *Cluster) Owned() bool {
@@ -489,6 +511,14 @@ func (c *Cluster) writeConfig(ephemeral bool) error {
 	b.WriteString("log_destination = 'stderr'\n")
 	if ephemeral {
 		b.WriteString("fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n")
+	}
+	names := make([]string, 0, len(c.settings))
+	for name := range c.settings {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(&b, "%s = %s\n", name, confQuote(c.settings[name]))
 	}
 	conf := filepath.Join(c.dataDir, confName)
 	if err := os.WriteFile(conf, []byte(b.String()), 0o600); err != nil {

@@ -80,7 +80,8 @@ func TestLifecycle(t *testing.T) {
 	dir := filepath.Join(testRoot(t), "var", "pg")
 	const db = "appdb"
 
-	c := mustStart(t, dir, Options{Database: db, Ephemeral: true})
+	c := mustStart(t, dir, Options{Database: db, Ephemeral: true,
+		Settings: map[string]string{"work_mem": "8MB", "log_statement_stats": "on", "application_name": "it's"}})
 	if !c.Owned() {
 		t.Fatal("first Start on a fresh dir should own the server")
 	}
@@ -120,6 +121,7 @@ func TestLifecycle(t *testing.T) {
 	for setting, want := range map[string]string{
 		"listen_addresses": "", "max_connections": "200", "fsync": "off",
 		"server_encoding": "UTF8", "lc_collate": "C",
+		"work_mem": "8MB", "log_statement_stats": "on", // Options.Settings
 	} {
 		if got := mustPsql(t, c, db, "SHOW "+setting); got != want {
 			t.Errorf("SHOW %s = %q, want %q", setting, got, want)
