@@ -10,8 +10,7 @@ import (
 	"iter"
 	"os"
 
-	"github.com/paulmach/orb/geojson"
-
+	"siteenv/geo"
 	"siteenv/ingest/gazetteer"
 	"siteenv/ingest/synth"
 	"siteenv/ledger"
@@ -67,7 +66,7 @@ func loadGazetteer(ctx context.Context, led *ledger.Ledger, addrs func(func(synt
 	})
 	defer stopA()
 	nextP, stopP, errP := pull(parcels, func(p synth.Parcel) (ledger.ParcelRow, error) {
-		g, err := json.Marshal(geojson.NewGeometry(p.Geometry))
+		g, err := geo.AppendGeoJSON(nil, p.Geometry)
 		if err != nil {
 			return ledger.ParcelRow{}, err
 		}
