@@ -327,7 +327,10 @@ type evidenceLocation struct {
 	Northing  *float64 `json:"northing"`
 	Addresses []string `json:"addresses"`
 	LotPlans  []string `json:"lot_plans"`
-	TimeZone  string   `json:"time_zone"`
+	// LGAs: absent for evidence stored before evidence-3 (not known then),
+	// a list (maybe empty: none held) since.
+	LGAs     *[]string `json:"local_government_areas,omitempty"`
+	TimeZone string    `json:"time_zone"`
 }
 
 type evidenceBand struct {
@@ -416,6 +419,10 @@ func evidenceView(raw json.RawMessage) (*evidenceBody, error) {
 	if loc := e.Site.Location; loc != nil {
 		out.Site.Location = &evidenceLocation{Longitude: loc.Longitude, Latitude: loc.Latitude, MGAZone: loc.MGAZone, Easting: loc.Easting,
 			Northing: loc.Northing, Addresses: nonNilStrings(loc.Addresses), LotPlans: nonNilStrings(loc.LotPlans), TimeZone: loc.TimeZone}
+		if loc.LGAs != nil {
+			lgas := loc.LGAs
+			out.Site.Location.LGAs = &lgas
+		}
 	}
 	for _, k := range e.SiteProfile {
 		out.SiteProfile = append(out.SiteProfile, evidenceKeyed{MapKey: k.MapKey, LayerID: k.LayerID, FeatureID: k.FeatureID})

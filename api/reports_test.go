@@ -767,7 +767,11 @@ func evidence(site uuid.UUID, feature string, previous *uuid.UUID) json.RawMessa
 				Licence: "CC-BY-4.0", Attribution: "© State of NSW", ReportApproved: true}}},
 			Features: []jobs.EvidenceFeature{{FeatureID: feature, DistanceM: 212.5, BearingDeg: &bearing}}}},
 	}
+	// A first revision's evidence is as evidence-2 stored it (no local
+	// government areas); a later one's names them.
+	e.Site.Location = &jobs.EvidenceLocation{Longitude: 151, Latitude: -33.8, Addresses: []string{}, LotPlans: []string{}, TimeZone: "Australia/Sydney"}
 	if previous != nil {
+		e.Site.Location.LGAs = []string{"City of Parramatta"}
 		p := previous.String()
 		e.PreviousRevisionID = &p
 		e.Layers[0].Changes = &jobs.EvidenceChanges{PreviousReleaseID: &rel, PreviousStatus: "data_present", PreviousCount: &count,
@@ -837,6 +841,9 @@ func TestReportReadAndRevisions(t *testing.T) {
 		layer["changes"].(map[string]any)["added_count"] != float64(1) || layer["provenance"].([]any)[0].(map[string]any)["release_id"] != "r_1" {
 		t.Fatalf("evidence %v", ev)
 	}
+	if lgas := ev["site"].(map[string]any)["location"].(map[string]any)["local_government_areas"]; fmt.Sprint(lgas) != "[City of Parramatta]" {
+		t.Fatalf("evidence's local government areas %v", lgas)
+	}
 	arts := m["artifacts"].([]any)
 	if len(arts) != 1 || arts[0].(map[string]any)["revision"] != float64(3) || arts[0].(map[string]any)["revision_id"] != r3.String() {
 		t.Fatalf("artifacts %v", arts)
@@ -849,6 +856,9 @@ func TestReportReadAndRevisions(t *testing.T) {
 		m["artifacts"].([]any)[0].(map[string]any)["revision_id"] != r1.String() ||
 		m["revisions"].(map[string]any)["latest_revision_id"] != r3.String() || m["revisions"].(map[string]any)["count"] != float64(3) {
 		t.Fatalf("revision 1 %v", m)
+	}
+	if _, ok := ev["site"].(map[string]any)["location"].(map[string]any)["local_government_areas"]; ok {
+		t.Fatalf("evidence stored without local government areas names some: %v", ev["site"])
 	}
 	h.do("GET", path+"?revision_id="+uuid.NewString(), k.Secret, nil).problem(t, "not_found", 404)
 

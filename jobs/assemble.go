@@ -73,7 +73,7 @@ func evidence(in content.Input, out content.Output, site ledger.Site, built time
 	ev := Evidence{Version: EvidenceVersion, BuiltAt: built, SiteProfile: []EvidenceKeyed{},
 		Site: EvidenceSite{SiteID: site.ID.String(), Name: site.Name, Fingerprint: site.Fingerprint, AreaM2: site.AreaM2,
 			Jurisdiction: in.Site.Jurisdiction, Location: &EvidenceLocation{Longitude: loc.Lon, Latitude: loc.Lat,
-				Addresses: nonNil(loc.Addresses), LotPlans: nonNil(loc.LotPlans), TimeZone: loc.TimeZone}}}
+				Addresses: nonNil(loc.Addresses), LotPlans: nonNil(loc.LotPlans), LGAs: nonNil(loc.LGAs), TimeZone: loc.TimeZone}}}
 	if loc.MGAZone > 0 {
 		z, e, n := loc.MGAZone, loc.Easting, loc.Northing
 		ev.Site.Location.MGAZone, ev.Site.Location.Easting, ev.Site.Location.Northing = &z, &e, &n

@@ -7,7 +7,7 @@ import (
 )
 
 // EvidenceVersion names the shape of Evidence; a change to it changes this.
-const EvidenceVersion = "evidence-2"
+const EvidenceVersion = "evidence-3"
 
 // Evidence is a report revision's frozen evidence: what every line of its
 // PDF rests on, stored with the revision (ledger.Revision.Evidence) and
@@ -45,6 +45,9 @@ type EvidenceLocation struct {
 	// Addresses and LotPlans of the cadastral parcels making up the site.
 	Addresses []string `json:"addresses"`
 	LotPlans  []string `json:"lot_plans"`
+	// LGAs are the local government areas of those addresses, as the
+	// cover's line names them (empty: none held; nil before evidence-3).
+	LGAs []string `json:"local_government_areas"`
 	// TimeZone the cover's time is given in ("" when unknown: UTC).
 	TimeZone string `json:"time_zone"`
 }

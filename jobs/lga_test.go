@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,18 +16,20 @@ import (
 // TestReportCoverLGA: a buyer reads the site's local government area on
 // the cover when the gazetteer's addresses file carries one for the
 // address on the site's parcel, and "not held" when it does not (an
-// addresses file without the lga column).
+// addresses file without the lga column); the revision's evidence states
+// the same (local_government_areas: the list, empty when none is held).
 func TestReportCoverLGA(t *testing.T) {
 	t.Parallel()
 	const label = "1 Test Street, PARRAMATTA NSW 2150"
 	row := `"` + label + `",1,Test Street,PARRAMATTA,NSW,2150,151,-33.81`
 	for _, c := range []struct {
 		name, csv, want string
+		evidence        []string
 	}{
 		{"with lga", "label,number,street,locality,state,postcode,longitude,latitude,lga\n" + row + ",City of Parramatta\n",
-			"Local government area City of Parramatta"},
+			"Local government area City of Parramatta", []string{"City of Parramatta"}},
 		{"without lga", "label,number,street,locality,state,postcode,longitude,latitude\n" + row + "\n",
-			"Local government area not held"},
+			"Local government area not held", []string{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -62,6 +65,20 @@ func TestReportCoverLGA(t *testing.T) {
 			}
 			if len(cover) != 1 || cover[0] != c.want {
 				t.Fatalf("cover's LGA lines %q, want [%q]", cover, c.want)
+			}
+			var ev struct {
+				Version string `json:"version"`
+				Site    struct {
+					Location struct {
+						LGAs *[]string `json:"local_government_areas"`
+					} `json:"location"`
+				} `json:"site"`
+			}
+			if err := json.Unmarshal(rev.Evidence, &ev); err != nil {
+				t.Fatal(err)
+			}
+			if lgas := ev.Site.Location.LGAs; ev.Version != jobs.EvidenceVersion || lgas == nil || !slices.Equal(*lgas, c.evidence) {
+				t.Errorf("evidence %s: local_government_areas %v, want %q", ev.Version, lgas, c.evidence)
 			}
 		})
 	}

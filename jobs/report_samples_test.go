@@ -211,7 +211,7 @@ func evidenceSummary(ev *jobs.Evidence) string {
 		if loc.MGAZone != nil {
 			fmt.Fprintf(&b, " MGA %d %.2f %.2f", *loc.MGAZone, *loc.Easting, *loc.Northing)
 		}
-		fmt.Fprintf(&b, " tz %s\naddresses %q\nlot/plans %q\n", loc.TimeZone, loc.Addresses, loc.LotPlans)
+		fmt.Fprintf(&b, " tz %s\naddresses %q\nlot/plans %q\nlocal government areas %q\n", loc.TimeZone, loc.Addresses, loc.LotPlans, loc.LGAs)
 	}
 	fmt.Fprintf(&b, "site profile:")
 	for _, s := range ev.SiteProfile {
