@@ -3,7 +3,9 @@ package ledger_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -142,7 +144,7 @@ func benchAdmit(b *testing.B, fresh, answered, finish bool, fn string) {
 				RunNow: finish, MaxRunning: 1 << 30, Lease: time.Minute}}
 		var then *ledger.AdmitAnswer
 		if answered || finish {
-			then = benchAnswer(b, led, &ar)
+			then = benchAnswer(b, led, &ar, -1)
 		}
 		if answered {
 			ar.Answer = then
@@ -178,8 +180,10 @@ func benchAdmit(b *testing.B, fresh, answered, finish bool, fn string) {
 }
 
 // benchAnswer makes ar an answered admission: a new site, the query
-// succeeded with two features in each layer, its response about 3 KB.
-func benchAnswer(b *testing.B, led *ledger.Ledger, ar *ledger.AdmitRequest) *ledger.AdmitAnswer {
+// succeeded with two features in each layer, its response about 3 KB (one
+// record 24 times), or with records >= 0 that many records of its own
+// (benchRecords).
+func benchAnswer(b *testing.B, led *ledger.Ledger, ar *ledger.AdmitRequest, records int) *ledger.AdmitAnswer {
 	q := ar.Query
 	q.ID, q.CreatedAt = uuid.New(), time.Now()
 	ar.Site.ID, ar.Query = uuid.New(), q
@@ -193,10 +197,26 @@ func benchAnswer(b *testing.B, led *ledger.Ledger, ar *ledger.AdmitRequest) *led
 	if err != nil {
 		b.Fatal(err)
 	}
-	body := []byte(`{"query_id":"` + q.ID.String() + `","site_id":"` + ar.Site.ID.String() + `","features":[` +
-		strings.Repeat(`{"feature_id":"bore-000123","layer_id":"layer-0","distance_m":12.5,"properties":{"name":"A bore","depth_m":42}},`, 24) + `{}]}`)
+	features := strings.Repeat(`{"feature_id":"bore-000123","layer_id":"layer-0","distance_m":12.5,"properties":{"name":"A bore","depth_m":42}},`, 24)
+	if records >= 0 {
+		features = benchRecords(records)
+	}
+	body := []byte(`{"query_id":"` + q.ID.String() + `","site_id":"` + ar.Site.ID.String() + `","features":[` + features + `{}]}`)
 	return &ledger.AdmitAnswer{Finish: f, Response: ledger.IdemResponse{Status: 200, ContentType: "application/json", Body: body},
 		Activity: ledger.Activity{Operation: "create_query", Outcome: "completed", RequestID: uuid.New(), HTTPStatus: 200}}
+}
+
+// benchRecords is n result records as a response lists them, each with its
+// own id, distance and name: they compress as an answer's records do, not
+// as one record repeated (about 125 bytes each).
+func benchRecords(n int) string {
+	rng := rand.New(rand.NewPCG(uint64(n), 1))
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"feature_id":"bore-%06d","layer_id":"layer-%d","distance_m":%.1f,"properties":{"name":"Bore %x","depth_m":%d}},`,
+			rng.IntN(1_000_000), i%3, rng.Float64()*1000, rng.Uint64(), rng.IntN(300))
+	}
+	return b.String()
 }
 
 // benchFrozen is n layers frozen with a release's share of JSON: a field

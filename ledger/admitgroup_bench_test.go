@@ -30,12 +30,28 @@ import (
 //
 //	go test -run '^$' -bench AdmitGroup -benchtime 2000x ./ledger/
 func BenchmarkAdmitGroup(b *testing.B) {
-	b.Run("separate", func(b *testing.B) { benchAdmitGroup(b, 8, 1) })
-	b.Run("pipelined_8", func(b *testing.B) { benchAdmitGroup(b, 1, 8) })
-	b.Run("pipelined_4x2", func(b *testing.B) { benchAdmitGroup(b, 2, 4) })
+	b.Run("separate", func(b *testing.B) { benchAdmitGroup(b, 8, 1, -1) })
+	b.Run("pipelined_8", func(b *testing.B) { benchAdmitGroup(b, 1, 8, -1) })
+	b.Run("pipelined_4x2", func(b *testing.B) { benchAdmitGroup(b, 2, 4, -1) })
 }
 
-func benchAdmitGroup(b *testing.B, workers, group int) {
+// BenchmarkAdmitAnsweredResponse is BenchmarkAdmitGroup's separate case
+// with responses of 0, 24, 100 and 400 records of their own (about 0.1, 3,
+// 12 and 50 kB): the stored response is a large part of what an answered
+// admission costs the cluster (bench api's fresh mix stores about 5 kB on
+// average, up to 64 KB). Its client CPU includes making the records.
+//
+//	go test -run '^$' -bench AdmitAnsweredResponse -benchtime 4000x -count 2 ./ledger/
+func BenchmarkAdmitAnsweredResponse(b *testing.B) {
+	for _, n := range []int{0, 24, 100, 400} {
+		b.Run("records_"+strconv.Itoa(n), func(b *testing.B) { benchAdmitGroup(b, 8, 1, n) })
+	}
+}
+
+// benchAdmitGroup admits b.N answered admissions by workers goroutines in
+// groups of group (1: one round trip each), each response with records
+// records (-1: benchAnswer's usual one).
+func benchAdmitGroup(b *testing.B, workers, group, records int) {
 	ctx := context.Background()
 	led := ledgertest.New(b, nil)
 	const accounts = 8
@@ -68,7 +84,7 @@ func benchAdmitGroup(b *testing.B, workers, group int) {
 			Query: ledger.Query{RadiusM: 100, LayerIDs: layers, Frozen: frozen},
 			Limits: ledger.AdmitLimits{QueryLimits: ledger.QueryLimits{MaxQueued: 1 << 30, MaxRetainedBytes: 1 << 50}, PerMinute: 1 << 30,
 				MaxRunning: 4, Lease: time.Minute}}
-		ar.Answer = benchAnswer(b, led, &ar)
+		ar.Answer = benchAnswer(b, led, &ar, records)
 		return ar
 	}
 	send := func(n int) {

@@ -60,7 +60,7 @@ func BenchmarkAdmitNewSite(b *testing.B) {
 					Limits: ledger.AdmitLimits{QueryLimits: ledger.QueryLimits{MaxQueued: 1 << 30, MaxRetainedBytes: 1 << 50}, PerMinute: 1 << 30,
 						MaxRunning: 4, Lease: time.Minute}}
 				if answered {
-					ar.Answer = benchAnswer(b, led, &ar)
+					ar.Answer = benchAnswer(b, led, &ar, -1)
 				}
 				res, err := led.Admit(ctx, ar)
 				if err != nil || (answered && !res.Answered) {
