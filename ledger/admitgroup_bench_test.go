@@ -3,7 +3,9 @@ package ledger_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -30,9 +32,9 @@ import (
 //
 //	go test -run '^$' -bench AdmitGroup -benchtime 2000x ./ledger/
 func BenchmarkAdmitGroup(b *testing.B) {
-	b.Run("separate", func(b *testing.B) { benchAdmitGroup(b, 8, 1, -1) })
-	b.Run("pipelined_8", func(b *testing.B) { benchAdmitGroup(b, 1, 8, -1) })
-	b.Run("pipelined_4x2", func(b *testing.B) { benchAdmitGroup(b, 2, 4, -1) })
+	b.Run("separate", func(b *testing.B) { benchAdmitGroup(b, 8, 1, -1, "") })
+	b.Run("pipelined_8", func(b *testing.B) { benchAdmitGroup(b, 1, 8, -1, "") })
+	b.Run("pipelined_4x2", func(b *testing.B) { benchAdmitGroup(b, 2, 4, -1, "") })
 }
 
 // BenchmarkAdmitAnsweredResponse is BenchmarkAdmitGroup's separate case
@@ -44,16 +46,64 @@ func BenchmarkAdmitGroup(b *testing.B) {
 //	go test -run '^$' -bench AdmitAnsweredResponse -benchtime 4000x -count 2 ./ledger/
 func BenchmarkAdmitAnsweredResponse(b *testing.B) {
 	for _, n := range []int{0, 24, 100, 400} {
-		b.Run("records_"+strconv.Itoa(n), func(b *testing.B) { benchAdmitGroup(b, 8, 1, n) })
+		b.Run("records_"+strconv.Itoa(n), func(b *testing.B) { benchAdmitGroup(b, 8, 1, n, "") })
+	}
+}
+
+// BenchmarkAdmitAnsweredWithout is BenchmarkAdmitGroup's separate case
+// with one part of the answered admission taken out (its function as
+// migration 0028 wrote it, cut; or the schema's constraints dropped; or
+// the usage trigger off), to show what each part costs the cluster. The
+// cuts fail when the migration no longer holds what they cut.
+//
+//	go test -run '^$' -bench AdmitAnsweredWithout -benchtime 8000x -count 2 ./ledger/
+func BenchmarkAdmitAnsweredWithout(b *testing.B) {
+	raw, err := os.ReadFile("migrations/0028_admit_answered_geometry.sql")
+	if err != nil {
+		b.Fatal(err)
+	}
+	fn := string(raw)
+	cut := func(from, to, with string) string { // fn with [from, to) replaced
+		i := strings.Index(fn, from)
+		j := strings.Index(fn[max(i, 0):], to)
+		if i < 0 || j < 0 {
+			b.Fatalf("migration 0028 no longer holds %q ... %q", from, to)
+		}
+		return fn[:i] + with + fn[i+j:]
+	}
+	dropConstraints := func(kind string) string {
+		return `DO $$ DECLARE r record; BEGIN
+			FOR r IN SELECT conrelid::regclass::text AS t, conname FROM pg_constraint
+				WHERE contype = '` + kind + `' AND connamespace = 'public'::regnamespace LOOP
+				EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', r.t, r.conname);
+			END LOOP; END $$`
+	}
+	for _, c := range []struct{ name, prep string }{
+		{"whole", ""},
+		{"usage_trigger", `ALTER TABLE queries DISABLE TRIGGER queries_usage_insert`},
+		{"foreign_keys", dropConstraints("f")},
+		{"check_constraints", dropConstraints("c")},
+		{"audit_record", cut("    INSERT INTO activity (", "END $$;", "")},
+		{"account_lock", cut("    PERFORM 1 FROM accounts a WHERE", "    site_created := false;", "")},
+		{"usage_read", cut("    SELECT coalesce(max(q.queued), 0)", "    IF (rate & 4294967295)", "    SELECT 0::bigint AS queued, 0::bigint AS retained INTO u;\n")},
+		{"plan_cache_mode", cut(", set_config('plan_cache_mode', 'force_generic_plan', true);", "\n", ";")},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchAdmitGroup(b, 8, 1, -1, c.prep) })
 	}
 }
 
 // benchAdmitGroup admits b.N answered admissions by workers goroutines in
 // groups of group (1: one round trip each), each response with records
-// records (-1: benchAnswer's usual one).
-func benchAdmitGroup(b *testing.B, workers, group, records int) {
+// records (-1: benchAnswer's usual one), on a ledger where prep (when not
+// empty) ran first.
+func benchAdmitGroup(b *testing.B, workers, group, records int, prep string) {
 	ctx := context.Background()
 	led := ledgertest.New(b, nil)
+	if prep != "" {
+		if err := ledger.ExecForTest(ctx, led, prep); err != nil {
+			b.Fatal(err)
+		}
+	}
 	const accounts = 8
 	keys := make([]string, accounts)
 	for i := range keys {
