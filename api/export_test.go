@@ -75,3 +75,7 @@ func SetIdempotencyWait(s *Server, d time.Duration) {
 // answers stored with their admission waits long enough for every one,
 // whatever the machine's load.
 func SetAnswerFirstWait(s *Server, d time.Duration) { s.queries.SetAnswerWait(d) }
+
+// InFlightForTest is how many requests the server counts as being served
+// (the answer-first wait's load).
+func InFlightForTest(s *Server) int64 { return s.inFlight.Load() }

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -171,6 +172,9 @@ type Server struct {
 	// opsEnc is GET /context's capabilities.operations, encoded per scope
 	// set and report state (operationsJSON).
 	opsEnc sync.Map
+	// inFlight counts the requests being served (Handle to observe): the
+	// load the answer-first wait stretches with (queries.Config.InFlight).
+	inFlight atomic.Int64
 }
 
 // New builds a Server over a ledger.
@@ -205,7 +209,7 @@ func New(cfg Config, led *ledger.Ledger) (*Server, error) {
 		}
 	}
 	s.queries = queries.New(queries.Config{Ledger: led, Logger: cfg.Logger, IdempotencyWait: cfg.IdempotencyWait,
-		Finished: func(q ledger.Query) { s.finished.put(q) }, Clock: cfg.Clock, Scopes: scopes,
+		Finished: func(q ledger.Query) { s.finished.put(q) }, Clock: cfg.Clock, Scopes: scopes, InFlight: s.inFlight.Load,
 		Limits: queries.Limits{MaxQueued: maxQueuedQueries, MaxRetainedBytes: maxRetainedResultBytes, PerMinute: queryAdmissionsPerMinute}})
 	s.queries.SetRunner(cfg.Runner)
 	s.encodeLimits()
@@ -361,6 +365,7 @@ type request struct {
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
 	s.metrics.inFlight.Inc()
+	s.inFlight.Add(1)
 	// The request's phase recorder rides in its context: the ledger pool's
 	// tracer times every round trip made with it (phase.Ledger).
 	c, cancel := context.WithTimeout(phase.WithRecorder(context.Background(), s.phases), requestTimeout)

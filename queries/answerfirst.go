@@ -2,6 +2,7 @@ package queries
 
 import (
 	"errors"
+	"runtime"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,7 +14,8 @@ import (
 
 // AnswerFirstWait and answerFirstBytes bound the answers stored with their
 // admission (answerFirst). A small query's engine takes a few tenths of a
-// millisecond; an answer still computing after AnswerFirstWait, or whose
+// millisecond; an answer still computing after AnswerFirstWait (on an idle
+// server; loadedWait stretches it under load), or whose
 // records exceed answerFirstBytes, is admitted as before: the engine then
 // runs beside the admission rather than before it, and the stored
 // response, whose write grows with it, is stored with the query's finish
@@ -24,6 +26,29 @@ const (
 	AnswerFirstWait  = time.Millisecond
 	answerFirstBytes = 64 << 10
 )
+
+// maxWaitStretch bounds loadedWait: at most 4 x AnswerWait, however many
+// requests wait.
+const maxWaitStretch = 4
+
+// loadedWait is the answer-first wait d stretched by the requests in
+// flight beyond the procs that serve them: each then gets a share of a
+// core, and a precomputation's wall time grows with their number. A small
+// answer that needs a fraction of a millisecond of CPU would otherwise
+// miss d under load and be admitted the step-by-step way (two more round
+// trips and a result file: more CPU just when CPU is short). With 8
+// clients on 2 cores it took bench api's fresh mix's step-by-step queries
+// from 233-259 to 140-148 of 4,000 (docs/benchmarks.md). Idle (no more
+// requests than procs), d as given: with 1 client a longer wait only
+// serialises a medium answer's engine and admission (at large scale 3 ms
+// made the 10-99 bucket 0.3-0.6 ms slower).
+func loadedWait(d time.Duration, inFlight int64, procs int) time.Duration {
+	p := int64(max(procs, 1))
+	if n := min((inFlight+p-1)/p, maxWaitStretch); n > 1 {
+		return d * time.Duration(n)
+	}
+	return d
+}
 
 // vouchAdmitted vouches for the key of an admission that authenticated it
 // (Vouches) when it was admitted with room left in its rate, and forgets
@@ -77,7 +102,8 @@ func (s *Service) answerFirst(c QueryCall, ar ledger.AdmitRequest, pre *jobs.Pre
 	q.ID, q.AccountID, q.IntegrationID = uuid.New(), v.Account, v.Integration
 	q.SiteID, q.SiteGeometry = uuid.New(), ar.Site.Geometry
 	tw := c.Phases().Start()
-	ans, ok := nr.AnswerFirst(pre, q, s.cfg.AnswerWait, ask.PageSize, answerFirstBytes)
+	wait := loadedWait(s.cfg.AnswerWait, s.cfg.InFlight(), runtime.GOMAXPROCS(0))
+	ans, ok := nr.AnswerFirst(pre, q, wait, ask.PageSize, answerFirstBytes)
 	c.Phases().Done(phase.Wait, tw)
 	if !ok {
 		return false, nil, false

@@ -25,8 +25,12 @@ type Config struct {
 	// Limits are each account's admission limits.
 	Limits Limits
 	// AnswerWait is how long an answer computed before its admission is
-	// waited for (default AnswerFirstWait).
+	// waited for on an idle server (default AnswerFirstWait; loadedWait
+	// stretches it with InFlight).
 	AnswerWait time.Duration
+	// InFlight counts the server's requests being served (the API's); nil:
+	// one, always.
+	InFlight func() int64
 	// Scopes are POST /queries' scopes: a key is vouched for only by a
 	// request that holds them (Vouches).
 	Scopes []string
@@ -52,6 +56,9 @@ func New(cfg Config) *Service {
 	}
 	if cfg.AnswerWait == 0 {
 		cfg.AnswerWait = AnswerFirstWait
+	}
+	if cfg.InFlight == nil {
+		cfg.InFlight = func() int64 { return 1 }
 	}
 	s := &Service{cfg: cfg, led: cfg.Ledger, log: cfg.Logger}
 	s.vouches.Scopes = cfg.Scopes
