@@ -15,13 +15,14 @@ import (
 // AnswerFirstWait and answerFirstBytes bound the answers stored with their
 // admission (answerFirst). A small query's engine takes a few tenths of a
 // millisecond; an answer still computing after AnswerFirstWait (on an idle
-// server; loadedWait stretches it under load), or whose
-// records exceed answerFirstBytes, is admitted as before: the engine then
-// runs beside the admission rather than before it, and the stored
-// response, whose write grows with it, is stored with the query's finish
-// before the answer is sent (completeWithFinish). Either way the request pays at most the wait for the engine; answering a
-// medium-scale query first (a few milliseconds of engine, hundreds of
-// features) measured slower than the admission beside it.
+// server; loadedWait stretches it under load), or whose records exceed
+// answerFirstBytes, is admitted as before: the engine then runs beside the
+// admission rather than before it, and the stored response, whose write
+// grows with it, is stored with the query's finish before the answer is
+// sent (completeWithFinish). Either way the request pays at most the wait
+// for the engine; answering a medium-scale query first (a few milliseconds
+// of engine, hundreds of features) measured slower than the admission
+// beside it.
 const (
 	AnswerFirstWait  = time.Millisecond
 	answerFirstBytes = 64 << 10
