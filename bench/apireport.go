@@ -217,10 +217,8 @@ func (r *APIReport) Print(w io.Writer) {
 		fmt.Fprintf(w, "small mix check (first pass): %d layer results compared, %s features matched; %d differ, %d within 1 cm of the radius, %d API wrong, %d PostGIS wrong, %d unexplained, %d wrong outside_coverage\n",
 			sc.Compared, group(sc.Matched), sc.Differing, sc.Boundary, sc.EngineWrong, sc.PostGISWrong, sc.Unexplained, sc.CoverageWrong)
 		for _, p := range r.SmallPasses {
-			q := float64(max(r.SmallQueries, 1))
-			fmt.Fprintf(w, "small mix, %d client(s): POST /queries inside the server p50 %.3f ms, p99 %.3f ms; ledger per query %.2f round trips, %.2f statements; WAL %.2f writes, %.2f flushes, %.2f full-page images, %.1f kB; %d answers computed during their admission, %d of them stored with it\n",
-				p.Clients, ms(p.CreateServer.P50), ms(p.CreateServer.P99), float64(p.Ledger.Trips)/q, float64(p.Ledger.Statements)/q,
-				float64(p.Ledger.WALWrites)/q, float64(p.Ledger.WALSyncs)/q, float64(p.Ledger.WALFPI)/q, float64(p.Ledger.WALBytes)/q/1e3, p.Precomputed, p.AnsweredFirst)
+			fmt.Fprintf(w, "small mix, %d client(s): POST /queries inside the server p50 %.3f ms, p99 %.3f ms; ledger per query %s; %d answers computed during their admission, %d of them stored with it\n",
+				p.Clients, ms(p.CreateServer.P50), ms(p.CreateServer.P99), p.Ledger.perQuery(r.SmallQueries), p.Precomputed, p.AnsweredFirst)
 			printStatements(w, p.Statements, r.SmallQueries)
 		}
 		fmt.Fprintln(w)
@@ -241,10 +239,8 @@ func (r *APIReport) Print(w io.Writer) {
 	for _, p := range r.Passes {
 		fmt.Fprintf(w, "API pass with %d client(s): POST /queries inside the server p50 %.3f ms, p99 %.3f ms, mean %.3f ms; %d answers computed during their admission, %d of them stored with it\n",
 			p.Clients, ms(p.CreateServer.P50), ms(p.CreateServer.P99), ms(p.CreateServer.Mean), p.Precomputed, p.AnsweredFirst)
-		q := float64(max(r.Queries, 1))
-		fmt.Fprintf(w, "  ledger per query (every request of the pass, runner and background writers included, counted): %.2f round trips, %.2f statements; WAL %.2f writes, %.2f flushes, %.2f full-page images, %.1f kB (pg_stat_wal)\n",
-			float64(p.Ledger.Trips)/q, float64(p.Ledger.Statements)/q, float64(p.Ledger.WALWrites)/q, float64(p.Ledger.WALSyncs)/q,
-			float64(p.Ledger.WALFPI)/q, float64(p.Ledger.WALBytes)/q/1e3)
+		fmt.Fprintf(w, "  ledger per query (every request of the pass, runner and background writers included, counted): %s (pg_stat_wal)\n",
+			p.Ledger.perQuery(r.Queries))
 		fmt.Fprintf(w, "  heap in use (bench process, after a collection): %s before the pass, %s after\n", mib(p.HeapBefore), mib(p.HeapAfter))
 		fmt.Fprintf(w, "server-side time per phase, API pass with %d client(s), per query of the mix:\n", p.Clients)
 		printPhases(w, p.Phases, r.Queries)

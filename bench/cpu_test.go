@@ -73,3 +73,15 @@ func TestParseStatementStats(t *testing.T) {
 		}
 	}
 }
+
+// A pass's ledger cost is reported per query of the pass, WAL bytes in kB;
+// an empty pass divides by one, not zero.
+func TestLedgerCostPerQuery(t *testing.T) {
+	c := ledgerCost{Trips: 110, Statements: 140, WALWrites: 70, WALSyncs: 1, WALFPI: 3, WALBytes: 660_000}
+	if got, want := c.perQuery(100), "1.10 round trips, 1.40 statements; WAL 0.70 writes, 0.01 flushes, 0.03 full-page images, 6.6 kB"; got != want {
+		t.Errorf("perQuery(100) = %q, want %q", got, want)
+	}
+	if got := c.perQuery(0); got != "110.00 round trips, 140.00 statements; WAL 70.00 writes, 1.00 flushes, 3.00 full-page images, 660.0 kB" {
+		t.Errorf("perQuery(0) = %q", got)
+	}
+}

@@ -204,10 +204,7 @@ func (r *APIReport) printFresh(w io.Writer) {
 			p.Clients, ms(p.CreateServer.P50), ms(p.CreateServer.P99), ms(p.CreateServer.Mean), p.Precomputed, p.AnsweredFirst, mib(p.HeapBefore), mib(p.HeapAfter))
 		fmt.Fprintf(w, "  CPU a query (bench process + ledger + PostGIS): API pass %s, PostGIS pass %s\n",
 			p.APICPU.perQuery(r.FreshQueries), p.PostGISCPU.perQuery(r.FreshQueries))
-		q := float64(max(r.FreshQueries, 1))
-		fmt.Fprintf(w, "  ledger per query: %.2f round trips, %.2f statements; WAL %.2f writes, %.2f flushes, %.2f full-page images, %.1f kB (pg_stat_wal)\n",
-			float64(p.Ledger.Trips)/q, float64(p.Ledger.Statements)/q, float64(p.Ledger.WALWrites)/q, float64(p.Ledger.WALSyncs)/q,
-			float64(p.Ledger.WALFPI)/q, float64(p.Ledger.WALBytes)/q/1e3)
+		fmt.Fprintf(w, "  ledger per query: %s (pg_stat_wal)\n", p.Ledger.perQuery(r.FreshQueries))
 		printStatements(w, p.Statements, r.FreshQueries)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "  answer size\tqueries\tAPI p50\tPostGIS p50\tAPI - PostGIS\tserver p50 (1 client)\t\n")

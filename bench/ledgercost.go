@@ -26,6 +26,13 @@ func (c ledgerCost) minus(o ledgerCost) ledgerCost {
 		WALFPI: c.WALFPI - o.WALFPI, WALBytes: c.WALBytes - o.WALBytes}
 }
 
+// perQuery is c over n queries, as every pass's report line gives it.
+func (c ledgerCost) perQuery(n int) string {
+	q := float64(max(n, 1))
+	return fmt.Sprintf("%.2f round trips, %.2f statements; WAL %.2f writes, %.2f flushes, %.2f full-page images, %.1f kB",
+		float64(c.Trips)/q, float64(c.Statements)/q, float64(c.WALWrites)/q, float64(c.WALSyncs)/q, float64(c.WALFPI)/q, float64(c.WALBytes)/q/1e3)
+}
+
 // walWriterSettle is how long ledgerCost waits, after the ledger's
 // connections have reported their statistics (Ledger.FlushStats), for the
 // WAL writer to report its own: it reports once a cycle (wal_writer_delay,

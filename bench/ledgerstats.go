@@ -37,7 +37,7 @@ type statementCPU struct {
 const statementHead = 90
 
 var (
-	statsLine = regexp.MustCompile(`\[\d+\] LOG:  (?:PARSE MESSAGE |BIND MESSAGE |EXECUTE MESSAGE |QUERY )STATISTICS$`)
+	statsLine = regexp.MustCompile(`\[\d+\] LOG:  (PARSE MESSAGE|BIND MESSAGE|EXECUTE MESSAGE|QUERY) STATISTICS$`)
 	usageLine = regexp.MustCompile(`^\s*!\s*([0-9.]+) s user, ([0-9.]+) s system`)
 	stmtLine  = regexp.MustCompile(`\[\d+\] STATEMENT:  (.*)$`)
 	// anyLine is any line a message begins with (log_line_prefix '%m [%p] ').
@@ -50,8 +50,8 @@ var (
 // written) is left out.
 func parseStatementStats(r io.Reader) ([]statementCPU, error) {
 	type pending struct {
-		cpu  time.Duration
-		exec bool
+		cpu         time.Duration
+		exec, timed bool // an execution (not a parse or bind); its usage read
 	}
 	var (
 		by   = map[string]*statementCPU{}
@@ -88,24 +88,24 @@ func parseStatementStats(r io.Reader) ([]statementCPU, error) {
 			add(cur, stmt.String())
 			cur, stmt = nil, nil
 		}
-		if statsLine.MatchString(line) {
-			cur = &pending{exec: !strings.Contains(line, "PARSE MESSAGE") && !strings.Contains(line, "BIND MESSAGE"), cpu: -1}
+		if m := statsLine.FindStringSubmatch(line); m != nil {
+			cur = &pending{exec: m[1] == "EXECUTE MESSAGE" || m[1] == "QUERY"}
 			continue
 		}
 		if cur == nil {
 			continue
 		}
-		if m := usageLine.FindStringSubmatch(line); m != nil && cur.cpu < 0 {
+		if m := usageLine.FindStringSubmatch(line); m != nil && !cur.timed {
 			u, err1 := strconv.ParseFloat(m[1], 64)
 			s, err2 := strconv.ParseFloat(m[2], 64)
 			if err1 != nil || err2 != nil {
 				cur = nil
 				continue
 			}
-			cur.cpu = time.Duration((u + s) * float64(time.Second))
+			cur.cpu, cur.timed = time.Duration((u+s)*float64(time.Second)), true
 			continue
 		}
-		if m := stmtLine.FindStringSubmatch(line); m != nil && cur.cpu >= 0 {
+		if m := stmtLine.FindStringSubmatch(line); m != nil && cur.timed {
 			stmt = &strings.Builder{}
 			stmt.WriteString(m[1])
 			continue
