@@ -81,13 +81,8 @@ func BenchmarkAdmitAnsweredParts(b *testing.B) {
 	only := func(keep string) string { // fn with every part but keep cut
 		s := fn
 		for _, p := range parts {
-			i := strings.Index(s, p.from)
-			j := strings.Index(s[max(i, 0):], p.to)
-			if i < 0 || j < 0 {
-				b.Fatalf("migration 0020 no longer holds %q ... %q", p.from, p.to)
-			}
 			if p.name != keep {
-				s = s[:i] + p.with + s[i+j:]
+				s = cutSQL(b, "0020", s, p.from, p.to, p.with)
 			}
 		}
 		return s
@@ -97,6 +92,19 @@ func BenchmarkAdmitAnsweredParts(b *testing.B) {
 		b.Run("only_"+p, func(b *testing.B) { benchAdmit(b, false, true, false, only(p)) })
 	}
 	b.Run("reads_only", func(b *testing.B) { benchAdmit(b, false, true, false, only("")) })
+}
+
+// cutSQL is text with its part from the first from to the to after it
+// replaced by with; it fails b when migration's text no longer holds
+// them, so a benchmark never measures an uncut function.
+func cutSQL(b *testing.B, migration, text, from, to, with string) string {
+	b.Helper()
+	i := strings.Index(text, from)
+	j := strings.Index(text[max(i, 0):], to)
+	if i < 0 || j < 0 {
+		b.Fatalf("migration %s no longer holds %q ... %q", migration, from, to)
+	}
+	return text[:i] + with + text[i+j:]
 }
 
 // benchAdmit admits queries in a loop: each on an account and site of its

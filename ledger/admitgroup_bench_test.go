@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -63,14 +62,7 @@ func BenchmarkAdmitAnsweredWithout(b *testing.B) {
 		b.Fatal(err)
 	}
 	fn := string(raw)
-	cut := func(from, to, with string) string { // fn with [from, to) replaced
-		i := strings.Index(fn, from)
-		j := strings.Index(fn[max(i, 0):], to)
-		if i < 0 || j < 0 {
-			b.Fatalf("migration 0028 no longer holds %q ... %q", from, to)
-		}
-		return fn[:i] + with + fn[i+j:]
-	}
+	cut := func(from, to, with string) string { return cutSQL(b, "0028", fn, from, to, with) }
 	dropConstraints := func(kind string) string {
 		return `DO $$ DECLARE r record; BEGIN
 			FOR r IN SELECT conrelid::regclass::text AS t, conname FROM pg_constraint
