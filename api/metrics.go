@@ -26,7 +26,7 @@ type Metrics struct {
 	reg         *prometheus.Registry
 	requests    *prometheus.CounterVec
 	latency     *prometheus.HistogramVec
-	inFlight    prometheus.Gauge
+	inFlight    prometheus.GaugeFunc
 	rateLimited *prometheus.CounterVec
 	attempts    *prometheus.HistogramVec
 	storeRead   prometheus.Counter
@@ -72,10 +72,6 @@ func NewMetrics() *Metrics {
 			Help:    "Time from the request reaching the handler to the response being ready, by operation and status class.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"operation", "status_class"}),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "siteenv_http_requests_in_flight",
-			Help: "Requests being handled now.",
-		}),
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "siteenv_rate_limited_total",
 			Help: "Requests refused with rate_limited, by limit (reads, query_admissions).",
@@ -95,6 +91,17 @@ func NewMetrics() *Metrics {
 		}),
 		ops: map[string]*opMetrics{},
 	}
+	// The server's own count (Server.inFlight, which the answer-first wait
+	// reads), read at scrape time.
+	m.inFlight = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "siteenv_http_requests_in_flight",
+		Help: "Requests being handled now.",
+	}, func() float64 {
+		if s := m.server.Load(); s != nil {
+			return float64(s.inFlight.Load())
+		}
+		return 0
+	})
 	m.reg.MustRegister(m.requests, m.latency, m.inFlight, m.rateLimited, m.attempts, m.storeRead, m.storeOpens,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		scrapeCollector{m})

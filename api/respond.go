@@ -207,7 +207,6 @@ func acceptsGzip(ae []byte) bool {
 func (s *Server) observe(r *request, start time.Time) {
 	d := time.Since(start)
 	status := r.http.Response.StatusCode()
-	s.metrics.inFlight.Dec()
 	s.inFlight.Add(-1)
 	op, route := opUnmatched, "(unmatched)"
 	switch {

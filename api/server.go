@@ -173,7 +173,8 @@ type Server struct {
 	// set and report state (operationsJSON).
 	opsEnc sync.Map
 	// inFlight counts the requests being served (Handle to observe): the
-	// load the answer-first wait stretches with (queries.Config.InFlight).
+	// load the answer-first wait stretches with (queries.Config.InFlight),
+	// and the siteenv_http_requests_in_flight gauge.
 	inFlight atomic.Int64
 }
 
@@ -364,7 +365,6 @@ type request struct {
 // Handle is the fasthttp handler.
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
-	s.metrics.inFlight.Inc()
 	s.inFlight.Add(1)
 	// The request's phase recorder rides in its context: the ledger pool's
 	// tracer times every round trip made with it (phase.Ledger).
