@@ -29,6 +29,12 @@ func TestOptionsValidate(t *testing.T) {
 			t.Errorf("setting %q: %v, want ErrInvalidOptions naming Settings", name, err)
 		}
 	}
+	for _, value := range []string{"a\nb", "a\rb", "a\x00b"} {
+		err := (Options{Database: "siteenv", Settings: map[string]string{"work_mem": value}}).validate()
+		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "work_mem") {
+			t.Errorf("value %q: %v, want ErrInvalidOptions naming the setting", value, err)
+		}
+	}
 	for _, name := range []string{"siteenv", "fs_12_3", "appdb", "Bench"} {
 		if err := (Options{Database: name}).validate(); err != nil {
 			t.Errorf("%q refused: %v", name, err)

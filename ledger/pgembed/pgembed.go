@@ -122,14 +122,18 @@ func (o Options) validate() error {
 	if !ok {
 		return fmt.Errorf("%w: Database must be letters, digits and underscores (at most 63, not starting with a digit), got %q", ErrInvalidOptions, o.Database)
 	}
-	for name := range o.Settings {
-		// A setting's name goes into the configuration file unquoted.
+	for name, value := range o.Settings {
+		// A setting's name goes into the configuration file unquoted, its
+		// value quoted on the same line.
 		ok := name != ""
 		for _, r := range name {
 			ok = ok && (r == '_' || r == '.' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
 		}
 		if !ok {
 			return fmt.Errorf("%w: Settings: %q is not a setting's name", ErrInvalidOptions, name)
+		}
+		if strings.ContainsAny(value, "\n\r\x00") {
+			return fmt.Errorf("%w: Settings: %s's value holds a line break or NUL", ErrInvalidOptions, name)
 		}
 	}
 	return nil
