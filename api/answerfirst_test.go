@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"testing"
 	"time"
@@ -101,23 +102,61 @@ func TestAnsweredFirstIsStoredAsAnswered(t *testing.T) {
 	}
 	qh.waitStored(t, *qb.ResultKey)
 
-	// An answer its page cannot hold whole, or of more than 64 KiB of
-	// records, is admitted as before, and the attempt takes the answer
-	// computed meanwhile.
+	// An answer of more than its first page (here also one of more than
+	// 64 KiB of records) is answered first too: the first page and the
+	// next one's cursor, made for the query's account though the request's
+	// key was not yet authenticated. Its result is written behind: its
+	// pages read the copy in memory, then the file.
+	manyIDs := make([]string, 0, len(many))
+	for id := range many {
+		manyIDs = append(manyIDs, id)
+	}
+	slices.Sort(manyIDs)
 	for _, c := range []struct {
-		name     string
-		layer    string
-		page     int
-		features int
-	}{{"paged", "nsw.bores", 1, 1}, {"large", "nsw.many", 500, 480}} {
+		name  string
+		layer string
+		page  int
+		ids   []string
+	}{{"paged", "nsw.bores", 1, []string{"b10", "b50"}}, {"large", "nsw.many", 200, manyIDs}} {
 		_, used0 := qh.runner.PrecomputeCounts()
 		first0 := qh.runner.AnsweredFirst()
 		r := qh.do("POST", "/queries", k.Secret, map[string]any{"site": map[string]any{"kind": "point", "longitude": origin[0], "latitude": origin[1]},
 			"layer_ids": []string{c.layer}, "radius_m": 100, "page_size": c.page}, "Idempotency-Key", c.name, "Prefer", "wait=3")
+		m := r.json(t)
 		_, used1 := qh.runner.PrecomputeCounts()
-		if m := r.json(t); r.status != 200 || len(featureIDs(m)) != c.features || used1 != used0+1 || qh.runner.AnsweredFirst() != first0 {
-			t.Fatalf("%s answer: %d, %d features; %d precomputes used, %d answered first; want %d features, 1 and 0", c.name, r.status,
-				len(featureIDs(m)), used1-used0, qh.runner.AnsweredFirst()-first0, c.features)
+		if r.status != 200 || len(featureIDs(m)) != c.page || used1 != used0+1 || qh.runner.AnsweredFirst() != first0+1 {
+			t.Fatalf("%s answer: %d, %d features; %d precomputes used, %d answered first; want %d features, 1 and 1", c.name, r.status,
+				len(featureIDs(m)), used1-used0, qh.runner.AnsweredFirst()-first0, c.page)
+		}
+		id := uuid.MustParse(m["query_id"].(string))
+		q, err := h.led.Query(h.ctx, acct, id)
+		if err != nil || q.Status != ledger.QuerySucceeded || q.ResultKey == nil || q.ResultCount == nil || *q.ResultCount != int64(len(c.ids)) {
+			t.Fatalf("%s stored %+v, %v; want it succeeded with %d records", c.name, q, err, len(c.ids))
+		}
+		pages := func() []string {
+			t.Helper()
+			ids := featureIDs(m)
+			for page := m["page"].(map[string]any); page["has_more"] == true; {
+				p := qh.do("GET", "/queries/"+id.String()+"/results?limit="+fmt.Sprint(c.page)+
+					"&cursor="+url.QueryEscape(page["next_cursor"].(string)), k.Secret, nil)
+				if p.status != 200 {
+					t.Fatalf("%s next page: %d %s", c.name, p.status, p.body)
+				}
+				pm := p.json(t)
+				ids, page = append(ids, featureIDs(pm)...), pm["page"].(map[string]any)
+			}
+			return slices.Sorted(slices.Values(ids))
+		}
+		if got := pages(); !slices.Equal(got, c.ids) {
+			t.Fatalf("%s answer's pages hold %d features %v, want %d", c.name, len(got), got, len(c.ids))
+		}
+		qh.waitStored(t, *q.ResultKey)
+		info, err := qh.store.Stat(h.ctx, *q.ResultKey)
+		if err != nil || info.Size != q.ResultBytes {
+			t.Fatalf("%s result file %+v, %v; want %d bytes", c.name, info, err, q.ResultBytes)
+		}
+		if got := pages(); !slices.Equal(got, c.ids) {
+			t.Fatalf("%s answer's pages read from its file hold %v", c.name, got)
 		}
 	}
 }

@@ -364,7 +364,11 @@ func (s *Server) fillPage(r *request, q ledger.Query, body *queryBody, offset, o
 		ordinal++
 	}
 	if offset < obj.Size() {
-		pg, err := s.list(r, "query:"+q.ID.String(), bind).next(resultPosition{Offset: offset, Ordinal: ordinal})
+		// The query's account, not the request's principal: a query
+		// answered before its admission authenticated the key (answer
+		// first) renders its page while the principal is provisional.
+		// Both name the same account whenever the principal is known.
+		pg, err := list{s: s, account: q.AccountID, resource: "query:" + q.ID.String(), bind: bind}.next(resultPosition{Offset: offset, Ordinal: ordinal})
 		if err != nil {
 			return err
 		}

@@ -70,18 +70,19 @@ func (c queryCall) NewSite() (ledger.Site, jobs.DecodedSite, bool) {
 	return site, jobs.DecodedSite{Geometry: g, Checked: c.sel.checked()}, true
 }
 
-// AnswerFirst renders row, a finished query, as answerQuery does, when its
-// first page holds every feature.
-func (c queryCall) AnswerFirst(row ledger.Query, ask queries.Ask) bool {
+// AnswerFirst renders row, a finished query, as answerQuery does: its
+// first page, and the next page's cursor when there are more (made for
+// row's account: the request's principal is not authenticated yet).
+func (c queryCall) AnswerFirst(row ledger.Query, ask queries.Ask) (more, ok bool) {
 	r := c.r
 	r.resourceType, r.resourceID = "query", row.ID.String()
 	body := queryView(row)
 	err := c.s.firstPage(r, row, &body, ask)
-	if err == nil && !body.Page.HasMore {
+	if err == nil {
 		c.s.applyPreference(r, ask)
 		err = r.writeQuery(200, &body)
 	}
-	return err == nil && !body.Page.HasMore
+	return body.Page.HasMore, err == nil
 }
 
 // RenameSite rewrites the rendered answer's site id.

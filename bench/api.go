@@ -1137,26 +1137,27 @@ func queriesTSV(qs []query, runs []queryRun, pgLat []time.Duration) []byte {
 	// client_ms is what the server did not spend, the client's HTTP and
 	// JSON decoding.
 	b.WriteString("query\tkind\tlayers\tradius_m\tfeatures\tpages\tapi_ms\tfirst_page_ms\tpostgis_ms\tretry_after_wait_ms" +
-		"\tserver_ms\tengine_ms\tresult_write_ms\tclient_ms\n")
+		"\tserver_ms\tengine_ms\tresult_write_ms\tclient_ms\tledger_ms\tledger_round_trips\tauth_ms\twait_ms\tpage_read_ms\tjson_ms\n")
 	for _, i := range order {
 		pg := 0.0
 		if i < len(pgLat) {
 			pg = ms(pgLat[i])
 		}
-		var ph [3]time.Duration
+		var ph [phase.Total + 1]time.Duration
+		var trips int64
 		for _, s := range runs[i].server {
-			switch s.Phase {
-			case phase.Total:
-				ph[0] = s.Total
-			case phase.Engine:
-				ph[1] = s.Total
-			case phase.ResultWrite:
-				ph[2] = s.Total
+			if s.Phase <= phase.Total {
+				ph[s.Phase] = s.Total
+			}
+			if s.Phase == phase.Ledger {
+				trips = s.Count
 			}
 		}
-		fmt.Fprintf(&b, "%d\t%s\t%d\t%g\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\n", i, qs[i].kind, len(qs[i].layers), qs[i].radius,
+		fmt.Fprintf(&b, "%d\t%s\t%d\t%g\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%d\t%.3f\t%.3f\t%.3f\t%.3f\n",
+			i, qs[i].kind, len(qs[i].layers), qs[i].radius,
 			runs[i].features, runs[i].pages, ms(runs[i].lat), ms(runs[i].first), pg, ms(runs[i].waited),
-			ms(ph[0]), ms(ph[1]), ms(ph[2]), ms(runs[i].lat-ph[0]))
+			ms(ph[phase.Total]), ms(ph[phase.Engine]), ms(ph[phase.ResultWrite]), ms(runs[i].lat-ph[phase.Total]),
+			ms(ph[phase.Ledger]), trips, ms(ph[phase.Auth]), ms(ph[phase.Wait]), ms(ph[phase.PageRead]), ms(ph[phase.JSON]))
 	}
 	return b.Bytes()
 }

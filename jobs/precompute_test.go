@@ -2,11 +2,15 @@ package jobs_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"siteenv/jobs"
 	"siteenv/ledger"
+	"siteenv/store"
 )
 
 // TestPrecomputedAnswerIsTheComputedOne: an answer begun before its
@@ -68,16 +72,32 @@ func TestPrecomputedAnswerIsTheComputedOne(t *testing.T) {
 	// An answer stored with its admission ends its computation's context
 	// (it stayed, with its timer, until the attempt timeout).
 	first := r.Precompute(inputs(100), jobs.DecodedSite{})
-	ans, ok := r.AnswerFirst(first, inputs(100), 30*time.Second, 1000, 1<<20)
+	ans, ok := r.AnswerFirst(first, inputs(100), 30*time.Second)
 	if !ok {
 		t.Fatal("no answer first")
 	}
-	ans.Stored()
+	ans.Stored(context.Background(), false)
 	if !jobs.PrecomputeEnded(first) {
 		t.Fatal("the context of an answer stored with its admission is still live")
 	}
-	if err := r.Stop(context.Background()); err != nil {
+	// Its first page held it whole: no file. One whose first page did not
+	// (more) is written behind, the bytes answered.
+	paged := inputs(100)
+	paged.ID, paged.AccountID = uuid.New(), b.account
+	ans2, ok := r.AnswerFirst(r.Precompute(paged, jobs.DecodedSite{}), paged, 30*time.Second)
+	if !ok {
+		t.Fatal("no answer first")
+	}
+	ans2.Stored(context.Background(), true)
+	if err := r.Stop(context.Background()); err != nil { // waits for the writes behind
 		t.Fatal(err)
+	}
+	if _, err := b.store.Stat(b.ctx, jobs.ResultKey(uuid.Nil, uuid.Nil)); !errors.Is(err, store.ErrNotExist) {
+		t.Fatalf("result file of an answer its first page held: %v; want none", err)
+	}
+	info, err := b.store.Stat(b.ctx, jobs.ResultKey(b.account, paged.ID))
+	if err != nil || info.Size != ans2.Finish.Row.ResultBytes || info.Size == 0 {
+		t.Fatalf("result file of an answer of more pages: %+v, %v; want its %d bytes", info, err, ans2.Finish.Row.ResultBytes)
 	}
 	if p := r.Precompute(inputs(100), jobs.DecodedSite{}); p != nil {
 		t.Fatal("Precompute began after Stop")

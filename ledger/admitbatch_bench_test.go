@@ -56,18 +56,18 @@ func BenchmarkAdmitQueryBatch(b *testing.B) {
 }
 
 // BenchmarkAdmitAnsweredParts is account_seen_answered with the answered
-// admission's function (migration 0020) cut down, to show what its parts
+// admission's function (as migration 0028 restated it) cut down, to show what its parts
 // cost: each only_* case keeps the key's check, the site's read and that
 // one write; reads_only keeps no write at all. The cases are cut from the
 // migration's text and fail when it no longer holds what they cut.
 //
 //	go test -run '^$' -bench AdmitAnsweredParts -benchtime 3000x ./ledger/
 func BenchmarkAdmitAnsweredParts(b *testing.B) {
-	raw, err := os.ReadFile("migrations/0020_admit_answered.sql")
+	raw, err := os.ReadFile("migrations/0028_admit_answered_geometry.sql")
 	if err != nil {
 		b.Fatal(err)
 	}
-	fn := strings.Replace(string(raw), "CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
+	fn := string(raw)
 	// Each part is the text from its first string to its second, and what
 	// takes its place.
 	parts := []struct{ name, from, to, with string }{
@@ -82,7 +82,7 @@ func BenchmarkAdmitAnsweredParts(b *testing.B) {
 		s := fn
 		for _, p := range parts {
 			if p.name != keep {
-				s = cutSQL(b, "0020", s, p.from, p.to, p.with)
+				s = cutSQL(b, "0028", s, p.from, p.to, p.with)
 			}
 		}
 		return s

@@ -31,7 +31,7 @@ type nowRunner interface {
 	RunNowFrom(ctx context.Context, q ledger.Query, d time.Duration, pre *jobs.Precomputed) jobs.NowResult
 	RunLimits() (maxRunning int, lease time.Duration, ok bool)
 	Precompute(q ledger.Query, site jobs.DecodedSite) *jobs.Precomputed
-	AnswerFirst(p *jobs.Precomputed, q ledger.Query, d time.Duration, maxFeatures int, maxBytes int64) (*jobs.Answered, bool)
+	AnswerFirst(p *jobs.Precomputed, q ledger.Query, d time.Duration) (*jobs.Answered, bool)
 }
 
 // QueryCall is a POST /queries request as the use case sees it: a Call
@@ -73,10 +73,11 @@ type QueryCall interface {
 	// its first page when finished, else 202. pending is the request's.
 	Answer(q, done ledger.Query, ask Ask, pending *Pending) error
 	// AnswerFirst renders row, finished before its admission, as Answer
-	// does; ok is false, nothing rendered, when its first page does not
-	// hold every feature. Withdraw forgets it (it was not stored), and
+	// does; more: its first page does not hold every feature (the next
+	// page's cursor is rendered). ok is false, nothing rendered, when the
+	// page could not be read. Withdraw forgets it (it was not stored), and
 	// RenameSite rewrites the rendered answer's site id.
-	AnswerFirst(row ledger.Query, ask Ask) (ok bool)
+	AnswerFirst(row ledger.Query, ask Ask) (more, ok bool)
 	Withdraw()
 	RenameSite(from, to uuid.UUID)
 	// Record is the audit record of the response as rendered.

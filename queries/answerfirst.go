@@ -12,21 +12,18 @@ import (
 	"siteenv/ledger"
 )
 
-// AnswerFirstWait and answerFirstBytes bound the answers stored with their
-// admission (answerFirst). A small query's engine takes a few tenths of a
+// AnswerFirstWait bounds the answers stored with their admission
+// (answerFirst). A small query's engine takes a few tenths of a
 // millisecond; an answer still computing after AnswerFirstWait (on an idle
-// server; loadedWait stretches it under load), or whose records exceed
-// answerFirstBytes, is admitted as before: the engine then runs beside the
-// admission rather than before it, and the stored response, whose write
-// grows with it, is stored with the query's finish before the answer is
-// sent (completeWithFinish). Either way the request pays at most the wait
-// for the engine; answering a medium-scale query first (a few milliseconds
-// of engine, hundreds of features) measured slower than the admission
-// beside it.
-const (
-	AnswerFirstWait  = time.Millisecond
-	answerFirstBytes = 64 << 10
-)
+// server; loadedWait stretches it under load) is admitted as before: the
+// engine then runs beside the admission rather than before it, and its
+// finish is stored with the response (completeWithFinish), a second round
+// trip. Either way the request pays at most the wait for the engine. An
+// answer of several pages is answered first too (its result written
+// behind): at small scale that took bench api's fresh mix's p99 from
+// 0.30-0.31 to 0.17-0.22 x bare PostGIS with 1 client, and its queries/s
+// with 8 clients from 1.67 to 1.80-1.81 x (docs/benchmarks.md).
+const AnswerFirstWait = time.Millisecond
 
 // maxWaitStretch bounds loadedWait: at most 4 x AnswerWait, however many
 // requests wait.
@@ -82,18 +79,19 @@ func (s *Service) precompute(ar ledger.AdmitRequest, site ledger.Site, decoded j
 }
 
 // answerFirst answers a query from its precomputed answer before it is
-// stored, when the answer is ready within AnswerFirstWait and its first
-// page holds every feature: the response is rendered, and the admission
+// stored, when the answer is ready within AnswerFirstWait: the response
+// (its first page, and the next page's cursor) is rendered, and the admission
 // stores the query finished with it, its stored response and its audit
 // record in the one round trip (ledger.AdmitAnswer). ok is false when it
-// does not apply (AnswerFirstWait, answerFirstBytes); nothing was sent or
+// does not apply (AnswerFirstWait, jobs.Runner.AnswerFirst); nothing was sent or
 // written then, and the caller admits the query as before. Otherwise
 // handled and the error are admitAtOnce's. The body names the site the
 // request would create; when the admission found the account's site of
 // that fingerprint instead, both copies are rewritten to name it. A crash
 // after the relaxed commit loses what any relaxed admission loses
-// (docs/operations.md, Durability); the result is not stored as a file
-// (jobs.Answered.Stored): a results page computes it again.
+// (docs/operations.md, Durability); a result of one page is not stored as
+// a file, one of more is written behind (jobs.Answered.Stored): a results
+// page finding neither computes it again.
 func (s *Service) answerFirst(c QueryCall, ar ledger.AdmitRequest, pre *jobs.Precomputed, v Seen, ask Ask) (handled bool, _ error, ok bool) {
 	nr, isNow := s.runner.(nowRunner)
 	if pre == nil || !isNow || ar.Auth == nil {
@@ -104,13 +102,14 @@ func (s *Service) answerFirst(c QueryCall, ar ledger.AdmitRequest, pre *jobs.Pre
 	q.SiteID, q.SiteGeometry = uuid.New(), ar.Site.Geometry
 	tw := c.Phases().Start()
 	wait := loadedWait(s.cfg.AnswerWait, s.cfg.InFlight(), runtime.GOMAXPROCS(0))
-	ans, ok := nr.AnswerFirst(pre, q, wait, ask.PageSize, answerFirstBytes)
+	ans, ok := nr.AnswerFirst(pre, q, wait)
 	c.Phases().Done(phase.Wait, tw)
 	if !ok {
 		return false, nil, false
 	}
 	row := ans.Finish.Row
-	if !c.AnswerFirst(row, ask) {
+	more, rendered := c.AnswerFirst(row, ask)
+	if !rendered {
 		ans.Dropped()
 		c.Withdraw()
 		return false, nil, false
@@ -144,7 +143,7 @@ func (s *Service) answerFirst(c QueryCall, ar ledger.AdmitRequest, pre *jobs.Pre
 		row.SiteID = res.Site.ID
 	}
 	row.SiteGeometry = res.Site.Geometry
-	ans.Stored()
+	ans.Stored(c.Context(), more)
 	s.cfg.Finished(row)
 	c.Audited(a.HTTPStatus)
 	_ = c.Rate(res.Window)
