@@ -13,6 +13,8 @@ import (
 	"github.com/paulmach/orb"
 
 	"siteenv/api"
+	"siteenv/engine"
+	"siteenv/jobs"
 	"siteenv/ledger"
 	"siteenv/store"
 )
@@ -158,6 +160,24 @@ func TestAnsweredFirstIsStoredAsAnswered(t *testing.T) {
 		if got := pages(); !slices.Equal(got, c.ids) {
 			t.Fatalf("%s answer's pages read from its file hold %v", c.name, got)
 		}
+		if c.name != "large" {
+			continue
+		}
+		// Another replica, or this one after a crash, with neither the copy
+		// in memory nor the file: the pages compute the result again from
+		// the row, the bytes answered, so the cursors answered first go on.
+		if err := qh.store.Delete(h.ctx, *q.ResultKey); err != nil {
+			t.Fatal(err)
+		}
+		st := qh.store
+		other := newRunner(t, jobs.Config{Workers: 1, Poll: time.Hour, Sweep: time.Hour, TempDir: t.TempDir()}, h.led,
+			newEngine(t, st, engine.Options{MemoryBudget: 64 << 20}), st)
+		stopBehind(t, h, other)
+		api.SetQueryBackend(h.srv, st, other)
+		if got := pages(); !slices.Equal(got, c.ids) {
+			t.Fatalf("%s answer's pages computed again hold %v", c.name, got)
+		}
+		qh.waitStored(t, *q.ResultKey)
 	}
 }
 
