@@ -38,11 +38,10 @@ type Answered struct {
 // AnswerFirst waits up to d for p (begun for q's inputs) and returns its
 // answer as q's finish: q is the query as it will be admitted (its ID,
 // account, site and frozen inputs). q.CreatedAt is set to the finish's
-// time. False when p failed, is not ready within d,
-// holds too many records to be held in memory (writeBehindMaxFeatures), or
-// more bytes than the write-behind bytes allow: the caller admits q as
-// before. p is the caller's to hand over to an attempt until Stored (after
-// Dropped too).
+// time. False when p failed, is not ready within d, holds too many records
+// to be held in memory (writeBehindMaxFeatures), or more bytes than the
+// write-behind bytes allow: the caller admits q as before. p is the
+// caller's to hand over to an attempt until Stored (after Dropped too).
 func (r *Runner) AnswerFirst(p *Precomputed, q ledger.Query, d time.Duration) (*Answered, bool) {
 	if p == nil || !sameInputs(p.q, q) || p.taken.Load() {
 		return nil, false

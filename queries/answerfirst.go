@@ -19,10 +19,8 @@ import (
 // engine then runs beside the admission rather than before it, and its
 // finish is stored with the response (completeWithFinish), a second round
 // trip. Either way the request pays at most the wait for the engine. An
-// answer of several pages is answered first too (its result written
-// behind): at small scale that took bench api's fresh mix's p99 from
-// 0.30-0.31 to 0.17-0.22 x bare PostGIS with 1 client, and its queries/s
-// with 8 clients from 1.67 to 1.80-1.81 x (docs/benchmarks.md).
+// answer of several pages is answered first too, its result written
+// behind (docs/benchmarks.md, "Eight clients", has the measurements).
 const AnswerFirstWait = time.Millisecond
 
 // maxWaitStretch bounds loadedWait: at most 4 x AnswerWait, however many
@@ -83,8 +81,8 @@ func (s *Service) precompute(ar ledger.AdmitRequest, site ledger.Site, decoded j
 // (its first page, and the next page's cursor) is rendered, and the admission
 // stores the query finished with it, its stored response and its audit
 // record in the one round trip (ledger.AdmitAnswer). ok is false when it
-// does not apply (AnswerFirstWait, jobs.Runner.AnswerFirst); nothing was sent or
-// written then, and the caller admits the query as before. Otherwise
+// does not apply (AnswerFirstWait, jobs.Runner.AnswerFirst); nothing was
+// sent or written then, and the caller admits the query as before. Otherwise
 // handled and the error are admitAtOnce's. The body names the site the
 // request would create; when the admission found the account's site of
 // that fingerprint instead, both copies are rewritten to name it. A crash
