@@ -40,8 +40,8 @@ func BenchmarkAdmitGroup(b *testing.B) {
 // with responses of 0, 24, 100 and 400 records of their own (about 0.1, 3,
 // 12 and 50 kB): the stored response is a large part of what an answered
 // admission costs the cluster (bench api's fresh mix stores about 5 kB on
-// average; a first page of 500 records, now answered first too, about
-// 60-150 kB). Its client CPU includes making the records.
+// average; a first page of 500 records, now answered first too, up to
+// about 190 kB). Its client CPU includes making the records.
 //
 //	go test -run '^$' -bench AdmitAnsweredResponse -benchtime 4000x -count 2 ./ledger/
 func BenchmarkAdmitAnsweredResponse(b *testing.B) {
