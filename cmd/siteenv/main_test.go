@@ -64,10 +64,15 @@ func TestServeAndAdminShareTheEmbeddedCluster(t *testing.T) {
 	// 2-core machine; this bounds a hang, it does not time the load.
 	deadline := time.Now().Add(180 * time.Second)
 	for {
-		resp, err := http.Get(base + "/openapi.json")
-		if err == nil {
-			resp.Body.Close()
-			break
+		// Its own "serving" line first: freeAddr's port, free when picked,
+		// may answer for another test's server until this one binds it
+		// (once, a GET answered before the demo key was written).
+		if strings.Contains(serveLog.String(), "msg=serving ") {
+			resp, err := http.Get(base + "/openapi.json")
+			if err == nil {
+				resp.Body.Close()
+				break
+			}
 		}
 		select {
 		case err := <-served:

@@ -55,8 +55,9 @@ func TestReadmeWalk(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	served := make(chan error, 1)
+	var serveLog lockedBuffer
 	go func() {
-		served <- run(ctx, []string{"serve", "--addr", addr, "--data-dir", dataDir, "--demo"}, io.Discard, io.Discard)
+		served <- run(ctx, []string{"serve", "--addr", addr, "--data-dir", dataDir, "--demo"}, io.Discard, &serveLog)
 	}()
 
 	// The validating proxy in front of the server.
@@ -86,7 +87,15 @@ func TestReadmeWalk(t *testing.T) {
 	// While the demo loads, the server is not listening: answer 502 without
 	// validation (the script's wait loop retries).
 	proxy.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusBadGateway) }
-	front := httptest.NewServer(proxy)
+	// Until its own "serving" line, freeAddr's port may answer for another
+	// test's server: 502 as while the demo loads.
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.Contains(serveLog.String(), "msg=serving ") {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
 	defer front.Close()
 
 	cmd := exec.CommandContext(ctx, "sh", script)
